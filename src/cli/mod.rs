@@ -1,0 +1,27 @@
+//! Command-line interface: argument types and dispatch. Each subcommand lives
+//! in its own file; this module only parses and routes.
+
+use clap::{Parser, Subcommand};
+
+pub mod inspect;
+
+/// lessgate: a federation gateway for realXtend Tundra worlds.
+#[derive(Debug, Parser)]
+#[command(name = "lessgate", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Decode or encode protocol frames for reading by a person.
+    Inspect(inspect::InspectArgs),
+}
+
+/// Runs the parsed command line; the returned error is printed by `main`.
+pub fn dispatch(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
+    match cli.command {
+        Command::Inspect(args) => inspect::run(args),
+    }
+}

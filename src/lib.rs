@@ -1,0 +1,20 @@
+//! lessgate: an interop gateway that federates realXtend Tundra worlds.
+//!
+//! A node sits beside a world server. It speaks the Tundra protocol to local
+//! clients over WebSocket and a LESS peer link to other nodes, renumbering
+//! entity ids between every id space it touches and forwarding each entity's
+//! state from the one origin that simulates it.
+//!
+//! ```text
+//!  Tundra clients ──ws──▶ transport ──▶ tundra (codec, sync state)
+//!                                          │
+//!                                        scene  (entities, origin, authority)
+//!                                          │
+//!  peer nodes ◀──udp/quic──▶ transport ◀── less (values, packets, session)
+//! ```
+//!
+//! The protocol modules (`tundra`, `less`) are pure: bytes and an explicit
+//! `now` in, bytes, timeouts and events out. Only `transport` does I/O.
+#![forbid(unsafe_code)]
+
+pub mod cli;
