@@ -18,3 +18,6 @@
 #![forbid(unsafe_code)]
 
 pub mod cli;
+pub mod config;
+pub mod logging;
+pub mod transport;

@@ -1,0 +1,331 @@
+//! The node's configuration file (TOML), parsed and validated once.
+//!
+//! Every error names the file, the key and what is wrong, so an operator can
+//! fix it without reading code. Defaults make an empty file a working
+//! standalone node. Peer files (`peers/*.toml`) are read by the peering layer.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// Tundra's own default port for its WebSocket and kNet servers.
+pub const DEFAULT_TUNDRA_PORT: u16 = 2345;
+/// Tundra's default network tick (`updatePeriod_ = 1/20`).
+pub const DEFAULT_TICK_HZ: u32 = 20;
+/// Tundra clamps `--netrate` to a period of at least 0.01 s.
+const MAX_TICK_HZ: u32 = 100;
+
+/// A configuration error, always with the file it came from.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{file}: cannot read: {source}")]
+    Read {
+        file: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{file}: {message}")]
+    Parse { file: PathBuf, message: String },
+    #[error("{file}: key `{key}`: {message}")]
+    Invalid {
+        file: PathBuf,
+        key: &'static str,
+        message: String,
+    },
+}
+
+/// The validated configuration of one node.
+#[derive(Debug, Clone)]
+pub struct NodeConfig {
+    /// Where the file was read from (`None` for the built-in defaults); relative
+    /// paths inside it are resolved against its directory.
+    pub source: Option<PathBuf>,
+    pub node: NodeSection,
+    pub tundra: TundraSection,
+    pub limits: Limits,
+    pub log: LogSection,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NodeSection {
+    /// A short name shown in logs and to peers.
+    pub name: String,
+    /// Network ticks per second for client sync and peer packets.
+    pub tick_hz: u32,
+}
+
+impl Default for NodeSection {
+    fn default() -> Self {
+        NodeSection {
+            name: "lessgate".to_owned(),
+            tick_hz: DEFAULT_TICK_HZ,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TundraSection {
+    /// Address of the WebSocket listener for Tundra clients.
+    pub listen: SocketAddr,
+    /// A TXML scene loaded at start (the node's own world).
+    pub scene: Option<PathBuf>,
+    /// PEM certificate chain; with `tls_key`, the listener speaks wss://.
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key for `tls_cert`.
+    pub tls_key: Option<PathBuf>,
+    /// Login properties a client must present with exactly these values
+    /// (for example `{ token = "secret" }`); a mismatch is refused with a reason.
+    pub required_login: std::collections::BTreeMap<String, String>,
+    /// Throttle far entities using ObserverPosition (reference section 6.3).
+    pub interest_management: bool,
+}
+
+impl Default for TundraSection {
+    fn default() -> Self {
+        TundraSection {
+            listen: SocketAddr::from(([127, 0, 0, 1], DEFAULT_TUNDRA_PORT)),
+            scene: None,
+            tls_cert: None,
+            tls_key: None,
+            required_login: Default::default(),
+            interest_management: false,
+        }
+    }
+}
+
+/// Per-client limits; each refusal is logged with the limit's name.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Largest WebSocket message accepted from a client. Tundra caps an
+    /// attribute block at 16 KiB; a CreateEntity with many blocks needs more.
+    pub max_frame_bytes: usize,
+    /// Entities one client may create.
+    pub max_entities_per_client: usize,
+    /// Messages per second one client may send (averaged over one second).
+    pub max_messages_per_second: u32,
+    /// Outbound bytes queued for a client that does not read; past this the
+    /// client gets only coalesced state, and past twice this it is dropped.
+    pub max_client_backlog_bytes: usize,
+    /// Simultaneous Tundra clients.
+    pub max_clients: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_frame_bytes: 256 * 1024,
+            max_entities_per_client: 10_000,
+            max_messages_per_second: 2_000,
+            max_client_backlog_bytes: 4 * 1024 * 1024,
+            max_clients: 1_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Human,
+    /// One JSON object per line.
+    Json,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogSection {
+    pub format: LogFormat,
+    /// Default filter when `RUST_LOG` is not set.
+    pub filter: String,
+    /// Seconds between periodic stats lines (0 turns them off).
+    pub stats_interval_secs: u64,
+}
+
+impl Default for LogSection {
+    fn default() -> Self {
+        LogSection {
+            format: LogFormat::Human,
+            filter: "info".to_owned(),
+            stats_interval_secs: 10,
+        }
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    #[serde(default)]
+    node: NodeSection,
+    #[serde(default)]
+    tundra: TundraSection,
+    #[serde(default)]
+    limits: Limits,
+    #[serde(default)]
+    log: LogSection,
+}
+
+impl Default for NodeConfig {
+    fn default() -> Self {
+        NodeConfig::from_raw(None, RawConfig::default())
+            .expect("the built-in defaults are valid (checked by a unit test)")
+    }
+}
+
+impl NodeConfig {
+    /// Reads and validates a node configuration file.
+    pub fn load(path: &Path) -> Result<NodeConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            file: path.to_owned(),
+            source,
+        })?;
+        Self::parse(path, &text)
+    }
+
+    /// Parses configuration text; `path` names it in errors and anchors
+    /// relative paths.
+    pub fn parse(path: &Path, text: &str) -> Result<NodeConfig, ConfigError> {
+        let raw: RawConfig = toml::from_str(text).map_err(|error| ConfigError::Parse {
+            file: path.to_owned(),
+            message: error.to_string().trim_end().replace('\n', " "),
+        })?;
+        Self::from_raw(Some(path.to_owned()), raw)
+    }
+
+    fn from_raw(source: Option<PathBuf>, raw: RawConfig) -> Result<NodeConfig, ConfigError> {
+        let file = source
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("<defaults>"));
+        let invalid = |key, message: &str| ConfigError::Invalid {
+            file: file.clone(),
+            key,
+            message: message.to_owned(),
+        };
+        if raw.node.name.is_empty() || raw.node.name.len() > 64 {
+            return Err(invalid("node.name", "must be 1 to 64 characters"));
+        }
+        if raw.node.tick_hz == 0 || raw.node.tick_hz > MAX_TICK_HZ {
+            return Err(invalid("node.tick_hz", "must be between 1 and 100"));
+        }
+        if raw.tundra.tls_cert.is_some() != raw.tundra.tls_key.is_some() {
+            return Err(invalid(
+                "tundra.tls_cert",
+                "tls_cert and tls_key must be given together",
+            ));
+        }
+        if raw.limits.max_frame_bytes < 1024 {
+            return Err(invalid("limits.max_frame_bytes", "must be at least 1024"));
+        }
+        if raw.limits.max_clients == 0 {
+            return Err(invalid("limits.max_clients", "must be at least 1"));
+        }
+        if raw.limits.max_messages_per_second == 0 {
+            return Err(invalid(
+                "limits.max_messages_per_second",
+                "must be at least 1",
+            ));
+        }
+        let mut config = NodeConfig {
+            source,
+            node: raw.node,
+            tundra: raw.tundra,
+            limits: raw.limits,
+            log: raw.log,
+        };
+        config.resolve_paths();
+        Ok(config)
+    }
+
+    /// Makes file paths in the config relative to the config file's folder.
+    fn resolve_paths(&mut self) {
+        let Some(base) = self.source.as_deref().and_then(Path::parent) else {
+            return;
+        };
+        for path in [
+            &mut self.tundra.scene,
+            &mut self.tundra.tls_cert,
+            &mut self.tundra.tls_key,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if path.is_relative() {
+                *path = base.join(&*path);
+            }
+        }
+    }
+
+    /// The network tick period.
+    pub fn tick_period(&self) -> Duration {
+        Duration::from_secs_f64(1.0 / f64::from(self.node.tick_hz))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_a_standalone_node_on_tundra_port() {
+        let config = NodeConfig::default();
+        assert_eq!(config.tundra.listen.port(), 2345);
+        assert!(config.tundra.listen.ip().is_loopback());
+        assert_eq!(config.tick_period(), Duration::from_millis(50));
+    }
+
+    #[test]
+    fn empty_file_is_valid() {
+        let config = NodeConfig::parse(Path::new("/etc/lessgate/node.toml"), "").unwrap();
+        assert_eq!(config.node.tick_hz, 20);
+    }
+
+    #[test]
+    fn relative_paths_follow_the_file() {
+        let text = "[tundra]\nscene = \"worlds/a.txml\"\n";
+        let config = NodeConfig::parse(Path::new("/srv/node/node.toml"), text).unwrap();
+        assert_eq!(
+            config.tundra.scene.as_deref(),
+            Some(Path::new("/srv/node/worlds/a.txml"))
+        );
+    }
+
+    #[test]
+    fn unknown_key_names_file_and_key() {
+        let error = NodeConfig::parse(Path::new("n.toml"), "[tundra]\nlisten_addr = 1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(error.starts_with("n.toml:"), "{error}");
+        assert!(error.contains("listen_addr"), "{error}");
+    }
+
+    #[test]
+    fn invalid_value_names_key() {
+        let error = NodeConfig::parse(Path::new("n.toml"), "[node]\ntick_hz = 0\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            error,
+            "n.toml: key `node.tick_hz`: must be between 1 and 100"
+        );
+    }
+
+    #[test]
+    fn tls_needs_both_halves() {
+        let error = NodeConfig::parse(Path::new("n.toml"), "[tundra]\ntls_cert = \"c.pem\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("tundra.tls_cert"), "{error}");
+    }
+
+    #[test]
+    fn bad_address_is_reported() {
+        let error = NodeConfig::parse(Path::new("n.toml"), "[tundra]\nlisten = \"nowhere\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("listen"), "{error}");
+    }
+}

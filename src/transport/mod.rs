@@ -1,0 +1,5 @@
+//! The only code that does I/O: sockets, TLS, timers. Each driver moves bytes
+//! between the network and the pure protocol cores and keeps its loop small.
+
+pub mod tls;
+pub mod websocket;

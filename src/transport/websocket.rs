@@ -1,0 +1,216 @@
+//! WebSocket listener for Tundra clients (reference section 2.1).
+//!
+//! One Tundra message per binary WebSocket message; text and empty binary
+//! messages are ignored as Tundra ignores them; any path, no subprotocol.
+//! Frames go to the node as [`ClientEvent`]s; the node answers through a
+//! [`ClientHandle`], whose queued byte count lets it stop building updates for
+//! a client that does not read (its sync state then coalesces instead).
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio_rustls::TlsAcceptor;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
+use tokio_tungstenite::tungstenite::Message;
+use tracing::{debug, info, info_span, warn, Instrument};
+
+/// Identifies one client connection for the lifetime of the process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConnectionId(pub u64);
+
+impl std::fmt::Display for ConnectionId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "c{}", self.0)
+    }
+}
+
+/// What the listener tells the node.
+#[derive(Debug)]
+pub enum ClientEvent {
+    Connected {
+        id: ConnectionId,
+        addr: SocketAddr,
+        handle: ClientHandle,
+    },
+    /// One binary WebSocket message: u16 LE message id + payload.
+    Frame {
+        id: ConnectionId,
+        frame: Bytes,
+    },
+    Closed {
+        id: ConnectionId,
+        reason: String,
+    },
+}
+
+#[derive(Debug)]
+enum Outbound {
+    Frame(Bytes),
+    Close(String),
+}
+
+/// The node's side of one client connection.
+#[derive(Debug, Clone)]
+pub struct ClientHandle {
+    outbound: mpsc::UnboundedSender<Outbound>,
+    queued: Arc<AtomicUsize>,
+}
+
+impl ClientHandle {
+    /// Queues one frame. The queue is unbounded by design: the node bounds it
+    /// by checking [`ClientHandle::queued_bytes`] before building more.
+    pub fn send(&self, frame: Bytes) {
+        self.queued.fetch_add(frame.len(), Ordering::Relaxed);
+        if self.outbound.send(Outbound::Frame(frame)).is_err() {
+            // The connection task has ended; its Closed event is on its way.
+        }
+    }
+
+    /// Bytes handed to [`ClientHandle::send`] and not yet written to the socket.
+    pub fn queued_bytes(&self) -> usize {
+        self.queued.load(Ordering::Relaxed)
+    }
+
+    /// Closes the connection after the frames already queued.
+    pub fn close(&self, reason: impl Into<String>) {
+        let _ = self.outbound.send(Outbound::Close(reason.into()));
+    }
+}
+
+/// Listener settings.
+#[derive(Clone)]
+pub struct ListenerOptions {
+    pub tls: Option<TlsAcceptor>,
+    pub max_frame_bytes: usize,
+}
+
+/// Accepts connections until `events` is closed by the node.
+pub async fn serve(
+    listener: TcpListener,
+    options: ListenerOptions,
+    events: mpsc::Sender<ClientEvent>,
+) {
+    let mut next_id = 0u64;
+    loop {
+        let (tcp, addr) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(pair) => pair,
+                Err(error) => {
+                    // Typically EMFILE; back off instead of spinning.
+                    warn!(%error, "accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            _ = events.closed() => return,
+        };
+        next_id += 1;
+        let id = ConnectionId(next_id);
+        // Tundra's server sets TCP_NODELAY; small sync messages must not wait.
+        let _ = tcp.set_nodelay(true);
+        let options = options.clone();
+        let events = events.clone();
+        let span = info_span!("client", conn = %id, %addr);
+        tokio::spawn(
+            async move {
+                match options.tls.clone() {
+                    Some(acceptor) => match acceptor.accept(tcp).await {
+                        Ok(stream) => run_connection(stream, id, addr, &options, events).await,
+                        Err(error) => info!(%error, "tls handshake failed"),
+                    },
+                    None => run_connection(tcp, id, addr, &options, events).await,
+                }
+            }
+            .instrument(span),
+        );
+    }
+}
+
+async fn run_connection<S>(
+    stream: S,
+    id: ConnectionId,
+    addr: SocketAddr,
+    options: &ListenerOptions,
+    events: mpsc::Sender<ClientEvent>,
+) where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(options.max_frame_bytes))
+        .max_frame_size(Some(options.max_frame_bytes));
+    let socket = match tokio_tungstenite::accept_async_with_config(stream, Some(config)).await {
+        Ok(socket) => socket,
+        Err(error) => {
+            info!(%error, "websocket handshake failed");
+            return;
+        }
+    };
+    let (mut sink, mut source) = socket.split();
+    let (outbound, mut outbound_rx) = mpsc::unbounded_channel();
+    let queued = Arc::new(AtomicUsize::new(0));
+    let handle = ClientHandle {
+        outbound,
+        queued: queued.clone(),
+    };
+    debug!("connected");
+    if events
+        .send(ClientEvent::Connected { id, addr, handle })
+        .await
+        .is_err()
+    {
+        return;
+    }
+    let reason = loop {
+        tokio::select! {
+            inbound = source.next() => match inbound {
+                None => break "closed by client".to_owned(),
+                Some(Err(error)) => break format!("websocket error: {error}"),
+                Some(Ok(Message::Binary(frame))) if frame.is_empty() => {
+                    debug!("empty binary message ignored");
+                }
+                Some(Ok(Message::Binary(frame))) => {
+                    if events.send(ClientEvent::Frame { id, frame }).await.is_err() {
+                        break "node stopping".to_owned();
+                    }
+                }
+                Some(Ok(Message::Text(_))) => debug!("text message ignored"),
+                Some(Ok(Message::Close(_))) => break "closed by client".to_owned(),
+                Some(Ok(_)) => {}
+            },
+            outbound = outbound_rx.recv() => match outbound {
+                Some(Outbound::Frame(frame)) => {
+                    let len = frame.len();
+                    let sent = sink.send(Message::Binary(frame)).await;
+                    queued.fetch_sub(len, Ordering::Relaxed);
+                    if let Err(error) = sent {
+                        break format!("send failed: {error}");
+                    }
+                }
+                Some(Outbound::Close(reason)) => {
+                    let frame = CloseFrame { code: CloseCode::Policy, reason: truncate(&reason).into() };
+                    let _ = sink.send(Message::Close(Some(frame))).await;
+                    break reason;
+                }
+                None => break "node dropped the connection".to_owned(),
+            },
+        }
+    };
+    debug!(%reason, "disconnected");
+    let _ = events.send(ClientEvent::Closed { id, reason }).await;
+}
+
+/// A close reason must fit a control frame (125 bytes, 2 of them the code).
+fn truncate(reason: &str) -> String {
+    let mut end = reason.len().min(123);
+    while !reason.is_char_boundary(end) {
+        end -= 1;
+    }
+    reason[..end].to_owned()
+}
