@@ -18,3 +18,4 @@
 #![forbid(unsafe_code)]
 
 pub mod cli;
+pub mod tundra;
