@@ -137,7 +137,27 @@ pub mod hex_bytes {
 
 #[cfg(test)]
 mod tests {
+    use super::super::messages::tests::{bytes, FIXTURES};
     use super::super::values::Float3;
+    use super::*;
+
+    #[test]
+    fn every_message_fixture_survives_json() {
+        let registry = Registry::builtin();
+        for &(name, protocol, hex_text) in FIXTURES {
+            let frame = bytes(hex_text);
+            let json = frame_to_json(&frame, ProtocolVersion(protocol), &registry).unwrap();
+            assert_eq!(json.id, u16::from_le_bytes([frame[0], frame[1]]), "{name}");
+            let text = serde_json::to_string_pretty(&json).unwrap();
+            assert_eq!(frame_from_json(&text).unwrap(), frame, "{name}: {text}");
+        }
+    }
+
+    #[test]
+    fn bad_json_is_an_error() {
+        assert!(frame_from_json("{}").is_err());
+        assert!(frame_from_json("{\"protocol\":4,\"id\":1,\"message\":{\"Nope\":{}}}").is_err());
+    }
 
     #[test]
     fn floats_survive_json_exactly() {

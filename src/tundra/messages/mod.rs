@@ -27,7 +27,7 @@ mod login;
 mod observer;
 mod register;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use action::{exec_type, AssetDeleted, AssetDiscovery, EntityAction};
 pub use attributes::{
