@@ -154,6 +154,41 @@ mod tests {
     }
 
     #[test]
+    fn all_attribute_types_survive_json() {
+        use super::super::attribute::{AttributeType, AttributeValue};
+        use super::super::bits::BitReader;
+        use super::super::ids::{ComponentId, EntityId};
+        use super::super::messages::{CreateAttributes, NewAttribute};
+        // Every type, each value built from bytes that include a NaN payload.
+        let attributes = AttributeType::ALL
+            .iter()
+            .enumerate()
+            .map(|(i, &ty)| {
+                let raw = [0x01, 0x00, 0xC1, 0x7F, 0x02, 0x00, 0x00, 0x00, 0x61, 0x62];
+                let bytes: Vec<u8> = raw.iter().cycle().take(36).copied().collect();
+                let value = AttributeValue::read(ty, &mut BitReader::new(&bytes))
+                    .unwrap_or_else(|_| AttributeValue::default_for(ty));
+                NewAttribute {
+                    component_id: ComponentId(1),
+                    index: i as u8,
+                    name: format!("a{i}"),
+                    value,
+                }
+            })
+            .collect();
+        let message = Message::CreateAttributes(CreateAttributes {
+            scene_id: 0,
+            entity_id: EntityId(9),
+            attributes,
+        });
+        let frame = message.encode_frame(ProtocolVersion::HIGHEST).unwrap();
+        let json = frame_to_json(&frame, ProtocolVersion::HIGHEST, &Registry::builtin()).unwrap();
+        let text = serde_json::to_string(&json).unwrap();
+        assert!(text.contains("0x7fc10001"), "{text}");
+        assert_eq!(frame_from_json(&text).unwrap(), frame);
+    }
+
+    #[test]
     fn bad_json_is_an_error() {
         assert!(frame_from_json("{}").is_err());
         assert!(frame_from_json("{\"protocol\":4,\"id\":1,\"message\":{\"Nope\":{}}}").is_err());

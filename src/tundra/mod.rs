@@ -33,7 +33,10 @@ pub mod orientation;
 pub mod quantize;
 pub mod registry;
 pub mod rigid_body;
+pub mod rigid_body_parts;
 pub mod rigid_body_sender;
+pub mod schema_file;
+pub mod text_scan;
 pub mod txml;
 pub mod values;
 
@@ -44,6 +47,7 @@ pub use error::{DecodeError, EncodeError};
 pub use ids::{ComponentId, EntityId, IdSpace, ProtocolVersion, UserId};
 pub use messages::{DecodeContext, Message};
 pub use registry::{ComponentSchema, Registry};
+pub use schema_file::SchemaError;
 
 /// Fuzzing entry point: the first byte picks the protocol version (1..=4),
 /// the rest is a WebSocket frame. Decoding must not panic; a frame that

@@ -3,7 +3,8 @@
 //!
 //! Layouts are data, not code: they are read from TOML files
 //! (`schemas/tundra/*.toml`, embedded at build time for [`Registry::builtin`],
-//! or a directory given at run time for [`Registry::from_dir`]). Adding a
+//! or a directory given at run time for [`Registry::from_dir`]; the file
+//! format is in `schema_file`). Adding a
 //! component type is adding a `[[component]]` table. Custom types announced
 //! by RegisterComponentType (§4.17) join at run time through
 //! [`Registry::register_custom`], with the name-hash type id Tundra uses.
@@ -12,16 +13,9 @@
 //! attributes and their values belong to the scene.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
 use std::sync::Arc;
 
-use serde::Deserialize;
-
 use super::attribute::{AttributeType, AttributeValue};
-use super::attribute_text::parse_text_strict;
-
-/// The embedded default schema file.
-const BUILTIN_SCHEMA: &str = include_str!("../../schemas/tundra/components.toml");
 
 /// Attribute indices are a u8 on the wire (EditAttributes, CreateAttributes),
 /// so a component has at most 256 attribute slots.
@@ -128,25 +122,6 @@ impl CustomRegistration {
     }
 }
 
-/// Errors loading schema files.
-#[derive(Debug, thiserror::Error)]
-pub enum SchemaError {
-    #[error("{origin}: {source}")]
-    Io {
-        origin: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("{origin}: {source}")]
-    Toml {
-        origin: String,
-        #[source]
-        source: toml::de::Error,
-    },
-    #[error("{origin}: {message}")]
-    Invalid { origin: String, message: String },
-}
-
 /// Component types by id and by name.
 #[derive(Debug, Clone, Default)]
 pub struct Registry {
@@ -180,7 +155,7 @@ pub fn strip_prefix(type_name: &str) -> &str {
 }
 
 /// Lookup key: lowercase, without an `ec_` prefix in any case.
-fn name_key(type_name: &str) -> String {
+pub(crate) fn name_key(type_name: &str) -> String {
     let lower = type_name.trim().to_ascii_lowercase();
     match lower.strip_prefix("ec_") {
         Some(rest) => rest.to_string(),
@@ -192,73 +167,6 @@ impl Registry {
     /// An empty registry.
     pub fn new() -> Self {
         Self::default()
-    }
-
-    /// The registry of the embedded `schemas/tundra/components.toml`.
-    pub fn builtin() -> Self {
-        let mut registry = Registry::new();
-        // The embedded file is checked by the unit test
-        // `builtin_schema_loads`, so it always parses.
-        #[allow(clippy::expect_used)]
-        registry
-            .load_toml_str(BUILTIN_SCHEMA, "embedded components.toml")
-            .expect("embedded component schema is valid");
-        registry
-    }
-
-    /// Loads every `*.toml` file of `dir`, in name order.
-    pub fn from_dir(dir: &Path) -> Result<Self, SchemaError> {
-        let origin = dir.display().to_string();
-        let entries = std::fs::read_dir(dir).map_err(|source| SchemaError::Io {
-            origin: origin.clone(),
-            source,
-        })?;
-        let mut paths = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|source| SchemaError::Io {
-                origin: origin.clone(),
-                source,
-            })?;
-            let path = entry.path();
-            if path.extension().is_some_and(|e| e == "toml") {
-                paths.push(path);
-            }
-        }
-        paths.sort();
-        let mut registry = Registry::new();
-        for path in paths {
-            let origin = path.display().to_string();
-            let text = std::fs::read_to_string(&path).map_err(|source| SchemaError::Io {
-                origin: origin.clone(),
-                source,
-            })?;
-            registry.load_toml_str(&text, &origin)?;
-        }
-        Ok(registry)
-    }
-
-    /// Adds the `[[component]]` tables of one TOML document; returns how
-    /// many types were added.
-    pub fn load_toml_str(&mut self, text: &str, origin: &str) -> Result<usize, SchemaError> {
-        let file: SchemaFile = toml::from_str(text).map_err(|source| SchemaError::Toml {
-            origin: origin.to_string(),
-            source,
-        })?;
-        let count = file.component.len();
-        for component in file.component {
-            let schema = component
-                .into_schema()
-                .map_err(|message| SchemaError::Invalid {
-                    origin: origin.to_string(),
-                    message,
-                })?;
-            self.insert(schema)
-                .map_err(|message| SchemaError::Invalid {
-                    origin: origin.to_string(),
-                    message,
-                })?;
-        }
-        Ok(count)
     }
 
     /// Adds a static type; a duplicate id or name is an error.
@@ -349,99 +257,10 @@ impl Registry {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SchemaFile {
-    #[serde(default)]
-    component: Vec<ComponentToml>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ComponentToml {
-    type_id: u32,
-    name: String,
-    #[serde(default)]
-    source: Option<String>,
-    #[serde(default)]
-    dynamic_attributes: bool,
-    #[serde(default)]
-    attributes: Vec<AttributeToml>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AttributeToml {
-    id: String,
-    name: String,
-    #[serde(rename = "type")]
-    ty: String,
-    #[serde(default)]
-    default: Option<String>,
-}
-
-impl ComponentToml {
-    fn into_schema(self) -> Result<ComponentSchema, String> {
-        let _ = self.source;
-        let name = strip_prefix(self.name.trim()).to_string();
-        if self.type_id == 0 || self.type_id >= FIRST_CUSTOM_TYPE_ID {
-            return Err(format!(
-                "{name}: type_id {} is outside 1..=0xFFFF",
-                self.type_id
-            ));
-        }
-        if name.is_empty() {
-            return Err(format!("type {}: empty name", self.type_id));
-        }
-        if self.attributes.len() > MAX_ATTRIBUTES_PER_COMPONENT {
-            return Err(format!(
-                "{name}: more than {MAX_ATTRIBUTES_PER_COMPONENT} attributes"
-            ));
-        }
-        let mut attributes = Vec::with_capacity(self.attributes.len());
-        for a in self.attributes {
-            let ty = AttributeType::from_name(&a.ty)
-                .ok_or_else(|| format!("{name}.{}: unknown attribute type {:?}", a.id, a.ty))?;
-            let default = match a.default {
-                Some(text) => parse_text_strict(ty, &text)
-                    .map_err(|e| format!("{name}.{}: default: {e}", a.id))?,
-                None => AttributeValue::default_for(ty),
-            };
-            if attributes
-                .iter()
-                .any(|x: &AttributeSchema| x.id.eq_ignore_ascii_case(&a.id))
-            {
-                return Err(format!("{name}: attribute id {} appears twice", a.id));
-            }
-            attributes.push(AttributeSchema {
-                id: a.id,
-                name: a.name,
-                ty,
-                default,
-            });
-        }
-        Ok(ComponentSchema {
-            type_id: self.type_id,
-            name,
-            attributes,
-            dynamic_attributes: self.dynamic_attributes,
-            custom: false,
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::tundra::values::Color;
-
-    #[test]
-    fn builtin_schema_loads() {
-        let mut registry = Registry::new();
-        let count = registry.load_toml_str(BUILTIN_SCHEMA, "embedded").unwrap();
-        assert_eq!(count, 40);
-        assert_eq!(Registry::builtin().len(), 40);
-    }
 
     #[test]
     fn layouts_of_reference_section_9() {
@@ -538,17 +357,5 @@ mod tests {
             CustomRegistration::IgnoredStatic(20)
         );
         assert_eq!(r.get(20).unwrap().attributes.len(), 6);
-    }
-
-    #[test]
-    fn bad_schema_files_are_rejected() {
-        let mut r = Registry::new();
-        let bad_default = "[[component]]\ntype_id = 900\nname = \"X\"\nattributes = [{ id = \"a\", name = \"A\", type = \"float3\", default = \"1 2\" }]\n";
-        assert!(r.load_toml_str(bad_default, "t").is_err());
-        let bad_type = "[[component]]\ntype_id = 901\nname = \"Y\"\nattributes = [{ id = \"a\", name = \"A\", type = \"vec9\" }]\n";
-        assert!(r.load_toml_str(bad_type, "t").is_err());
-        let mut r = Registry::builtin();
-        let duplicate = "[[component]]\ntype_id = 20\nname = \"Other\"\n";
-        assert!(r.load_toml_str(duplicate, "t").is_err());
     }
 }
