@@ -21,3 +21,4 @@ pub mod cli;
 pub mod config;
 pub mod logging;
 pub mod transport;
+pub mod tundra;
