@@ -18,3 +18,5 @@
 #![forbid(unsafe_code)]
 
 pub mod cli;
+pub mod clock;
+pub mod less;
