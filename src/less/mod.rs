@@ -20,6 +20,7 @@ pub mod rtt;
 pub mod schema;
 pub mod schema_toml;
 pub mod send_window;
+pub mod session;
 pub mod signature;
 pub mod value;
 pub mod value_type;
