@@ -40,7 +40,11 @@ impl RttEstimator {
                 self.variance = sample / 2;
             }
             Some(smoothed) => {
-                let deviation = if smoothed > sample { smoothed - sample } else { sample - smoothed };
+                let deviation = if smoothed > sample {
+                    smoothed - sample
+                } else {
+                    sample - smoothed
+                };
                 self.variance = (self.variance * 3 + deviation) / 4;
                 self.smoothed = Some((smoothed * 7 + sample) / 8);
             }

@@ -226,8 +226,9 @@ impl<T> SendWindow<T> {
         if let Some(newest) = acked.iter().max_by_key(|p| p.send_order) {
             self.largest_acked_order =
                 Some(self.largest_acked_order.unwrap_or(0).max(newest.send_order));
-            // Karn: only packets transmitted once give unambiguous samples.
-            if newest.transmissions == 1 {
+            // Karn: only packets transmitted once give unambiguous samples;
+            // packets without messages are acknowledged late by design.
+            if newest.transmissions == 1 && newest.ack_eliciting {
                 self.rtt
                     .update(now.saturating_duration_since(newest.last_sent));
             }
