@@ -76,7 +76,7 @@ fn random_values(rng: &mut ChaCha8Rng, counter_value: i64) -> Vec<PropertyValue>
 /// entity, results arrive once, and no stale value ever rolls one back.
 #[test]
 fn converges_under_loss_duplication_and_reordering() {
-    for seed in 0..24u64 {
+    for seed in seeds(24) {
         let mut sim = Sim::new(seed, LinkModel::hostile(), FramingMode::Datagram);
         let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xabcdef);
         let mut truth = Truth::new();
@@ -246,7 +246,7 @@ fn sequence_wraps_with_bursts() {
 /// view always converges.
 #[test]
 fn object_ids_are_reused_after_removal() {
-    for seed in 0..8u64 {
+    for seed in seeds(8) {
         let mut sim = Sim::new(seed, LinkModel::hostile(), FramingMode::Datagram);
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let mut truth = Truth::new();
@@ -289,7 +289,7 @@ fn object_ids_are_reused_after_removal() {
 /// single value larger than any datagram crosses on the reliable stream.
 #[test]
 fn entities_larger_than_the_mtu_cross() {
-    for seed in 0..6u64 {
+    for seed in seeds(6) {
         let mut sim = Sim::new(seed, LinkModel::hostile(), FramingMode::Datagram);
         let mut truth = Truth::new();
         let type_id = crate_type(&mut sim.a);
@@ -402,4 +402,91 @@ fn update_rate_is_honoured() {
     assert!(sent >= 15, "still sending: {sent}");
     sim.run_for(Duration::from_secs(1));
     assert_converged(&sim, &truth, "update rate");
+}
+
+/// Subscriptions decide what crosses: a narrow subscription sends only its
+/// properties, widening it sends the rest, unsubscribing withdraws the
+/// entities and subscribing again brings them back.
+#[test]
+fn subscription_changes_control_what_crosses() {
+    let mut model = LinkModel::hostile();
+    model.loss = 0.1;
+    let mut sim = Sim::new(11, model, FramingMode::Datagram);
+    sim.b.model.auto_subscribe = false;
+    let mut truth = Truth::new();
+    let type_id = crate_type(&mut sim.a);
+    let entity = introduce(&mut sim, &mut truth, type_id, entity_values(1, 1.0));
+    sim.run_for(Duration::from_secs(2));
+    assert!(
+        sim.b.model.entities.is_empty(),
+        "nothing before a subscription"
+    );
+    let remote_type = sim.b.model.remote_types[CRATE];
+    sim.b
+        .session
+        .subscribe_type(remote_type, &[counter()])
+        .unwrap();
+    sim.run_for(Duration::from_secs(5));
+    let seen = &sim.b.model.entities[&entity.get()];
+    assert_eq!(seen.keys().cloned().collect::<Vec<_>>(), vec![counter()]);
+    assert_eq!(
+        sim.a.session.peer_subscription(type_id),
+        Some(vec![counter()])
+    );
+
+    let all = vec![position(), name(), counter()];
+    sim.b.session.subscribe_type(remote_type, &all).unwrap();
+    sim.run_for(Duration::from_secs(5));
+    assert_eq!(sim.b.model.entities[&entity.get()].len(), 3);
+
+    sim.b.session.unsubscribe_type(remote_type).unwrap();
+    sim.run_for(Duration::from_secs(5));
+    assert!(
+        sim.b.model.entities.is_empty(),
+        "withdrawn after unsubscribe"
+    );
+
+    set(&mut sim, &mut truth, entity, entity_values(2, 2.0));
+    sim.b.session.subscribe_type(remote_type, &all).unwrap();
+    sim.heal();
+    sim.run_for(Duration::from_secs(3));
+    assert_converged(&sim, &truth, "resubscribed");
+}
+
+/// Interactions and connection control reach the peer's application.
+#[test]
+fn interactions_and_connection_control_arrive() {
+    use lessgate::less::ids::{InteractionId, PropertyId};
+    use lessgate::less::property_list::FieldValue;
+    let mut sim = Sim::new(12, LinkModel::perfect(), FramingMode::Datagram);
+    let values = vec![
+        FieldValue {
+            id: PropertyId(1),
+            value: Value::ObjectId(5),
+        },
+        FieldValue {
+            id: PropertyId(2),
+            value: Value::ObjectId(6),
+        },
+    ];
+    sim.a
+        .session
+        .send_interaction(InteractionId(1), values.clone())
+        .unwrap();
+    assert!(sim
+        .a
+        .session
+        .send_interaction(InteractionId(9), vec![])
+        .is_err());
+    sim.a.session.request_update_rate(25).unwrap();
+    sim.run_for(Duration::from_secs(1));
+    assert_eq!(sim.b.model.interactions, vec![(InteractionId(1), values)]);
+    assert_eq!(
+        sim.b.model.controls,
+        vec![vec![FieldValue {
+            id: PropertyId(1),
+            value: Value::Integer(25),
+        }]]
+    );
+    assert_eq!(sim.b.session.peer_update_rate(), Some(25));
 }

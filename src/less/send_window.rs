@@ -76,6 +76,8 @@ pub struct SendWindow<T> {
     peer_highest: u64,
     send_order: u64,
     largest_acked_order: Option<u64>,
+    /// Highest sequence acknowledged so far.
+    largest_acked: Option<u64>,
     rtt: RttEstimator,
 }
 
@@ -90,6 +92,7 @@ impl<T> SendWindow<T> {
             peer_highest: base - 1,
             send_order: 0,
             largest_acked_order: None,
+            largest_acked: None,
             rtt: RttEstimator::new(initial_rtt),
         }
     }
@@ -223,6 +226,9 @@ impl<T> SendWindow<T> {
             self.base = self.next;
         }
         acked.sort_by_key(|p| p.sequence);
+        if let Some(last) = acked.last() {
+            self.largest_acked = Some(self.largest_acked.unwrap_or(0).max(last.sequence));
+        }
         if let Some(newest) = acked.iter().max_by_key(|p| p.send_order) {
             self.largest_acked_order =
                 Some(self.largest_acked_order.unwrap_or(0).max(newest.send_order));
@@ -238,7 +244,13 @@ impl<T> SendWindow<T> {
 
     fn timeout_of(&self, packet: &SentPacket<T>, timing: &LossTiming) -> Duration {
         let mut base = self.rtt.rto(timing.max_ack_delay);
-        if !packet.ack_eliciting {
+        // A packet without messages is acknowledged with the peer's next
+        // packet, at the latest its keepalive, unless a later one has been
+        // acknowledged: then the peer is waiting for it and answers at once.
+        let blocking = self
+            .largest_acked
+            .is_some_and(|largest| largest > packet.sequence);
+        if !packet.ack_eliciting && !blocking {
             base += timing.keepalive_interval;
         }
         let shift = packet

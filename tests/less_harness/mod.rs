@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lessgate::clock::Time;
-use lessgate::less::ids::{Local, ObjectId, PropertyKey, Remote, RequestId, TypeId};
+use lessgate::less::ids::{InteractionId, Local, ObjectId, PropertyKey, Remote, RequestId, TypeId};
 use lessgate::less::message::MethodStatus;
-use lessgate::less::property_list::PropertyValue;
+use lessgate::less::property_list::{FieldValue, PropertyValue};
 use lessgate::less::schema::{ConnectionSchema, SchemaRegistry};
 use lessgate::less::schema_toml::types_from_toml;
 use lessgate::less::session::{Event, FramingMode, Path, Session, SessionConfig, Transmit};
@@ -91,6 +91,8 @@ pub struct Model {
     /// Results received for our invocations.
     pub results: BTreeMap<RequestId<Local>, (MethodStatus, Value)>,
     pub tweaks: Vec<(u64, PropertyKey, Value)>,
+    pub interactions: Vec<(InteractionId, Vec<FieldValue>)>,
+    pub controls: Vec<Vec<FieldValue>>,
     pub closed: Option<String>,
     pub remote_types: BTreeMap<String, TypeId<Remote>>,
     pub subscribed_types: BTreeSet<TypeId<Local>>,
@@ -221,7 +223,11 @@ impl Node {
                 value,
             } => self.model.tweaks.push((entity.get(), property, value)),
             Event::Closed { reason } => self.model.closed = Some(reason.to_string()),
-            Event::Interaction { .. } | Event::ConnectionControl { .. } => {}
+            Event::Interaction {
+                interaction,
+                values,
+            } => self.model.interactions.push((interaction, values)),
+            Event::ConnectionControl { values } => self.model.controls.push(values),
         }
     }
 }
@@ -465,4 +471,14 @@ pub fn local(id: u64) -> ObjectId<Local> {
 
 pub fn remote(id: u64) -> ObjectId<Remote> {
     ObjectId::new(id)
+}
+
+/// Seeds to run: `0..default`, or `0..N` with `LESS_SIM_SEEDS=N` set (for
+/// longer soak runs outside CI).
+pub fn seeds(default: u64) -> std::ops::Range<u64> {
+    let count = std::env::var("LESS_SIM_SEEDS")
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(default);
+    0..count
 }

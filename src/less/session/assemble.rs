@@ -19,6 +19,7 @@ use crate::less::limits::{INTEGER_MAX_LEN, MAX_FRAME_LEN};
 use crate::less::message::Message;
 use crate::less::packet::{DATAGRAM_FRAMING_MAX_LEN, PACKET_HEADER_MAX_LEN};
 use crate::less::property_list::PropertyValue;
+use crate::less::value::Value;
 
 /// What one message of a sent packet stands for, so a re-send can rebuild it.
 #[derive(Clone, Debug)]
@@ -26,22 +27,23 @@ pub(super) enum SentItem {
     /// Re-sent unchanged (structural messages, method calls and results,
     /// interactions, connection control).
     Message(Message<Local, Remote>),
-    /// An introduce-entity; re-sent always, with those of `keys` whose slot
-    /// still names this packet.
+    /// An introduce-entity; re-sent always, with those of the values it
+    /// carried whose slot still names this packet.
     Introduce {
         entity: ObjectId<Local>,
         type_id: TypeId<Local>,
-        keys: Vec<PropertyKey>,
+        values: Vec<PropertyValue>,
     },
-    /// An update-entity; re-sent with the keys still owned, or dropped.
+    /// An update-entity; re-sent with the values still owned, or dropped.
     Update {
         entity: ObjectId<Local>,
-        keys: Vec<PropertyKey>,
+        values: Vec<PropertyValue>,
     },
     /// A tweak-entity; re-sent if not superseded.
     Tweak {
         entity: ObjectId<Remote>,
         key: PropertyKey,
+        value: Value,
     },
 }
 
@@ -269,7 +271,7 @@ impl LocalState {
             SentItem::Introduce {
                 entity,
                 type_id,
-                keys: carried.clone(),
+                values: values_of(self, entity, &carried),
             },
         );
         let left: Vec<PropertyKey> = candidates
@@ -322,7 +324,7 @@ impl LocalState {
                 &bytes,
                 SentItem::Update {
                     entity,
-                    keys: carried.clone(),
+                    values: values_of(self, entity, &carried),
                 },
             ) {
                 self.dirty.push_front(entity);
@@ -357,6 +359,7 @@ impl LocalState {
                 SentItem::Tweak {
                     entity,
                     key: key.clone(),
+                    value: slot.value.clone(),
                 },
             ) {
                 slot.dirty = false;
@@ -416,14 +419,11 @@ impl LocalState {
     }
 
     /// Rebuilds the body of packet `sequence` for a re-send: messages
-    /// unchanged, property values only where no later packet carried them
-    /// (with their current value), nothing else.
-    pub fn assemble_resend(
-        &mut self,
-        sequence: u64,
-        items: &[SentItem],
-        capacity: usize,
-    ) -> Assembled {
+    /// unchanged, and of the property values it carried only those no later
+    /// packet has carried since, with the value as first sent (a newer value
+    /// goes in a new packet: the receiver may already hold this sequence, so
+    /// a re-send must never be the only carrier of new data).
+    pub fn assemble_resend(&self, sequence: u64, items: &[SentItem], capacity: usize) -> Assembled {
         let mut builder = Builder {
             out: Assembled::default(),
             capacity,
@@ -434,99 +434,76 @@ impl LocalState {
                 SentItem::Introduce {
                     entity,
                     type_id,
-                    keys,
-                } => self.resend_entity(&mut builder, *entity, Some(*type_id), keys, sequence),
-                SentItem::Update { entity, keys } => {
-                    self.resend_entity(&mut builder, *entity, None, keys, sequence)
-                }
-                SentItem::Tweak { entity, key } => {
-                    let Some(slot) = self.tweaks.get(&(*entity, key.clone())) else {
-                        continue;
+                    values,
+                } => {
+                    let values = self.still_owned(*entity, values, sequence);
+                    let message: Message<Local, Remote> = Message::IntroduceEntity {
+                        type_id: *type_id,
+                        entity: *entity,
+                        values: values.clone(),
                     };
-                    if slot.last_packet != Some(sequence) || slot.dirty {
+                    let rebuilt = SentItem::Introduce {
+                        entity: *entity,
+                        type_id: *type_id,
+                        values,
+                    };
+                    builder.push(&message.to_bytes(), rebuilt);
+                }
+                SentItem::Update { entity, values } => {
+                    let values = self.still_owned(*entity, values, sequence);
+                    if values.is_empty() {
+                        continue;
+                    }
+                    let message: Message<Local, Remote> = Message::UpdateEntity {
+                        entity: *entity,
+                        values: values.clone(),
+                    };
+                    builder.push(
+                        &message.to_bytes(),
+                        SentItem::Update {
+                            entity: *entity,
+                            values,
+                        },
+                    );
+                }
+                SentItem::Tweak { entity, key, value } => {
+                    let owned = self
+                        .tweaks
+                        .get(&(*entity, key.clone()))
+                        .is_some_and(|slot| slot.last_packet == Some(sequence));
+                    if !owned {
                         continue;
                     }
                     let message: Message<Local, Remote> = Message::TweakEntity {
                         entity: *entity,
                         property: key.clone(),
-                        value: slot.value.clone(),
+                        value: value.clone(),
                     };
-                    let bytes = message.to_bytes();
-                    if bytes.len() <= builder.room() {
-                        builder.push(&bytes, item.clone());
-                    } else if let Some(slot) = self.tweaks.get_mut(&(*entity, key.clone())) {
-                        slot.dirty = true;
-                        self.dirty_tweaks.push_back((*entity, key.clone()));
-                    }
+                    builder.push(&message.to_bytes(), item.clone());
                 }
             }
         }
+        // A subset of what fitted before, under headers sized for the worst case.
+        debug_assert!(builder.out.messages.len() <= capacity);
         builder.out
     }
 
-    /// Re-sends an introduce-entity (`introduce` is its type) or an
-    /// update-entity with the keys this packet still owns.
-    fn resend_entity(
-        &mut self,
-        builder: &mut Builder,
-        entity: ObjectId<Local>,
-        introduce: Option<TypeId<Local>>,
-        keys: &[PropertyKey],
-        sequence: u64,
-    ) {
-        let owned = self.owned_keys(entity, keys, sequence);
-        if owned.is_empty() && introduce.is_none() {
-            return;
-        }
-        let make = |values| match introduce {
-            Some(type_id) => Message::IntroduceEntity {
-                type_id,
-                entity,
-                values,
-            },
-            None => Message::UpdateEntity { entity, values },
-        };
-        let (bytes, carried) = self.fit_entity_message(builder, entity, &owned, &make);
-        let left: Vec<PropertyKey> = owned
-            .iter()
-            .filter(|k| !carried.contains(k))
-            .cloned()
-            .collect();
-        if carried.is_empty() && introduce.is_none() {
-            // Grown too large to fit here: it goes in a new packet instead.
-            self.mark_carried(entity, &[], &left, Some(sequence));
-            return;
-        }
-        self.mark_carried(entity, &carried, &left, Some(sequence));
-        let rebuilt = match introduce {
-            Some(type_id) => SentItem::Introduce {
-                entity,
-                type_id,
-                keys: carried,
-            },
-            None => SentItem::Update {
-                entity,
-                keys: carried,
-            },
-        };
-        builder.push(&bytes, rebuilt);
-    }
-
-    /// Keys whose slot still names packet `sequence` as the last to carry it.
-    fn owned_keys(
+    /// The values whose slot still names packet `sequence` as the last to carry it.
+    fn still_owned(
         &self,
         entity: ObjectId<Local>,
-        keys: &[PropertyKey],
+        values: &[PropertyValue],
         sequence: u64,
-    ) -> Vec<PropertyKey> {
+    ) -> Vec<PropertyValue> {
         let Some(state) = self.entities.get(&entity) else {
             return Vec::new();
         };
-        keys.iter()
-            .filter(|key| {
+        values
+            .iter()
+            .filter(|value| {
                 state
                     .slots
-                    .get(*key)
+                    .get(&value.key)
                     .is_some_and(|slot| slot.last_packet == Some(sequence))
             })
             .cloned()

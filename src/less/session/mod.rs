@@ -598,9 +598,12 @@ impl Session {
             in_order,
             "less packet"
         );
+        let had_gap = !self.remote.held.is_empty() || !in_order;
         self.receive.insert(sequence, packet.timestamp);
-        if packet.message_count > 0 {
-            self.schedule_ack(now, !in_order);
+        // Packets with messages are acknowledged promptly; any packet that
+        // opens or fills a gap at once, since the peer's delivery waits on it.
+        if packet.message_count > 0 || had_gap {
+            self.schedule_ack(now, had_gap);
         }
         let result = if in_order {
             self.apply_in_order(packet.timestamp, packet.message_count, packet.messages)
@@ -637,7 +640,7 @@ impl Session {
     fn on_acknowledged(&mut self, acked: Vec<crate::less::send_window::SentPacket<Vec<SentItem>>>) {
         for packet in acked {
             for item in packet.payload {
-                if let SentItem::Tweak { entity, key } = item {
+                if let SentItem::Tweak { entity, key, .. } = item {
                     let done = self
                         .local
                         .tweaks
@@ -887,7 +890,7 @@ impl Session {
         }
         // No acknowledgements on a stream: a sent tweak is done.
         for item in &body.items {
-            if let SentItem::Tweak { entity, key } = item {
+            if let SentItem::Tweak { entity, key, .. } = item {
                 if self
                     .local
                     .tweaks
