@@ -10,6 +10,8 @@
 //! description of the wire format is docs/less-wire.md.
 
 pub mod codec;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod ids;
 pub mod limits;
 pub mod message;
