@@ -182,12 +182,24 @@ async fn create_edit_remove_propagate_without_echo() {
     let edit = bob.recv_until(|m| matches!(m, Message::EditAttributes(_))).await;
     assert_eq!(transform_x(&edit, &bob.registry), Some(7.5));
 
-    // Bob's edit reaches Alice; Alice's own edit never came back to her.
+    // Bob's edit reaches Alice (protocol 4: as a RigidBodyUpdate, 11.8
+    // fixed point); Alice's own edit never came back to her.
     bob.send(&move_to(entity, placeable_id, -2.0)).await;
-    let edit = alice
-        .recv_until(|m| matches!(m, Message::EditAttributes(_) | Message::CreateEntity(_)))
+    let update = alice
+        .recv_until(|m| {
+            matches!(
+                m,
+                Message::EditAttributes(_) | Message::CreateEntity(_) | Message::RigidBodyUpdate(_)
+            )
+        })
         .await;
-    assert_eq!(transform_x(&edit, &alice.registry), Some(-2.0));
+    let Message::RigidBodyUpdate(update) = update else {
+        panic!("protocol 4 client gets transforms as RigidBodyUpdate, got {update:?}");
+    };
+    assert_eq!(update.entities.len(), 1);
+    assert_eq!(update.entities[0].entity_id, entity);
+    let position = update.entities[0].position.value().expect("position sent");
+    assert_eq!(position.x, -2.0);
 
     bob.send(&Message::RemoveEntity(RemoveEntity { scene_id: 0, entity_id: entity }))
         .await;

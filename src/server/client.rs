@@ -8,6 +8,7 @@ use super::sync_state::SyncState;
 use crate::clock::Time;
 use crate::scene::ClientId;
 use crate::tundra::messages::EntityAction;
+use crate::tundra::rigid_body_sender::BodyState;
 use crate::tundra::{EntityId, ProtocolVersion, UserId};
 
 /// Where a client is in the login sequence (reference section 7.2).
@@ -44,6 +45,9 @@ pub struct Client {
     pub observer: Option<Observer>,
     /// When each entity was last sent, for interest management.
     pub last_sent: HashMap<EntityId, Time>,
+    /// What this client believes of each moving body, for RigidBodyUpdate
+    /// thresholds (protocol 4 clients only).
+    pub bodies: HashMap<EntityId, BodyState>,
 }
 
 impl Client {
@@ -64,6 +68,7 @@ impl Client {
             rate: RateLimiter::new(messages_per_second, now),
             observer: None,
             last_sent: HashMap::new(),
+            bodies: HashMap::new(),
         }
     }
 

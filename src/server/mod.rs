@@ -13,6 +13,7 @@ mod handlers;
 mod interest;
 mod login;
 mod rate;
+mod rigid_body;
 mod sync_state;
 mod writer;
 

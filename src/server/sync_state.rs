@@ -318,6 +318,12 @@ impl SyncState {
         self.entities.get(&id)
     }
 
+    /// Pending detail of one entity, to consume part of it (the rigid body
+    /// path takes the transform and velocity bits).
+    pub fn entity_mut(&mut self, id: EntityId) -> Option<&mut EntitySync> {
+        self.entities.get_mut(&id)
+    }
+
     /// Marks `id` as delivered: everything pending for it was sent.
     pub fn sent(&mut self, id: EntityId) {
         let Some(entity) = self.entities.get_mut(&id) else {

@@ -8,6 +8,7 @@ use tracing::warn;
 
 use super::core::TundraServer;
 use super::interest::update_interval;
+use super::rigid_body::{body_state, take_rigid_body_change};
 use super::sync_state::{EntitySync, Presence};
 use crate::clock::Time;
 use crate::scene::{ClientId, ComponentContent, Entity, Scene};
@@ -16,6 +17,8 @@ use crate::tundra::messages::{
     EditEntityProperties, NewAttribute, RemoveAttributes, RemoveComponents, RemoveEntity,
     RemovedAttribute, SetEntityParent,
 };
+use crate::tundra::messages::id::RIGID_BODY_UPDATE;
+use crate::tundra::rigid_body_sender::pack;
 use crate::tundra::{AttributeEdit, EntityId, Message, ProtocolVersion};
 
 impl TundraServer {
@@ -56,10 +59,13 @@ impl TundraServer {
             return;
         };
         let protocol = client.protocol;
+        // Protocol 4 WebSocket clients take transforms as RigidBodyUpdate.
+        let rigid_bodies = protocol >= ProtocolVersion::WEB_CLIENT_RIGID_BODY;
+        let mut records = Vec::new();
         let mut messages = Vec::new();
         let mut deferred = Vec::new();
         while let Some(entity_id) = client.sync.pop_dirty() {
-            let Some(pending) = client.sync.entity(entity_id) else {
+            let Some(pending) = client.sync.entity_mut(entity_id) else {
                 continue;
             };
             if interest && pending.presence == Presence::Known {
@@ -71,10 +77,31 @@ impl TundraServer {
                     }
                 }
             }
+            if rigid_bodies {
+                // An entity the client created itself has no baseline yet:
+                // start from nothing, so the first record is complete.
+                let last_sent = client.bodies.entry(entity_id).or_default();
+                records.extend(take_rigid_body_change(scene, entity_id, pending, last_sent));
+            }
             entity_messages(scene, entity_id, pending, protocol, &mut messages);
+            let entity = scene.entity(entity_id);
+            if rigid_bodies {
+                match entity {
+                    // A whole entity sent: the client now holds its state.
+                    Some(e) if matches!(pending.presence, Presence::New | Presence::Replaced) => {
+                        if let Some(state) = body_state(e) {
+                            client.bodies.insert(entity_id, state);
+                        }
+                    }
+                    Some(_) => {}
+                    None => {
+                        client.bodies.remove(&entity_id);
+                    }
+                }
+            }
             client.sync.sent(entity_id);
             if interest {
-                if scene.entity(entity_id).is_some() {
+                if entity.is_some() {
                     client.last_sent.insert(entity_id, now);
                 } else {
                     client.last_sent.remove(&entity_id);
@@ -83,6 +110,18 @@ impl TundraServer {
         }
         for entity_id in deferred {
             client.sync.defer(entity_id);
+        }
+        // The RigidBodyUpdate batch goes before the generic sync.
+        match pack(&records) {
+            Ok(payloads) => {
+                for payload in payloads {
+                    let mut frame = Vec::with_capacity(payload.len() + 2);
+                    frame.extend_from_slice(&RIGID_BODY_UPDATE.to_le_bytes());
+                    frame.extend_from_slice(&payload);
+                    self.push_frame(id, frame);
+                }
+            }
+            Err(error) => warn!(client = %id, %error, "cannot encode RigidBodyUpdate"),
         }
         for message in &messages {
             self.push_message(id, message);
