@@ -18,6 +18,13 @@
 #![forbid(unsafe_code)]
 
 pub mod cli;
+pub mod clock;
+pub mod scene;
+pub mod server;
+pub mod tundra;
 pub mod config;
+pub mod federation;
+pub mod less;
 pub mod logging;
+pub mod node;
 pub mod transport;

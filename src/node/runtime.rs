@@ -92,7 +92,7 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
     };
     Ok(Running {
         tundra_addr,
-        node: Node::new(scene, server),
+        node: Node::new(scene, server, uuid::Uuid::new_v4()),
         config,
         listener: Some(listener),
         tls,
@@ -184,7 +184,7 @@ impl Running {
                 handle.close(reason);
             }
         }
-        while let Some(event) = self.node.server.poll_event() {
+        while let Some(event) = self.node.server_events.pop_front() {
             match event {
                 ServerEvent::Action { client, action } => {
                     debug!(%client, entity = %action.entity_id, name = %action.name, "entity action for the server");
