@@ -20,7 +20,11 @@
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod federation;
 pub mod less;
 pub mod logging;
+pub mod node;
+pub mod scene;
+pub mod server;
 pub mod transport;
 pub mod tundra;

@@ -4,17 +4,21 @@
 use clap::{Parser, Subcommand};
 
 pub mod inspect;
+pub mod run;
 
 /// lessgate: a federation gateway for realXtend Tundra worlds.
 #[derive(Debug, Parser)]
 #[command(name = "lessgate", version, about)]
 pub struct Cli {
+    /// With no subcommand, runs the embedded default.
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run one node (Tundra clients, scene, peers).
+    Run(run::RunArgs),
     /// Decode or encode protocol frames for reading by a person.
     Inspect(inspect::InspectArgs),
 }
@@ -22,6 +26,8 @@ pub enum Command {
 /// Runs the parsed command line; the returned error is printed by `main`.
 pub fn dispatch(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     match cli.command {
-        Command::Inspect(args) => inspect::run(args),
+        None => run::run(run::RunArgs::default()),
+        Some(Command::Run(args)) => run::run(args),
+        Some(Command::Inspect(args)) => inspect::run(args),
     }
 }

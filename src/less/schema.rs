@@ -155,10 +155,15 @@ impl TypeSchema {
     }
 }
 
-/// Type schemas by URI.
+/// Builds the schema of a self-describing URI the registry does not hold.
+pub type SchemaResolver = fn(&str) -> Option<TypeSchema>;
+
+/// Type schemas by URI, with an optional resolver for URIs that describe
+/// their own layout (docs/federation.md, custom component types).
 #[derive(Clone, Debug, Default)]
 pub struct SchemaRegistry {
     types: HashMap<String, Arc<TypeSchema>>,
+    resolver: Option<SchemaResolver>,
 }
 
 impl SchemaRegistry {
@@ -175,6 +180,20 @@ impl SchemaRegistry {
     /// The type with this URI.
     pub fn get(&self, uri: &str) -> Option<&Arc<TypeSchema>> {
         self.types.get(uri)
+    }
+
+    /// Sets the resolver consulted by [`Self::resolve`] for unknown URIs.
+    pub fn set_resolver(&mut self, resolver: SchemaResolver) {
+        self.resolver = Some(resolver);
+    }
+
+    /// The type with this URI, or the one its resolver builds from it.
+    pub fn resolve(&self, uri: &str) -> Option<Arc<TypeSchema>> {
+        if let Some(schema) = self.types.get(uri) {
+            return Some(schema.clone());
+        }
+        let schema = (self.resolver?)(uri)?;
+        (schema.uri == uri).then(|| Arc::new(schema))
     }
 
     /// Every URI, sorted.

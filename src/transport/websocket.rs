@@ -14,12 +14,15 @@ use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Notify};
 use tokio_rustls::TlsAcceptor;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::Message;
 use tracing::{debug, info, info_span, warn, Instrument};
+
+/// How long a closing connection may take to flush what is queued.
+pub const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Identifies one client connection for the lifetime of the process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -61,6 +64,7 @@ enum Outbound {
 pub struct ClientHandle {
     outbound: mpsc::UnboundedSender<Outbound>,
     queued: Arc<AtomicUsize>,
+    closing: Arc<Notify>,
 }
 
 impl ClientHandle {
@@ -78,9 +82,11 @@ impl ClientHandle {
         self.queued.load(Ordering::Relaxed)
     }
 
-    /// Closes the connection after the frames already queued.
+    /// Closes the connection after the frames already queued; a client that
+    /// is not reading gets [`CLOSE_GRACE`] to take them, then is dropped.
     pub fn close(&self, reason: impl Into<String>) {
         let _ = self.outbound.send(Outbound::Close(reason.into()));
+        self.closing.notify_one();
     }
 }
 
@@ -155,10 +161,18 @@ async fn run_connection<S>(
     let (mut sink, mut source) = socket.split();
     let (outbound, mut outbound_rx) = mpsc::unbounded_channel();
     let queued = Arc::new(AtomicUsize::new(0));
+    let closing = Arc::new(Notify::new());
     let handle = ClientHandle {
         outbound,
         queued: queued.clone(),
+        closing: closing.clone(),
     };
+    // Armed once the node asks to close: bounds how long a send may block.
+    let close_deadline = async {
+        closing.notified().await;
+        tokio::time::sleep(CLOSE_GRACE).await;
+    };
+    tokio::pin!(close_deadline);
     debug!("connected");
     if events
         .send(ClientEvent::Connected { id, addr, handle })
@@ -187,7 +201,10 @@ async fn run_connection<S>(
             outbound = outbound_rx.recv() => match outbound {
                 Some(Outbound::Frame(frame)) => {
                     let len = frame.len();
-                    let sent = sink.send(Message::Binary(frame)).await;
+                    let sent = tokio::select! {
+                        sent = sink.send(Message::Binary(frame)) => sent,
+                        _ = &mut close_deadline => break "closed by the node; client not reading".to_owned(),
+                    };
                     queued.fetch_sub(len, Ordering::Relaxed);
                     if let Err(error) = sent {
                         break format!("send failed: {error}");
@@ -195,7 +212,10 @@ async fn run_connection<S>(
                 }
                 Some(Outbound::Close(reason)) => {
                     let frame = CloseFrame { code: CloseCode::Policy, reason: truncate(&reason).into() };
-                    let _ = sink.send(Message::Close(Some(frame))).await;
+                    tokio::select! {
+                        _ = sink.send(Message::Close(Some(frame))) => {}
+                        _ = &mut close_deadline => {}
+                    }
                     break reason;
                 }
                 None => break "node dropped the connection".to_owned(),

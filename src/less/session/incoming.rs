@@ -240,7 +240,7 @@ impl Session {
                     }
                     return Ok(());
                 }
-                let schema = self.config.schemas.get(&uri).cloned();
+                let schema = self.config.schemas.resolve(&uri);
                 self.remote.types.insert(
                     type_id,
                     RemoteType {

@@ -190,8 +190,7 @@ impl Session {
         let schema = self
             .config
             .schemas
-            .get(uri)
-            .cloned()
+            .resolve(uri)
             .ok_or_else(|| CommandError::UnknownSchema(uri.to_string()))?;
         Ok(self.local.introduce_type(schema))
     }

@@ -1,0 +1,80 @@
+//! `lessgate run`: one node, from a config file and/or flags, in the spirit
+//! of Tundra's own `--server --port 2345 --file scene.txml`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::config::{LogFormat, NodeConfig};
+
+#[derive(Debug, Args, Default)]
+pub struct RunArgs {
+    /// Node configuration file (TOML); flags given here win over it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Address for Tundra WebSocket clients (default 127.0.0.1:2345).
+    #[arg(long, value_name = "ADDR")]
+    pub tundra_listen: Option<SocketAddr>,
+    /// A TXML scene to host.
+    #[arg(long, value_name = "FILE.txml")]
+    pub scene: Option<PathBuf>,
+    /// Log line format (RUST_LOG filters).
+    #[arg(long, value_enum)]
+    pub log_format: Option<LogFormat>,
+}
+
+impl RunArgs {
+    /// The node configuration these arguments describe.
+    pub fn resolve(&self) -> Result<NodeConfig, Box<dyn std::error::Error>> {
+        let mut config = match &self.config {
+            Some(path) => NodeConfig::load(path)?,
+            None => NodeConfig::default(),
+        };
+        if let Some(addr) = self.tundra_listen {
+            config.tundra.listen = addr;
+        }
+        if let Some(scene) = &self.scene {
+            config.tundra.scene = Some(scene.clone());
+        }
+        if let Some(format) = self.log_format {
+            config.log.format = format;
+        }
+        Ok(config)
+    }
+}
+
+pub fn run(args: RunArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let config = args.resolve()?;
+    crate::logging::init(config.log.format, &config.log.filter);
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async move {
+        let running = crate::node::runtime::start(config).await?;
+        println!("lessgate: Tundra clients connect to {}", running.tundra_url());
+        running.run(shutdown_signal()).await;
+        Ok(())
+    })
+}
+
+/// Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

@@ -1,0 +1,277 @@
+//! The federation core: which entities this node presents and exports, and
+//! through which link (docs/federation.md sections 1, 4 and 5). Pure: LESS
+//! sessions in, scene changes and session commands out.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use tracing::{debug, info};
+use uuid::Uuid;
+
+use super::ids::{GlobalId, LinkId};
+use super::link::Link;
+use crate::less::ids::{ObjectId, Remote};
+use crate::scene::{ChangeSource, Origin, Scene};
+use crate::tundra::messages::EntityAction;
+use crate::tundra::{ComponentId, EntityId};
+
+/// What the federation tells the node.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FederationEvent {
+    /// A peer registered a custom component type this node now knows; its
+    /// clients must be sent RegisterComponentType.
+    TypeRegistered(u32),
+    /// An EntityAction for one of this node's own entities arrived from a
+    /// peer (a method invocation): this node is its authority.
+    ActionForAuthority { entity: EntityId, action: EntityAction },
+}
+
+/// One entity the federation tracks.
+#[derive(Debug)]
+pub(super) struct Tracked {
+    pub scene: EntityId,
+    pub local: bool,
+    /// The link whose copy this node presents (remote entities).
+    pub selected: Option<LinkId>,
+    /// Selected copy's component objects and the scene components they are.
+    pub components: HashMap<ObjectId<Remote>, ComponentId>,
+}
+
+/// Federation state of one node.
+#[derive(Debug)]
+pub struct Federation {
+    pub(super) node: Uuid,
+    pub(super) links: BTreeMap<LinkId, Link>,
+    pub(super) globals: HashMap<GlobalId, Tracked>,
+    pub(super) by_scene: HashMap<EntityId, GlobalId>,
+    pub(super) next_serial: u64,
+    pub(super) events: VecDeque<FederationEvent>,
+}
+
+impl Federation {
+    pub fn new(node: Uuid) -> Federation {
+        Federation {
+            node,
+            links: BTreeMap::new(),
+            globals: HashMap::new(),
+            by_scene: HashMap::new(),
+            next_serial: 1,
+            events: VecDeque::new(),
+        }
+    }
+
+    pub fn node_id(&self) -> Uuid {
+        self.node
+    }
+
+    pub fn link(&self, id: LinkId) -> Option<&Link> {
+        self.links.get(&id)
+    }
+
+    pub fn link_mut(&mut self, id: LinkId) -> Option<&mut Link> {
+        self.links.get_mut(&id)
+    }
+
+    pub fn links(&self) -> impl Iterator<Item = &Link> {
+        self.links.values()
+    }
+
+    pub fn links_mut(&mut self) -> impl Iterator<Item = &mut Link> {
+        self.links.values_mut()
+    }
+
+    pub fn poll_event(&mut self) -> Option<FederationEvent> {
+        self.events.pop_front()
+    }
+
+    /// The federation identity of a scene entity, if it has one.
+    pub fn global_of(&self, entity: EntityId) -> Option<GlobalId> {
+        self.by_scene.get(&entity).copied()
+    }
+
+    /// Entities presented here per origin node (for status pages).
+    pub fn entities_by_origin(&self) -> BTreeMap<Uuid, usize> {
+        let mut counts = BTreeMap::new();
+        for global in self.globals.keys() {
+            *counts.entry(global.origin).or_insert(0) += 1;
+        }
+        counts
+    }
+
+    /// A link came up: its session is ready. Exports everything it should
+    /// carry.
+    pub fn add_link(&mut self, link: Link, scene: &Scene) {
+        let id = link.id;
+        info!(link = %id, peer = %link.peer_name, "federation link added");
+        self.links.insert(id, link);
+        self.track_local_entities(scene);
+        let globals: Vec<GlobalId> = self.export_order(scene);
+        for global in &globals {
+            self.sync_entity_export(*global, id, scene);
+        }
+        for global in &globals {
+            self.sync_component_exports(*global, id, scene);
+        }
+    }
+
+    /// A link went down: every copy it carried is withdrawn; entities reachable
+    /// only through it leave the scene.
+    pub fn remove_link(&mut self, id: LinkId, scene: &mut Scene) {
+        let Some(link) = self.links.remove(&id) else {
+            return;
+        };
+        info!(link = %id, peer = %link.peer_name, "federation link removed");
+        let affected: Vec<GlobalId> = link.mirror.by_global.keys().copied().collect();
+        for global in affected {
+            self.reroute(global, scene);
+        }
+    }
+
+    /// Gives every replicated local entity a federation identity.
+    fn track_local_entities(&mut self, scene: &Scene) {
+        let new: Vec<EntityId> = scene
+            .entities()
+            .filter(|e| e.is_replicated() && e.origin == Origin::Local && !self.by_scene.contains_key(&e.id))
+            .map(|e| e.id)
+            .collect();
+        for id in new {
+            self.track_local(id);
+        }
+    }
+
+    pub(super) fn track_local(&mut self, id: EntityId) -> GlobalId {
+        let global = GlobalId {
+            origin: self.node,
+            serial: self.next_serial,
+        };
+        self.next_serial += 1;
+        self.globals.insert(
+            global,
+            Tracked {
+                scene: id,
+                local: true,
+                selected: None,
+                components: HashMap::new(),
+            },
+        );
+        self.by_scene.insert(id, global);
+        global
+    }
+
+    /// Tracked entities with parents before children.
+    fn export_order(&self, scene: &Scene) -> Vec<GlobalId> {
+        let mut order = Vec::with_capacity(self.globals.len());
+        let mut placed = std::collections::HashSet::new();
+        for entity in scene.entities() {
+            let mut chain = Vec::new();
+            let mut cursor = Some(entity.id);
+            while let Some(id) = cursor {
+                if placed.contains(&id) || chain.contains(&id) || chain.len() > 64 {
+                    break;
+                }
+                chain.push(id);
+                cursor = scene.entity(id).and_then(|e| e.parent);
+            }
+            for id in chain.into_iter().rev() {
+                if placed.insert(id) {
+                    if let Some(global) = self.by_scene.get(&id) {
+                        order.push(*global);
+                    }
+                }
+            }
+        }
+        order
+    }
+
+    /// The path to put on the copy of `global` this node sends: the path it
+    /// received (or none for its own), with itself appended.
+    pub(super) fn outgoing_path(&self, global: GlobalId) -> Vec<Uuid> {
+        let mut path = self
+            .globals
+            .get(&global)
+            .and_then(|t| t.selected)
+            .and_then(|link| {
+                let link = self.links.get(&link)?;
+                let object = link.mirror.by_global.get(&global)?;
+                Some(link.mirror.entities.get(object)?.path.clone())
+            })
+            .unwrap_or_default();
+        path.push(self.node);
+        path
+    }
+
+    /// Whether `global` should be exported on `link` (section 4).
+    pub(super) fn should_export(&self, global: GlobalId, link: LinkId) -> bool {
+        let (Some(tracked), Some(target)) = (self.globals.get(&global), self.links.get(&link)) else {
+            return false;
+        };
+        if tracked.local {
+            return true;
+        }
+        if tracked.selected == Some(link) || tracked.selected.is_none() {
+            return false;
+        }
+        !self.outgoing_path(global).contains(&target.peer)
+    }
+
+    /// Re-chooses the copy of `global` to present (section 4) and applies
+    /// the change to the scene and to every link's exports.
+    pub(super) fn reroute(&mut self, global: GlobalId, scene: &mut Scene) {
+        if global.origin == self.node {
+            return; // our own entity came back: never presented twice
+        }
+        let best = self
+            .links
+            .values()
+            .filter_map(|link| {
+                let object = link.mirror.by_global.get(&global)?;
+                let entity = link.mirror.entities.get(object)?;
+                (!entity.path.contains(&self.node)).then_some((entity.path.len(), link.peer, link.id))
+            })
+            .min()
+            .map(|(_, _, id)| id);
+        let current = self.globals.get(&global).and_then(|t| t.selected);
+        match (current, best) {
+            (None, None) => {}
+            (Some(_), None) => self.unpresent(global, scene),
+            (None, Some(link)) => self.present(global, link, scene),
+            (Some(old), Some(new)) if old != new => {
+                debug!(entity = %global, from = %old, to = %new, "route changed");
+                self.switch_route(global, new, scene);
+            }
+            (Some(_), Some(_)) => {}
+        }
+        self.sync_all_links(global, scene);
+    }
+
+    /// Brings every link's export of `global` in line with `should_export`.
+    pub(super) fn sync_all_links(&mut self, global: GlobalId, scene: &Scene) {
+        let links: Vec<LinkId> = self.links.keys().copied().collect();
+        for link in links {
+            self.sync_entity_export(global, link, scene);
+            self.sync_component_exports(global, link, scene);
+        }
+    }
+
+    /// Removes a remote entity from the scene: no route left.
+    fn unpresent(&mut self, global: GlobalId, scene: &mut Scene) {
+        let Some(tracked) = self.globals.remove(&global) else {
+            return;
+        };
+        self.by_scene.remove(&tracked.scene);
+        let source = ChangeSource::Peer(tracked.selected.map_or(0, |l| l.0));
+        // Children are other entities with routes of their own: keep them.
+        let children: Vec<EntityId> = scene
+            .entities()
+            .filter(|e| e.parent == Some(tracked.scene))
+            .map(|e| e.id)
+            .collect();
+        for child in children {
+            let _ = scene.set_parent(source, child, None);
+        }
+        let _ = scene.remove_entity(source, tracked.scene);
+        for link in self.links.values_mut() {
+            super::export::unexport_entity(link, tracked.scene);
+        }
+        debug!(entity = %global, "entity withdrawn");
+    }
+}

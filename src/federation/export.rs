@@ -1,0 +1,320 @@
+//! Exports: this node's view of an entity, sent as LESS objects on a link
+//! (docs/federation.md section 2), kept current from the scene's journal.
+
+use tracing::{debug, warn};
+
+use super::core::Federation;
+use super::ids::{GlobalId, LinkId};
+use super::link::{ExportedEntity, Link};
+use super::mapping::{self, attribute_key, component, entity};
+use super::values::to_less;
+use crate::less::ids::{Local, ObjectId, PropertyKey};
+use crate::less::property_list::PropertyValue;
+use crate::less::value::Value;
+use crate::less::value_type::ValueType;
+use crate::scene::{Change, ChangeKind, Component, ComponentContent, Origin, Scene};
+use crate::tundra::{ComponentId, EntityId};
+
+fn pv(component: u64, property: u64, value: Value) -> PropertyValue {
+    PropertyValue {
+        key: PropertyKey::new(component, property),
+        value,
+    }
+}
+
+/// The value an EntityReference's text takes on `link`.
+pub(super) fn reference_out(link: &Link, text: &str) -> Value {
+    if text.is_empty() {
+        return Value::Null;
+    }
+    match text.trim().parse::<u32>() {
+        Ok(id) => link
+            .exported
+            .get(&EntityId(id))
+            .and_then(|e| e.object)
+            .map_or(Value::Null, |object| Value::ObjectId(object.get())),
+        // A name travels as it is.
+        Err(_) => Value::String(text.to_owned()),
+    }
+}
+
+fn parent_value(link: &Link, parent: Option<EntityId>) -> Value {
+    let object = parent.and_then(|p| link.exported.get(&p)).and_then(|e| e.object);
+    Value::Standalone(Box::new(object.map_or(Value::Null, |o| Value::ObjectId(o.get()))))
+}
+
+/// The URI and the Tundra type name of a component's LESS type.
+fn component_type(component: &Component) -> (String, String) {
+    match &component.content {
+        ComponentContent::Known { schema, .. } => (mapping::component_uri(schema), schema.name.clone()),
+        ComponentContent::Opaque(_) => (mapping::opaque_uri(component.type_id), format!("opaque:{}", component.type_id)),
+    }
+}
+
+/// Every value of a component object.
+fn component_values(link: &Link, entity_object: ObjectId<Local>, component: &Component) -> Vec<PropertyValue> {
+    let mut values = vec![
+        pv(component::OWNER, component::ENTITY, Value::ObjectId(entity_object.get())),
+        pv(component::OWNER, component::NAME, Value::String(component.name.clone())),
+    ];
+    let reference = |text: &str| reference_out(link, text);
+    match &component.content {
+        ComponentContent::Opaque(bytes) => values.push(pv(
+            component::ATTRIBUTES,
+            component::OPAQUE_BLOCK,
+            Value::VariableBinary(bytes.clone()),
+        )),
+        ComponentContent::Known { schema, slots } => {
+            if schema.dynamic_attributes {
+                values.extend(dynamic_layout(component));
+                for (index, slot) in slots.iter().enumerate() {
+                    if let Some(attribute) = slot {
+                        values.push(PropertyValue {
+                            key: attribute_key(index as u8),
+                            value: Value::Standalone(Box::new(to_less(&attribute.value, &reference))),
+                        });
+                    }
+                }
+            } else {
+                for (index, slot) in slots.iter().enumerate().take(schema.attributes.len()) {
+                    if let Some(attribute) = slot {
+                        values.push(PropertyValue {
+                            key: attribute_key(index as u8),
+                            value: to_less(&attribute.value, &reference),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    values
+}
+
+/// The layout properties of a DynamicComponent.
+fn dynamic_layout(component: &Component) -> Vec<PropertyValue> {
+    let ComponentContent::Known { slots, .. } = &component.content else {
+        return Vec::new();
+    };
+    let types = slots
+        .iter()
+        .map(|s| Value::Integer(s.as_ref().map_or(0, |a| i64::from(a.ty().id()))))
+        .collect();
+    let names = slots
+        .iter()
+        .map(|s| Value::String(s.as_ref().and_then(|a| a.dynamic_name.clone()).unwrap_or_default()))
+        .collect();
+    vec![
+        pv(component::LAYOUT, component::LAYOUT_TYPES, Value::List(ValueType::Integer, types)),
+        pv(component::LAYOUT, component::LAYOUT_NAMES, Value::List(ValueType::String, names)),
+    ]
+}
+
+/// Removes an entity's objects from a link: components first.
+pub(super) fn unexport_entity(link: &mut Link, entity: EntityId) {
+    let Some(exported) = link.exported.remove(&entity) else {
+        return;
+    };
+    for object in exported.components.values() {
+        link.export_owner.remove(object);
+        let _ = link.session.remove_entity(*object);
+    }
+    if let Some(object) = exported.object {
+        link.export_owner.remove(&object);
+        let _ = link.session.remove_entity(object);
+    }
+}
+
+fn export_component(link: &mut Link, entity: EntityId, component: &Component) {
+    if !component.is_replicated() {
+        return;
+    }
+    let (uri, type_name) = component_type(component);
+    if !link.policy.export.allows(&type_name) {
+        return;
+    }
+    let Some(exported) = link.exported.get(&entity) else {
+        return;
+    };
+    // Idempotent: a component reaches here from the journal and from a
+    // route change in the same round.
+    if exported.components.contains_key(&component.id) {
+        return;
+    }
+    let Some(entity_object) = exported.object else {
+        return;
+    };
+    let Some(type_id) = link.type_for(&uri) else {
+        warn!(link = %link.id, %uri, "cannot introduce component type");
+        return;
+    };
+    let object = link.session.allocate_object_id();
+    let values = component_values(link, entity_object, component);
+    if let Err(error) = link.session.introduce_entity(object, type_id, values) {
+        warn!(link = %link.id, %entity, component = %component.id, %error, "cannot export component");
+        return;
+    }
+    if let Some(exported) = link.exported.get_mut(&entity) {
+        exported.components.insert(component.id, object);
+    }
+    link.export_owner.insert(object, (entity, Some(component.id)));
+}
+
+impl Federation {
+    /// Adds or removes the entity object of `global` on `link`, and keeps its
+    /// path current.
+    pub(super) fn sync_entity_export(&mut self, global: GlobalId, link_id: LinkId, scene: &Scene) {
+        let want = self.should_export(global, link_id);
+        let path = self.outgoing_path(global);
+        // Untracked entities were unexported when they left the scene.
+        let Some(scene_id) = self.globals.get(&global).map(|t| t.scene) else {
+            return;
+        };
+        let Some(link) = self.links.get_mut(&link_id) else {
+            return;
+        };
+        let have = link.exported.get(&scene_id).is_some_and(|e| e.object.is_some());
+        let path_value = Value::List(ValueType::Uuid, path.iter().map(|u| Value::Uuid(*u)).collect());
+        match (want, have) {
+            (false, true) => unexport_entity(link, scene_id),
+            (true, true) => {
+                if let Some(object) = link.exported.get(&scene_id).and_then(|e| e.object) {
+                    let _ = link.session.set_property(object, PropertyKey::new(entity::COMPONENT, entity::PATH), path_value);
+                }
+            }
+            (true, false) => {
+                let Some(target) = scene.entity(scene_id) else { return };
+                let Some(type_id) = link.type_for(mapping::ENTITY_URI) else { return };
+                let object = link.session.allocate_object_id();
+                let values = vec![
+                    pv(entity::COMPONENT, entity::ORIGIN, Value::Uuid(global.origin)),
+                    pv(entity::COMPONENT, entity::SERIAL, Value::Integer(global.serial as i64)),
+                    pv(entity::COMPONENT, entity::PATH, path_value),
+                    pv(entity::COMPONENT, entity::TEMPORARY, Value::Integer(i64::from(target.temporary))),
+                    pv(entity::COMPONENT, entity::PARENT, parent_value(link, target.parent)),
+                ];
+                if let Err(error) = link.session.introduce_entity(object, type_id, values) {
+                    warn!(link = %link_id, entity = %global, %error, "cannot export entity");
+                    return;
+                }
+                link.exported.insert(scene_id, ExportedEntity { object: Some(object), ..Default::default() });
+                link.export_owner.insert(object, (scene_id, None));
+                debug!(link = %link_id, entity = %global, object = object.get(), "entity exported");
+            }
+            (false, false) => {}
+        }
+    }
+
+    /// Exports the components of an exported entity that are not yet on
+    /// the link.
+    pub(super) fn sync_component_exports(&mut self, global: GlobalId, link_id: LinkId, scene: &Scene) {
+        let Some(scene_id) = self.globals.get(&global).map(|t| t.scene) else { return };
+        let Some(link) = self.links.get_mut(&link_id) else { return };
+        let Some(exported) = link.exported.get(&scene_id) else { return };
+        let Some(target) = scene.entity(scene_id) else { return };
+        let missing: Vec<&Component> = target
+            .replicated_components()
+            .filter(|c| !exported.components.contains_key(&c.id))
+            .collect();
+        for component in missing {
+            export_component(link, scene_id, component);
+        }
+    }
+
+    /// Feeds the scene's journal: new local entities get an identity and go
+    /// out; changes to exported entities become property updates.
+    pub fn handle_scene_changes(&mut self, scene: &Scene, changes: &[Change]) {
+        for change in changes {
+            let id = change.kind.entity();
+            if id.is_local() {
+                continue;
+            }
+            match change.kind {
+                ChangeKind::EntityCreated(_) => {
+                    let global = match self.by_scene.get(&id) {
+                        Some(global) => *global,
+                        None => match scene.entity(id) {
+                            Some(e) if e.origin == Origin::Local => self.track_local(id),
+                            _ => continue,
+                        },
+                    };
+                    self.sync_all_links(global, scene);
+                }
+                ChangeKind::EntityRemoved(_) => {
+                    if let Some(global) = self.by_scene.remove(&id) {
+                        if self.globals.get(&global).is_some_and(|t| t.local) {
+                            self.globals.remove(&global);
+                        }
+                    }
+                    for link in self.links.values_mut() {
+                        unexport_entity(link, id);
+                    }
+                }
+                ChangeKind::ComponentCreated(_, c) => {
+                    for link in self.links.values_mut() {
+                        if link.exported.get(&id).is_some_and(|e| e.object.is_some()) {
+                            if let Some(component) = scene.entity(id).and_then(|e| e.components.get(&c)) {
+                                export_component(link, id, component);
+                            }
+                        }
+                    }
+                }
+                ChangeKind::ComponentRemoved(_, c) => {
+                    for link in self.links.values_mut() {
+                        let object = link.exported.get_mut(&id).and_then(|e| e.components.remove(&c));
+                        if let Some(object) = object {
+                            link.export_owner.remove(&object);
+                            let _ = link.session.remove_entity(object);
+                        }
+                    }
+                }
+                ChangeKind::AttributeChanged(_, c, index)
+                | ChangeKind::AttributeCreated(_, c, index)
+                | ChangeKind::AttributeRemoved(_, c, index) => {
+                    let Some(component) = scene.entity(id).and_then(|e| e.components.get(&c)) else {
+                        continue;
+                    };
+                    let structural = !matches!(change.kind, ChangeKind::AttributeChanged(..));
+                    for link in self.links.values_mut() {
+                        let Some(object) = link.exported_component(id, c) else { continue };
+                        let mut values = Vec::new();
+                        let reference = |text: &str| reference_out(link, text);
+                        if let ComponentContent::Known { schema, .. } = &component.content {
+                            let value = component.attribute(index).map(|a| to_less(&a.value, &reference));
+                            if schema.dynamic_attributes {
+                                if structural {
+                                    values.extend(dynamic_layout(component));
+                                }
+                                values.push(PropertyValue {
+                                    key: attribute_key(index),
+                                    value: Value::Standalone(Box::new(value.unwrap_or(Value::Null))),
+                                });
+                            } else if let Some(value) = value {
+                                values.push(PropertyValue { key: attribute_key(index), value });
+                            }
+                        }
+                        if !values.is_empty() {
+                            let _ = link.session.update_entity(object, values);
+                        }
+                    }
+                }
+                ChangeKind::TemporaryChanged(_) | ChangeKind::ParentChanged(_) => {
+                    let Some(target) = scene.entity(id) else { continue };
+                    for link in self.links.values_mut() {
+                        let Some(object) = link.exported.get(&id).and_then(|e| e.object) else { continue };
+                        let values = vec![
+                            pv(entity::COMPONENT, entity::TEMPORARY, Value::Integer(i64::from(target.temporary))),
+                            pv(entity::COMPONENT, entity::PARENT, parent_value(link, target.parent)),
+                        ];
+                        let _ = link.session.update_entity(object, values);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Components of an exported entity, for tests and status.
+    pub fn exported_objects(&self, link: LinkId, entity: EntityId) -> Option<(ObjectId<Local>, Vec<ComponentId>)> {
+        let exported = self.links.get(&link)?.exported.get(&entity)?;
+        Some((exported.object?, exported.components.keys().copied().collect()))
+    }
+}

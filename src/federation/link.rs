@@ -1,0 +1,112 @@
+//! One peer link as the federation sees it: the LESS session, the types
+//! introduced each way, what this node exports on it, and the mirror of what
+//! the peer presents.
+
+use std::collections::HashMap;
+
+use uuid::Uuid;
+
+use super::ids::LinkId;
+use super::mirror::{ComponentKind, Mirror};
+use crate::less::ids::{Local, ObjectId, Remote, RequestId, TypeId};
+use crate::less::session::Session;
+use crate::tundra::{ComponentId, EntityId};
+
+/// Which component types cross a link in one direction.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum TypeFilter {
+    /// Every type.
+    #[default]
+    All,
+    /// Only these Tundra type names (without `EC_`).
+    Only(Vec<String>),
+}
+
+impl TypeFilter {
+    pub fn allows(&self, type_name: &str) -> bool {
+        match self {
+            TypeFilter::All => true,
+            TypeFilter::Only(names) => names.iter().any(|n| n.eq_ignore_ascii_case(type_name)),
+        }
+    }
+}
+
+/// What the operator allows on a link (the peer file's export/accept lists).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LinkPolicy {
+    pub export: TypeFilter,
+    pub accept: TypeFilter,
+}
+
+/// An entity this node exports on the link.
+#[derive(Debug, Default)]
+pub struct ExportedEntity {
+    pub object: Option<ObjectId<Local>>,
+    pub components: HashMap<ComponentId, ObjectId<Local>>,
+}
+
+/// A type the peer introduced, as this node understood it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RemoteType {
+    Entity,
+    Component(ComponentKind),
+    /// Not presentable here (unknown or not accepted): not subscribed.
+    Ignored,
+}
+
+/// A method call this node forwarded on behalf of another link.
+#[derive(Debug, Clone, Copy)]
+pub struct ForwardedCall {
+    pub from: LinkId,
+    pub request: RequestId<Remote>,
+}
+
+#[derive(Debug)]
+pub struct Link {
+    pub id: LinkId,
+    pub peer: Uuid,
+    pub peer_name: String,
+    pub policy: LinkPolicy,
+    pub session: Session,
+    pub local_types: HashMap<String, TypeId<Local>>,
+    pub remote_types: HashMap<TypeId<Remote>, RemoteType>,
+    pub exported: HashMap<EntityId, ExportedEntity>,
+    /// Reverse of `exported`: object → (entity, component or the entity).
+    pub export_owner: HashMap<ObjectId<Local>, (EntityId, Option<ComponentId>)>,
+    pub mirror: Mirror,
+    /// Calls this node invoked on the peer, and whom to answer.
+    pub forwarded_calls: HashMap<RequestId<Local>, Option<ForwardedCall>>,
+}
+
+impl Link {
+    pub fn new(id: LinkId, peer: Uuid, peer_name: String, policy: LinkPolicy, session: Session) -> Link {
+        Link {
+            id,
+            peer,
+            peer_name,
+            policy,
+            session,
+            local_types: HashMap::new(),
+            remote_types: HashMap::new(),
+            exported: HashMap::new(),
+            export_owner: HashMap::new(),
+            mirror: Mirror::default(),
+            forwarded_calls: HashMap::new(),
+        }
+    }
+
+    /// The local type id for a URI, introducing the type on first use.
+    pub fn type_for(&mut self, uri: &str) -> Option<TypeId<Local>> {
+        if let Some(id) = self.local_types.get(uri) {
+            return Some(*id);
+        }
+        let id = self.session.introduce_type(uri).ok()?;
+        self.local_types.insert(uri.to_owned(), id);
+        Some(id)
+    }
+
+    /// The object exported for an entity's component, if any.
+    pub fn exported_component(&self, entity: EntityId, component: ComponentId) -> Option<ObjectId<Local>> {
+        self.exported.get(&entity)?.components.get(&component).copied()
+    }
+}

@@ -1,0 +1,321 @@
+//! The Tundra-to-LESS type mapping of docs/federation.md section 2: LESS type
+//! schemas derived from the Tundra component registry, and the URIs that name
+//! them. The mapping is a rule over the registry's data (`schemas/tundra/`),
+//! so a component type added there federates with no code change.
+
+use crate::less::ids::{ComponentId as LessComponentId, PropertyId, PropertyKey};
+use crate::less::schema::{ComponentSchema as LessComponent, Member, MemberKind, MethodSchema, TypeSchema};
+use crate::less::value_type::ValueType;
+use crate::tundra::registry::{CustomAttribute, DYNAMIC_COMPONENT_TYPE_ID};
+use crate::tundra::{AttributeType, ComponentSchema};
+
+/// The entity type (section 2.1).
+pub const ENTITY_URI: &str = "urn:lessgate:tundra:entity:1";
+const COMPONENT_URI: &str = "urn:lessgate:tundra:component:";
+const CUSTOM_URI: &str = "urn:lessgate:tundra:custom:";
+const OPAQUE_URI: &str = "urn:lessgate:tundra:opaque:";
+
+/// Entity object properties (component 1) and the action method.
+pub mod entity {
+    pub const COMPONENT: u64 = 1;
+    pub const ORIGIN: u64 = 1;
+    pub const SERIAL: u64 = 2;
+    pub const PATH: u64 = 3;
+    pub const TEMPORARY: u64 = 4;
+    pub const PARENT: u64 = 5;
+    pub const ACTION: u64 = 100;
+}
+
+/// Component object properties.
+pub mod component {
+    /// Component 1 `owner`: entity object and instance name.
+    pub const OWNER: u64 = 1;
+    pub const ENTITY: u64 = 1;
+    pub const NAME: u64 = 2;
+    /// Component 2 `attributes`: property i = attribute index i.
+    pub const ATTRIBUTES: u64 = 2;
+    /// Component 3 `layout` (DynamicComponent): slot types and names.
+    pub const LAYOUT: u64 = 3;
+    pub const LAYOUT_TYPES: u64 = 1;
+    pub const LAYOUT_NAMES: u64 = 2;
+    /// Opaque components: the attribute block, property 0 of component 2.
+    pub const OPAQUE_BLOCK: u64 = 0;
+}
+
+/// What a URI names.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UriKind {
+    Entity,
+    /// A static Tundra component type, by name.
+    Component(String),
+    /// A self-describing custom type: name and static attributes.
+    Custom(String, Vec<CustomAttribute>),
+    /// A type the sender does not know, by type id.
+    Opaque(u32),
+}
+
+fn property(id: u64, name: &str, value_type: ValueType) -> Member {
+    Member {
+        id: PropertyId(id),
+        name: name.to_owned(),
+        kind: MemberKind::Property(value_type),
+    }
+}
+
+fn component_schema(id: u64, name: &str, members: Vec<Member>) -> LessComponent {
+    LessComponent {
+        id: LessComponentId(id),
+        name: name.to_owned(),
+        members,
+    }
+}
+
+/// The LESS form of each Tundra attribute type (section 2.4).
+pub fn attribute_value_type(ty: AttributeType) -> ValueType {
+    let floats = |n| ValueType::Vector(n, Box::new(ValueType::Float32));
+    match ty {
+        AttributeType::String | AttributeType::AssetReference | AttributeType::Variant => ValueType::String,
+        AttributeType::Int | AttributeType::UInt | AttributeType::Bool => ValueType::Integer,
+        AttributeType::Real => ValueType::Float32,
+        AttributeType::Float2 => floats(2),
+        AttributeType::Float3 => floats(3),
+        AttributeType::Float4 | AttributeType::Color | AttributeType::Quat => floats(4),
+        AttributeType::Transform => floats(9),
+        AttributeType::Point => ValueType::Vector(2, Box::new(ValueType::Integer)),
+        AttributeType::AssetReferenceList | AttributeType::VariantList => {
+            ValueType::List(Box::new(ValueType::String))
+        }
+        AttributeType::EntityReference => ValueType::StandaloneVariant,
+    }
+}
+
+/// The entity type's schema.
+pub fn entity_schema() -> TypeSchema {
+    TypeSchema {
+        uri: ENTITY_URI.to_owned(),
+        components: vec![component_schema(
+            entity::COMPONENT,
+            "entity",
+            vec![
+                property(entity::ORIGIN, "origin", ValueType::Uuid),
+                property(entity::SERIAL, "serial", ValueType::Integer),
+                property(entity::PATH, "path", ValueType::List(Box::new(ValueType::Uuid))),
+                property(entity::TEMPORARY, "temporary", ValueType::Integer),
+                property(entity::PARENT, "parent", ValueType::StandaloneVariant),
+                Member {
+                    id: PropertyId(entity::ACTION),
+                    name: "action".to_owned(),
+                    kind: MemberKind::Method(MethodSchema {
+                        arguments: Some(vec![
+                            ValueType::String,
+                            ValueType::Integer,
+                            ValueType::List(Box::new(ValueType::String)),
+                        ]),
+                        returns: None,
+                    }),
+                },
+            ],
+        )],
+    }
+}
+
+fn owner_component() -> LessComponent {
+    component_schema(
+        component::OWNER,
+        "owner",
+        vec![
+            property(component::ENTITY, "entity", ValueType::ObjectId),
+            property(component::NAME, "name", ValueType::String),
+        ],
+    )
+}
+
+/// The URI of a Tundra component type.
+pub fn component_uri(schema: &ComponentSchema) -> String {
+    if schema.custom {
+        let mut uri = format!("{CUSTOM_URI}{}", escape(&schema.name));
+        for attribute in &schema.attributes {
+            uri.push(';');
+            uri.push_str(attribute.ty.tundra_name());
+            uri.push(':');
+            uri.push_str(&escape(&attribute.id));
+            uri.push(':');
+            uri.push_str(&escape(&attribute.name));
+        }
+        uri
+    } else {
+        format!("{COMPONENT_URI}{}", schema.name)
+    }
+}
+
+/// The URI of an opaque (unknown) component type.
+pub fn opaque_uri(type_id: u32) -> String {
+    format!("{OPAQUE_URI}{type_id}")
+}
+
+/// The LESS schema of a Tundra component type.
+pub fn component_type_schema(schema: &ComponentSchema) -> TypeSchema {
+    let uri = component_uri(schema);
+    if schema.type_id == DYNAMIC_COMPONENT_TYPE_ID || schema.dynamic_attributes {
+        return dynamic_schema(uri);
+    }
+    let attributes = schema
+        .attributes
+        .iter()
+        .enumerate()
+        .map(|(index, a)| property(index as u64, &a.id, attribute_value_type(a.ty)))
+        .collect();
+    TypeSchema {
+        uri,
+        components: vec![owner_component(), component_schema(component::ATTRIBUTES, "attributes", attributes)],
+    }
+}
+
+fn dynamic_schema(uri: String) -> TypeSchema {
+    let slots = (0..=255u64)
+        .map(|i| property(i, &format!("slot{i}"), ValueType::StandaloneVariant))
+        .collect();
+    TypeSchema {
+        uri,
+        components: vec![
+            owner_component(),
+            component_schema(component::ATTRIBUTES, "attributes", slots),
+            component_schema(
+                component::LAYOUT,
+                "layout",
+                vec![
+                    property(component::LAYOUT_TYPES, "types", ValueType::List(Box::new(ValueType::Integer))),
+                    property(component::LAYOUT_NAMES, "names", ValueType::List(Box::new(ValueType::String))),
+                ],
+            ),
+        ],
+    }
+}
+
+/// The schema of an opaque component type.
+pub fn opaque_schema(type_id: u32) -> TypeSchema {
+    TypeSchema {
+        uri: opaque_uri(type_id),
+        components: vec![
+            owner_component(),
+            component_schema(
+                component::ATTRIBUTES,
+                "attributes",
+                vec![property(component::OPAQUE_BLOCK, "block", ValueType::VariableBinary)],
+            ),
+        ],
+    }
+}
+
+/// Reads a URI of section 2; `None` for URIs this mapping does not define.
+pub fn parse_uri(uri: &str) -> Option<UriKind> {
+    if uri == ENTITY_URI {
+        return Some(UriKind::Entity);
+    }
+    if let Some(name) = uri.strip_prefix(COMPONENT_URI) {
+        return Some(UriKind::Component(name.to_owned()));
+    }
+    if let Some(id) = uri.strip_prefix(OPAQUE_URI) {
+        return id.parse().ok().map(UriKind::Opaque);
+    }
+    let rest = uri.strip_prefix(CUSTOM_URI)?;
+    let mut parts = rest.split(';');
+    let name = unescape(parts.next()?)?;
+    if name.is_empty() {
+        return None;
+    }
+    let mut attributes = Vec::new();
+    for part in parts {
+        let mut fields = part.split(':');
+        let ty = AttributeType::from_name(fields.next()?)?;
+        let id = unescape(fields.next()?)?;
+        let name = unescape(fields.next()?)?;
+        if fields.next().is_some() {
+            return None;
+        }
+        attributes.push(CustomAttribute { ty, id, name });
+    }
+    Some(UriKind::Custom(name, attributes))
+}
+
+/// Percent-encodes the characters the custom URI uses as separators.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            ';' => out.push_str("%3B"),
+            ':' => out.push_str("%3A"),
+            '%' => out.push_str("%25"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn unescape(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('%') {
+        out.push_str(&rest[..at]);
+        let code = rest.get(at + 1..at + 3)?;
+        out.push(match code {
+            "3B" => ';',
+            "3A" => ':',
+            "25" => '%',
+            _ => return None,
+        });
+        rest = &rest[at + 3..];
+    }
+    out.push_str(rest);
+    Some(out)
+}
+
+/// The key of static attribute `index` of a component object.
+pub fn attribute_key(index: u8) -> PropertyKey {
+    PropertyKey::new(component::ATTRIBUTES, u64::from(index))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tundra::Registry;
+
+    #[test]
+    fn every_registry_type_maps_and_its_uri_parses_back() {
+        let registry = Registry::builtin();
+        for schema in registry.iter() {
+            let less = component_type_schema(schema);
+            assert_eq!(parse_uri(&less.uri), Some(UriKind::Component(schema.name.clone())));
+            if !schema.dynamic_attributes {
+                let attributes = &less.components[1].members;
+                assert_eq!(attributes.len(), schema.attributes.len(), "{}", schema.name);
+            }
+        }
+    }
+
+    #[test]
+    fn custom_uri_is_self_describing() {
+        let mut registry = Registry::builtin();
+        let attributes = vec![
+            CustomAttribute { ty: AttributeType::String, id: "my;String".into(), name: "a:b%".into() },
+            CustomAttribute { ty: AttributeType::Int, id: "myInteger".into(), name: "myInteger".into() },
+        ];
+        let id = registry.register_custom("MyComponent", attributes.clone()).type_id();
+        let schema = registry.get(id).unwrap();
+        let uri = component_uri(schema);
+        assert_eq!(
+            uri,
+            "urn:lessgate:tundra:custom:MyComponent;string:my%3BString:a%3Ab%25;int:myInteger:myInteger"
+        );
+        assert_eq!(parse_uri(&uri), Some(UriKind::Custom("MyComponent".into(), attributes)));
+    }
+
+    #[test]
+    fn malformed_uris_are_not_ours() {
+        assert_eq!(parse_uri("urn:lessgate:tundra:custom:"), None);
+        assert_eq!(parse_uri("urn:lessgate:tundra:custom:X;nosuchtype:a:b"), None);
+        assert_eq!(parse_uri("urn:lessgate:tundra:custom:X;int:a%zz:b"), None);
+        assert_eq!(parse_uri("urn:lessgate:tundra:opaque:abc"), None);
+        assert_eq!(parse_uri("urn:other"), None);
+    }
+}

@@ -1,0 +1,157 @@
+//! What a peer presents on one link: its entity and component objects with
+//! their latest values, kept whether or not this node presents that copy, so
+//! switching to another route needs no round trip.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use uuid::Uuid;
+
+use super::ids::GlobalId;
+use super::mapping::{component, entity};
+use crate::less::ids::{ObjectId, PropertyKey, Remote};
+use crate::less::property_list::PropertyValue;
+use crate::less::value::Value;
+
+/// How a component object's type maps to Tundra.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ComponentKind {
+    /// A registry type with static attributes (static or custom).
+    Static { type_id: u32 },
+    /// DynamicComponent: slots with a layout.
+    Dynamic { type_id: u32 },
+    /// Unknown to the sender: the block byte for byte.
+    Opaque { type_id: u32 },
+}
+
+impl ComponentKind {
+    pub fn type_id(&self) -> u32 {
+        match self {
+            ComponentKind::Static { type_id }
+            | ComponentKind::Dynamic { type_id }
+            | ComponentKind::Opaque { type_id } => *type_id,
+        }
+    }
+}
+
+/// An entity object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MirrorEntity {
+    pub global: GlobalId,
+    pub path: Vec<Uuid>,
+    pub temporary: bool,
+    /// The parent entity object, if any.
+    pub parent: Option<ObjectId<Remote>>,
+    pub components: BTreeSet<ObjectId<Remote>>,
+}
+
+/// A component object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MirrorComponent {
+    pub kind: ComponentKind,
+    pub owner: Option<ObjectId<Remote>>,
+    pub name: String,
+    pub values: BTreeMap<PropertyKey, Value>,
+}
+
+/// One link's view of the peer's objects.
+#[derive(Debug, Default)]
+pub struct Mirror {
+    pub entities: HashMap<ObjectId<Remote>, MirrorEntity>,
+    pub components: HashMap<ObjectId<Remote>, MirrorComponent>,
+    pub by_global: HashMap<GlobalId, ObjectId<Remote>>,
+}
+
+/// Why an entity object's values were refused (a protocol violation).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MirrorError {
+    #[error("entity object without origin and serial")]
+    MissingIdentity,
+    #[error("property {0} has the wrong shape")]
+    BadValue(PropertyKey),
+}
+
+fn key(c: u64, p: u64) -> PropertyKey {
+    PropertyKey::new(c, p)
+}
+
+/// Reads the entity properties present in `values` into `target`.
+pub fn apply_entity_values(target: &mut MirrorEntity, values: &[PropertyValue]) -> Result<(), MirrorError> {
+    for PropertyValue { key: k, value } in values {
+        if *k == key(entity::COMPONENT, entity::PATH) {
+            let Value::List(_, items) = value else {
+                return Err(MirrorError::BadValue(k.clone()));
+            };
+            target.path = items
+                .iter()
+                .map(|item| match item {
+                    Value::Uuid(u) => Ok(*u),
+                    _ => Err(MirrorError::BadValue(k.clone())),
+                })
+                .collect::<Result<_, _>>()?;
+        } else if *k == key(entity::COMPONENT, entity::TEMPORARY) {
+            match value {
+                Value::Integer(v) => target.temporary = *v != 0,
+                _ => return Err(MirrorError::BadValue(k.clone())),
+            }
+        } else if *k == key(entity::COMPONENT, entity::PARENT) {
+            target.parent = match value {
+                Value::Standalone(inner) => match inner.as_ref() {
+                    Value::ObjectId(id) => Some(ObjectId::new(*id)),
+                    Value::Null => None,
+                    _ => return Err(MirrorError::BadValue(k.clone())),
+                },
+                _ => return Err(MirrorError::BadValue(k.clone())),
+            };
+        }
+    }
+    Ok(())
+}
+
+/// A new entity object from its introduction values.
+pub fn entity_from_values(values: &[PropertyValue]) -> Result<MirrorEntity, MirrorError> {
+    let mut origin = None;
+    let mut serial = None;
+    for PropertyValue { key: k, value } in values {
+        if *k == key(entity::COMPONENT, entity::ORIGIN) {
+            if let Value::Uuid(u) = value {
+                origin = Some(*u);
+            }
+        } else if *k == key(entity::COMPONENT, entity::SERIAL) {
+            if let Value::Integer(s) = value {
+                serial = u64::try_from(*s).ok();
+            }
+        }
+    }
+    let (Some(origin), Some(serial)) = (origin, serial) else {
+        return Err(MirrorError::MissingIdentity);
+    };
+    let mut entity = MirrorEntity {
+        global: GlobalId { origin, serial },
+        path: Vec::new(),
+        temporary: false,
+        parent: None,
+        components: BTreeSet::new(),
+    };
+    apply_entity_values(&mut entity, values)?;
+    Ok(entity)
+}
+
+/// Reads owner and name, and stores every value.
+pub fn apply_component_values(target: &mut MirrorComponent, values: &[PropertyValue]) -> Result<(), MirrorError> {
+    for PropertyValue { key: k, value } in values {
+        if *k == key(component::OWNER, component::ENTITY) {
+            match value {
+                Value::ObjectId(id) => target.owner = Some(ObjectId::new(*id)),
+                _ => return Err(MirrorError::BadValue(k.clone())),
+            }
+        } else if *k == key(component::OWNER, component::NAME) {
+            match value {
+                Value::String(name) => target.name = name.clone(),
+                _ => return Err(MirrorError::BadValue(k.clone())),
+            }
+        } else {
+            target.values.insert(k.clone(), value.clone());
+        }
+    }
+    Ok(())
+}

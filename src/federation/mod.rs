@@ -1,0 +1,22 @@
+//! Federation: Tundra scenes across LESS peer links (docs/federation.md).
+//!
+//! Each node presents every entity of the federation once, from the copy with
+//! the shortest path; exports what it presents to links that do not already
+//! lie on the entity's path; and sends edits and actions of entities it does
+//! not simulate to their authority. The core is pure: it drives
+//! [`crate::less::session::Session`]s and mutates the [`crate::scene::Scene`].
+
+mod authority;
+mod core;
+mod export;
+pub mod ids;
+mod import;
+pub mod link;
+pub mod mapping;
+pub mod mirror;
+pub mod schemas;
+pub mod values;
+
+pub use self::core::{Federation, FederationEvent};
+pub use ids::{GlobalId, LinkId};
+pub use link::{Link, LinkPolicy, TypeFilter};

@@ -1,0 +1,19 @@
+//! The node's entity-component-attribute store.
+//!
+//! The scene owns the authoritative state every client and peer link is
+//! synchronised from. It validates and applies changes, allocates ids in
+//! Tundra's ranges, and records each change in a journal that the node drains
+//! into per-client and per-link sync states. It never encodes messages and
+//! never does I/O.
+
+mod change;
+mod entity;
+mod error;
+mod store;
+mod txml_import;
+
+pub use change::{Change, ChangeKind, ChangeSource, ClientId};
+pub use entity::{Attribute, Component, ComponentContent, Entity, Origin};
+pub use error::SceneError;
+pub use store::{CreatedEntity, Scene};
+pub use txml_import::ImportReport;

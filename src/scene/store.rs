@@ -1,0 +1,493 @@
+//! The scene store: validated mutations, id allocation, the change journal.
+
+use std::collections::BTreeMap;
+
+use super::change::{Change, ChangeKind, ChangeSource};
+use super::entity::{Attribute, Component, ComponentContent, Entity, Origin};
+use super::error::SceneError;
+use crate::tundra::ids::{FIRST_LOCAL_ID, LAST_REPLICATED_ID};
+use crate::tundra::{
+    AttributeBlock, AttributeValue, ComponentBody, ComponentData, ComponentId, DynamicAttribute,
+    EntityId, Registry,
+};
+
+/// What `create_entity` assigned: the entity id, and for each component the
+/// id it was given in the request paired with the id it now has (the pairs a
+/// CreateEntityReply carries).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreatedEntity {
+    pub id: EntityId,
+    pub components: Vec<(ComponentId, ComponentId)>,
+}
+
+/// The node's scene.
+#[derive(Debug)]
+pub struct Scene {
+    entities: BTreeMap<EntityId, Entity>,
+    registry: Registry,
+    next_replicated: u32,
+    next_local: u32,
+    journal: Vec<Change>,
+}
+
+impl Scene {
+    pub fn new(registry: Registry) -> Scene {
+        Scene {
+            entities: BTreeMap::new(),
+            registry,
+            next_replicated: 1,
+            next_local: FIRST_LOCAL_ID,
+            journal: Vec::new(),
+        }
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    pub fn registry_mut(&mut self) -> &mut Registry {
+        &mut self.registry
+    }
+
+    pub fn entity(&self, id: EntityId) -> Option<&Entity> {
+        self.entities.get(&id)
+    }
+
+    /// Entities in ascending id order.
+    pub fn entities(&self) -> impl Iterator<Item = &Entity> {
+        self.entities.values()
+    }
+
+    pub fn len(&self) -> usize {
+        self.entities.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entities.is_empty()
+    }
+
+    /// Takes the changes recorded since the last call, oldest first.
+    pub fn take_journal(&mut self) -> Vec<Change> {
+        std::mem::take(&mut self.journal)
+    }
+
+    fn record(&mut self, source: ChangeSource, kind: ChangeKind) {
+        self.journal.push(Change { source, kind });
+    }
+
+    /// Tundra's `AllocateReplicated` (or a local id from 0x80000000):
+    /// ascending, wrapping to the start of the range, never an id in use.
+    pub fn allocate_entity_id(&mut self, local: bool) -> Result<EntityId, SceneError> {
+        let (next, first, last, what) = if local {
+            (&mut self.next_local, FIRST_LOCAL_ID, u32::MAX, "local entity")
+        } else {
+            (&mut self.next_replicated, 1, LAST_REPLICATED_ID, "entity")
+        };
+        for _ in 0..=self.entities.len() {
+            let candidate = EntityId(*next);
+            *next = if *next >= last { first } else { *next + 1 };
+            if !self.entities.contains_key(&candidate) {
+                return Ok(candidate);
+            }
+        }
+        Err(SceneError::IdsExhausted(what))
+    }
+
+    /// Creates an entity. `id` is `None` to allocate a replicated id, or the
+    /// id to use (a TXML file's, or a local id). Component ids in the request
+    /// are replaced by fresh ones, except local ones which stay local.
+    pub fn create_entity(
+        &mut self,
+        source: ChangeSource,
+        id: Option<EntityId>,
+        origin: Origin,
+        temporary: bool,
+        parent: Option<EntityId>,
+        components: Vec<ComponentData>,
+    ) -> Result<CreatedEntity, SceneError> {
+        let id = match id {
+            Some(id) if self.entities.contains_key(&id) => return Err(SceneError::EntityExists(id)),
+            Some(id) if id.0 == 0 => self.allocate_entity_id(false)?,
+            Some(id) => id,
+            None => self.allocate_entity_id(false)?,
+        };
+        let parent = parent.filter(|p| self.entities.contains_key(p) && *p != id);
+        let entity = Entity {
+            id,
+            temporary,
+            parent,
+            origin,
+            components: BTreeMap::new(),
+            next_component_id: 1,
+            next_local_component_id: FIRST_LOCAL_ID,
+        };
+        self.entities.insert(id, entity);
+        self.record(source, ChangeKind::EntityCreated(id));
+        let components = self.add_components(source, id, components, false)?;
+        Ok(CreatedEntity { id, components })
+    }
+
+    /// Adds components to an existing entity; returns (requested, assigned)
+    /// id pairs in request order.
+    pub fn create_components(
+        &mut self,
+        source: ChangeSource,
+        entity: EntityId,
+        components: Vec<ComponentData>,
+    ) -> Result<Vec<(ComponentId, ComponentId)>, SceneError> {
+        if !self.entities.contains_key(&entity) {
+            return Err(SceneError::UnknownEntity(entity));
+        }
+        self.add_components(source, entity, components, true)
+    }
+
+    fn add_components(
+        &mut self,
+        source: ChangeSource,
+        entity_id: EntityId,
+        components: Vec<ComponentData>,
+        announce: bool,
+    ) -> Result<Vec<(ComponentId, ComponentId)>, SceneError> {
+        let mut pairs = Vec::with_capacity(components.len());
+        for data in components {
+            let content = self.content_from_wire(data.type_id, data.body);
+            let entity = self
+                .entities
+                .get_mut(&entity_id)
+                .ok_or(SceneError::UnknownEntity(entity_id))?;
+            let assigned = allocate_component_id(entity, data.id.is_local())?;
+            entity.components.insert(
+                assigned,
+                Component {
+                    id: assigned,
+                    type_id: data.type_id,
+                    name: data.name,
+                    content,
+                },
+            );
+            pairs.push((data.id, assigned));
+            if announce {
+                self.record(source, ChangeKind::ComponentCreated(entity_id, assigned));
+            }
+        }
+        Ok(pairs)
+    }
+
+    /// Builds slots from a decoded block: a prefix block is completed with the
+    /// type's defaults (reference section 5.1, version tolerance).
+    fn content_from_wire(&self, type_id: u32, body: ComponentBody) -> ComponentContent {
+        let block = match body {
+            ComponentBody::Opaque(bytes) => return ComponentContent::Opaque(bytes),
+            ComponentBody::Attributes(block) => block,
+        };
+        let Some(schema) = self.registry.get(type_id).cloned() else {
+            // Decoded against a registry that knew the type; keep it readable.
+            return ComponentContent::Opaque(block.encode().unwrap_or_default());
+        };
+        let mut slots: Vec<Option<Attribute>> = schema
+            .attributes
+            .iter()
+            .enumerate()
+            .map(|(index, attribute)| {
+                let value = block
+                    .values
+                    .get(index)
+                    .filter(|v| v.attribute_type() == attribute.ty)
+                    .cloned()
+                    .unwrap_or_else(|| attribute.default.clone());
+                Some(Attribute {
+                    dynamic_name: None,
+                    value,
+                })
+            })
+            .collect();
+        if schema.dynamic_attributes {
+            for dynamic in block.dynamic {
+                let index = usize::from(dynamic.index);
+                if index < slots.len() {
+                    continue; // a dynamic attribute may not shadow a static one
+                }
+                slots.resize(slots.len().max(index + 1), None);
+                slots[index] = Some(Attribute {
+                    dynamic_name: Some(dynamic.name),
+                    value: dynamic.value,
+                });
+            }
+        }
+        ComponentContent::Known { schema, slots }
+    }
+
+    /// A component as a full update for the wire.
+    pub fn component_data(component: &Component) -> ComponentData {
+        let body = match &component.content {
+            ComponentContent::Opaque(bytes) => ComponentBody::Opaque(bytes.clone()),
+            ComponentContent::Known { schema, slots } => {
+                let statics = schema.attributes.len();
+                let values = slots
+                    .iter()
+                    .take(statics)
+                    .map(|slot| slot.as_ref().map(|a| a.value.clone()))
+                    .collect::<Option<Vec<_>>>()
+                    .unwrap_or_default();
+                let dynamic = slots
+                    .iter()
+                    .enumerate()
+                    .skip(statics)
+                    .filter_map(|(index, slot)| {
+                        let attribute = slot.as_ref()?;
+                        Some(DynamicAttribute {
+                            index: u8::try_from(index).ok()?,
+                            name: attribute.dynamic_name.clone().unwrap_or_default(),
+                            value: attribute.value.clone(),
+                        })
+                    })
+                    .collect();
+                ComponentBody::Attributes(AttributeBlock {
+                    values,
+                    dynamic,
+                    trailing: Vec::new(),
+                })
+            }
+        };
+        ComponentData {
+            id: component.id,
+            type_id: component.type_id,
+            name: component.name.clone(),
+            body,
+        }
+    }
+
+    fn component_mut(
+        &mut self,
+        entity: EntityId,
+        component: ComponentId,
+    ) -> Result<&mut Component, SceneError> {
+        self.entities
+            .get_mut(&entity)
+            .ok_or(SceneError::UnknownEntity(entity))?
+            .components
+            .get_mut(&component)
+            .ok_or(SceneError::UnknownComponent(entity, component))
+    }
+
+    /// Sets one attribute; returns whether the value changed (an equal value
+    /// is not recorded, so it is not sent again).
+    pub fn edit_attribute(
+        &mut self,
+        source: ChangeSource,
+        entity: EntityId,
+        component: ComponentId,
+        index: u8,
+        value: AttributeValue,
+    ) -> Result<bool, SceneError> {
+        let target = self.component_mut(entity, component)?;
+        let type_id = target.type_id;
+        let slots = match &mut target.content {
+            ComponentContent::Known { slots, .. } => slots,
+            ComponentContent::Opaque(_) => {
+                return Err(SceneError::OpaqueComponent(entity, component, type_id))
+            }
+        };
+        let slot = slots
+            .get_mut(usize::from(index))
+            .and_then(Option::as_mut)
+            .ok_or(SceneError::UnknownAttribute(entity, component, index))?;
+        if slot.ty() != value.attribute_type() {
+            return Err(SceneError::TypeMismatch(
+                entity,
+                component,
+                index,
+                slot.ty().tundra_name(),
+                value.attribute_type().tundra_name(),
+            ));
+        }
+        if slot.value == value {
+            return Ok(false);
+        }
+        slot.value = value;
+        self.record(source, ChangeKind::AttributeChanged(entity, component, index));
+        Ok(true)
+    }
+
+    /// Creates a dynamic attribute; Tundra refuses to overwrite an existing
+    /// index (reference section 4.8).
+    pub fn create_attribute(
+        &mut self,
+        source: ChangeSource,
+        entity: EntityId,
+        component: ComponentId,
+        attribute: DynamicAttribute,
+    ) -> Result<(), SceneError> {
+        let target = self.component_mut(entity, component)?;
+        let type_id = target.type_id;
+        let (schema, slots) = match &mut target.content {
+            ComponentContent::Known { schema, slots } => (schema, slots),
+            ComponentContent::Opaque(_) => {
+                return Err(SceneError::OpaqueComponent(entity, component, type_id))
+            }
+        };
+        let index = usize::from(attribute.index);
+        if !schema.dynamic_attributes {
+            return Err(SceneError::NotDynamic(type_id));
+        }
+        if index < schema.attributes.len() || slots.get(index).is_some_and(Option::is_some) {
+            return Err(SceneError::AttributeExists(entity, component, attribute.index));
+        }
+        slots.resize(slots.len().max(index + 1), None);
+        slots[index] = Some(Attribute {
+            dynamic_name: Some(attribute.name),
+            value: attribute.value,
+        });
+        self.record(
+            source,
+            ChangeKind::AttributeCreated(entity, component, attribute.index),
+        );
+        Ok(())
+    }
+
+    /// Removes a dynamic attribute, leaving a hole in its slot.
+    pub fn remove_attribute(
+        &mut self,
+        source: ChangeSource,
+        entity: EntityId,
+        component: ComponentId,
+        index: u8,
+    ) -> Result<(), SceneError> {
+        let target = self.component_mut(entity, component)?;
+        let type_id = target.type_id;
+        let (schema, slots) = match &mut target.content {
+            ComponentContent::Known { schema, slots } => (schema, slots),
+            ComponentContent::Opaque(_) => {
+                return Err(SceneError::OpaqueComponent(entity, component, type_id))
+            }
+        };
+        let position = usize::from(index);
+        if position < schema.attributes.len() {
+            return Err(SceneError::StaticAttribute(entity, component, index));
+        }
+        match slots.get_mut(position) {
+            Some(slot @ Some(_)) => *slot = None,
+            _ => return Err(SceneError::UnknownAttribute(entity, component, index)),
+        }
+        while slots.len() > schema.attributes.len() && slots.last().is_some_and(Option::is_none) {
+            slots.pop();
+        }
+        self.record(source, ChangeKind::AttributeRemoved(entity, component, index));
+        Ok(())
+    }
+
+    pub fn remove_component(
+        &mut self,
+        source: ChangeSource,
+        entity: EntityId,
+        component: ComponentId,
+    ) -> Result<(), SceneError> {
+        let target = self
+            .entities
+            .get_mut(&entity)
+            .ok_or(SceneError::UnknownEntity(entity))?;
+        target
+            .components
+            .remove(&component)
+            .ok_or(SceneError::UnknownComponent(entity, component))?;
+        self.record(source, ChangeKind::ComponentRemoved(entity, component));
+        Ok(())
+    }
+
+    /// Removes an entity and, as Tundra's hierarchic scene does, its children.
+    /// Returns every id removed, children first.
+    pub fn remove_entity(
+        &mut self,
+        source: ChangeSource,
+        entity: EntityId,
+    ) -> Result<Vec<EntityId>, SceneError> {
+        if !self.entities.contains_key(&entity) {
+            return Err(SceneError::UnknownEntity(entity));
+        }
+        let mut order = vec![entity];
+        let mut next = 0;
+        while next < order.len() {
+            let parent = order[next];
+            order.extend(
+                self.entities
+                    .values()
+                    .filter(|e| e.parent == Some(parent))
+                    .map(|e| e.id),
+            );
+            next += 1;
+        }
+        order.reverse();
+        for id in &order {
+            self.entities.remove(id);
+            self.record(source, ChangeKind::EntityRemoved(*id));
+        }
+        Ok(order)
+    }
+
+    pub fn set_temporary(
+        &mut self,
+        source: ChangeSource,
+        entity: EntityId,
+        temporary: bool,
+    ) -> Result<(), SceneError> {
+        let target = self
+            .entities
+            .get_mut(&entity)
+            .ok_or(SceneError::UnknownEntity(entity))?;
+        if target.temporary != temporary {
+            target.temporary = temporary;
+            self.record(source, ChangeKind::TemporaryChanged(entity));
+        }
+        Ok(())
+    }
+
+    /// Sets or clears the parent; refuses an unknown parent or a cycle.
+    pub fn set_parent(
+        &mut self,
+        source: ChangeSource,
+        entity: EntityId,
+        parent: Option<EntityId>,
+    ) -> Result<(), SceneError> {
+        if !self.entities.contains_key(&entity) {
+            return Err(SceneError::UnknownEntity(entity));
+        }
+        if let Some(parent) = parent {
+            let mut cursor = Some(parent);
+            while let Some(ancestor) = cursor {
+                if ancestor == entity {
+                    return Err(SceneError::ParentCycle(entity));
+                }
+                cursor = self
+                    .entities
+                    .get(&ancestor)
+                    .ok_or(SceneError::UnknownEntity(ancestor))?
+                    .parent;
+            }
+        }
+        let target = self
+            .entities
+            .get_mut(&entity)
+            .ok_or(SceneError::UnknownEntity(entity))?;
+        if target.parent != parent {
+            target.parent = parent;
+            self.record(source, ChangeKind::ParentChanged(entity));
+        }
+        Ok(())
+    }
+}
+
+fn allocate_component_id(entity: &mut Entity, local: bool) -> Result<ComponentId, SceneError> {
+    let (next, first, last) = if local {
+        (&mut entity.next_local_component_id, FIRST_LOCAL_ID, u32::MAX)
+    } else {
+        (&mut entity.next_component_id, 1, LAST_REPLICATED_ID)
+    };
+    for _ in 0..=entity.components.len() {
+        let candidate = ComponentId(*next);
+        *next = if *next >= last { first } else { *next + 1 };
+        if !entity.components.contains_key(&candidate) {
+            return Ok(candidate);
+        }
+    }
+    Err(SceneError::IdsExhausted("component"))
+}

@@ -1,0 +1,88 @@
+//! One connected Tundra client as the server core sees it.
+
+use std::collections::HashMap;
+
+use super::interest::Observer;
+use super::rate::RateLimiter;
+use super::sync_state::SyncState;
+use crate::clock::Time;
+use crate::scene::ClientId;
+use crate::tundra::messages::EntityAction;
+use crate::tundra::rigid_body_sender::BodyState;
+use crate::tundra::{EntityId, ProtocolVersion, UserId};
+
+/// Where a client is in the login sequence (reference section 7.2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoginState {
+    /// Connected; only Login (100) is accepted.
+    Connecting,
+    /// Refused; closed at `close_at` (tundra waits ~1 s so the reply arrives).
+    Refused { close_at: Time },
+    /// Logged in; scene sync runs from the next tick.
+    Authenticated,
+}
+
+#[derive(Debug)]
+pub struct Client {
+    pub id: ClientId,
+    pub connected_at: Time,
+    pub login: LoginState,
+    pub user: UserId,
+    pub username: String,
+    pub protocol: ProtocolVersion,
+    /// Login properties, every top-level JSON key.
+    pub properties: serde_json::Map<String, serde_json::Value>,
+    pub sync: SyncState,
+    /// Custom component types still to send (RegisterComponentType).
+    pub pending_types: Vec<u32>,
+    /// EntityActions to send after this client's next scene sync.
+    pub pending_actions: Vec<EntityAction>,
+    /// The client's unacked entity ids and the ids the server gave them
+    /// (`unackedIdsToRealIds`, reference section 7.4).
+    pub unacked: HashMap<EntityId, EntityId>,
+    pub entities_created: usize,
+    pub rate: RateLimiter,
+    pub observer: Option<Observer>,
+    /// When each entity was last sent, for interest management.
+    pub last_sent: HashMap<EntityId, Time>,
+    /// What this client believes of each moving body, for RigidBodyUpdate
+    /// thresholds (protocol 4 clients only).
+    pub bodies: HashMap<EntityId, BodyState>,
+}
+
+impl Client {
+    pub fn new(id: ClientId, now: Time, messages_per_second: u32) -> Client {
+        Client {
+            id,
+            connected_at: now,
+            login: LoginState::Connecting,
+            user: UserId(0),
+            username: String::new(),
+            protocol: ProtocolVersion::ORIGINAL,
+            properties: Default::default(),
+            sync: SyncState::default(),
+            pending_types: Vec::new(),
+            pending_actions: Vec::new(),
+            unacked: HashMap::new(),
+            entities_created: 0,
+            rate: RateLimiter::new(messages_per_second, now),
+            observer: None,
+            last_sent: HashMap::new(),
+            bodies: HashMap::new(),
+        }
+    }
+
+    pub fn is_authenticated(&self) -> bool {
+        self.login == LoginState::Authenticated
+    }
+
+    /// Maps a full 32-bit id a client sent (CreateEntity parent,
+    /// SetEntityParent) through its unacked map; 0 means none.
+    pub fn resolve_full_id(&self, id: EntityId) -> Option<EntityId> {
+        match id {
+            EntityId(0) => None,
+            id if id.is_unacked() => self.unacked.get(&id).copied(),
+            id => Some(id),
+        }
+    }
+}

@@ -1,0 +1,248 @@
+//! The server core's state and its quinn-proto style interface.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tracing::{debug, info, warn};
+
+use super::client::{Client, LoginState};
+use crate::clock::Time;
+use crate::config::Limits;
+use crate::scene::{Change, ClientId, Scene};
+use crate::tundra::messages::{ClientLeft, EntityAction};
+use crate::tundra::{AttributeValue, ComponentId, EntityId, Message, ProtocolVersion, UserId};
+
+/// A client that has not logged in by then is closed (the slot is someone
+/// else's to take).
+pub const LOGIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Settings the core needs from the node's configuration.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub tick: Duration,
+    pub limits: Limits,
+    /// Login properties a client must present with exactly these values.
+    pub required_login: BTreeMap<String, String>,
+    pub interest_management: bool,
+    /// Reply data for a successful login (must be valid JSON: WebTundra
+    /// breaks on an empty string, reference section 14).
+    pub login_reply: String,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            tick: Duration::from_millis(50),
+            limits: Limits::default(),
+            required_login: BTreeMap::new(),
+            interest_management: false,
+            login_reply: "{}".to_owned(),
+        }
+    }
+}
+
+/// What the core asks of the node.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerEvent {
+    /// A client logged in.
+    ClientJoined { client: ClientId, user: UserId, username: String },
+    /// A client left.
+    ClientLeft { client: ClientId, user: UserId },
+    /// A client edited an entity whose authority is another node: the node
+    /// forwards the request; the scene is unchanged until the authority's
+    /// update comes back.
+    RemoteEdit {
+        client: ClientId,
+        entity: EntityId,
+        component: ComponentId,
+        index: u8,
+        value: AttributeValue,
+    },
+    /// An EntityAction for the server (execution type Local or Server). For
+    /// a remote entity the node forwards it to the authority.
+    Action { client: ClientId, action: EntityAction },
+}
+
+/// Counters for the stats line and `/metrics`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerStats {
+    pub frames_in: u64,
+    pub frames_out: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub refused_messages: u64,
+    pub clients_closed_for_misbehaviour: u64,
+}
+
+/// The Tundra server core for one node.
+#[derive(Debug)]
+pub struct TundraServer {
+    pub(super) config: ServerConfig,
+    pub(super) clients: BTreeMap<ClientId, Client>,
+    pub(super) transmits: VecDeque<(ClientId, Bytes)>,
+    pub(super) closes: VecDeque<(ClientId, String)>,
+    pub(super) events: VecDeque<ServerEvent>,
+    pub(super) stats: ServerStats,
+}
+
+impl TundraServer {
+    pub fn new(config: ServerConfig) -> TundraServer {
+        TundraServer {
+            config,
+            clients: BTreeMap::new(),
+            transmits: VecDeque::new(),
+            closes: VecDeque::new(),
+            events: VecDeque::new(),
+            stats: ServerStats::default(),
+        }
+    }
+
+    pub fn config(&self) -> &ServerConfig {
+        &self.config
+    }
+
+    pub fn stats(&self) -> &ServerStats {
+        &self.stats
+    }
+
+    pub fn client(&self, id: ClientId) -> Option<&Client> {
+        self.clients.get(&id)
+    }
+
+    /// Clients that have logged in.
+    pub fn authenticated_clients(&self) -> impl Iterator<Item = &Client> {
+        self.clients.values().filter(|c| c.is_authenticated())
+    }
+
+    /// A new connection. Returns false (and queues a close) when the node is
+    /// full.
+    pub fn handle_connect(&mut self, client: ClientId, now: Time) -> bool {
+        if self.clients.len() >= self.config.limits.max_clients {
+            warn!(%client, limit = self.config.limits.max_clients, "refused: limits.max_clients reached");
+            self.closes
+                .push_back((client, "server full (limits.max_clients)".to_owned()));
+            return false;
+        }
+        let rate = self.config.limits.max_messages_per_second;
+        self.clients.insert(client, Client::new(client, now, rate));
+        true
+    }
+
+    /// A connection ended. Tells the other clients (ClientLeft).
+    pub fn handle_disconnect(&mut self, client: ClientId, reason: &str) {
+        let Some(gone) = self.clients.remove(&client) else {
+            return;
+        };
+        // A user id is given only at login; a client closed for misbehaving
+        // after login still leaves the others a ClientLeft.
+        if gone.user.0 == 0 {
+            debug!(%client, %reason, "closed before login");
+            return;
+        }
+        info!(%client, user = %gone.user, %reason, "client left");
+        let left = Message::ClientLeft(ClientLeft { user_id: gone.user });
+        let others: Vec<ClientId> = self.authenticated_clients().map(|c| c.id).collect();
+        for other in others {
+            self.push_message(other, &left);
+        }
+        self.events.push_back(ServerEvent::ClientLeft {
+            client,
+            user: gone.user,
+        });
+    }
+
+    /// Feeds the scene's journal to every client's sync state.
+    pub fn handle_scene_changes(&mut self, changes: &[Change]) {
+        for client in self.clients.values_mut().filter(|c| c.is_authenticated()) {
+            for change in changes {
+                client.sync.apply(client.id, change.source, change.kind);
+            }
+        }
+    }
+
+    /// Registers a custom component type to be sent to every client that
+    /// speaks protocol 2 or later (those joining later get all of them).
+    pub fn handle_type_registered(&mut self, type_id: u32, except: Option<ClientId>) {
+        for client in self.clients.values_mut().filter(|c| c.is_authenticated()) {
+            if Some(client.id) != except
+                && client.protocol >= ProtocolVersion::CUSTOM_COMPONENTS
+                && !client.pending_types.contains(&type_id)
+            {
+                client.pending_types.push(type_id);
+            }
+        }
+    }
+
+    /// Next frame to send to a client.
+    pub fn poll_transmit(&mut self) -> Option<(ClientId, Bytes)> {
+        self.transmits.pop_front()
+    }
+
+    /// Next connection to close, with the reason to log and send.
+    pub fn poll_close(&mut self) -> Option<(ClientId, String)> {
+        self.closes.pop_front()
+    }
+
+    pub fn poll_event(&mut self) -> Option<ServerEvent> {
+        self.events.pop_front()
+    }
+
+    pub(super) fn push_frame(&mut self, client: ClientId, frame: Vec<u8>) {
+        self.stats.frames_out += 1;
+        self.stats.bytes_out += frame.len() as u64;
+        self.transmits.push_back((client, Bytes::from(frame)));
+    }
+
+    pub(super) fn push_message(&mut self, client: ClientId, message: &Message) {
+        let Some(protocol) = self.clients.get(&client).map(|c| c.protocol) else {
+            return;
+        };
+        match message.encode_frame(protocol) {
+            Ok(frame) => self.push_frame(client, frame),
+            // Only an internal inconsistency gets here (e.g. a value too long
+            // for its wire field); skip the message, keep the client.
+            Err(error) => warn!(%client, message = message.name(), %error, "cannot encode"),
+        }
+    }
+
+    /// Closes a client for misbehaving; only that connection is affected.
+    pub(super) fn refuse_client(&mut self, client: ClientId, reason: String) {
+        warn!(%client, %reason, "closing client");
+        self.stats.clients_closed_for_misbehaviour += 1;
+        self.closes.push_back((client, reason));
+        // Stop processing its frames until the transport reports the close.
+        if let Some(c) = self.clients.get_mut(&client) {
+            c.login = LoginState::Refused { close_at: Time::ZERO };
+        }
+    }
+
+    /// Timers: refused logins closing, login timeouts.
+    pub(super) fn handle_client_timers(&mut self, now: Time) {
+        let mut to_close = Vec::new();
+        for client in self.clients.values() {
+            match client.login {
+                LoginState::Refused { close_at } if close_at != Time::ZERO && now >= close_at => {
+                    to_close.push((client.id, "login refused".to_owned()));
+                }
+                LoginState::Connecting if now - client.connected_at >= LOGIN_TIMEOUT => {
+                    to_close.push((client.id, "no login within 30 s".to_owned()));
+                }
+                _ => {}
+            }
+        }
+        for (id, reason) in to_close {
+            if let Some(c) = self.clients.get_mut(&id) {
+                c.login = LoginState::Refused { close_at: Time::ZERO };
+            }
+            info!(client = %id, %reason, "closing client");
+            self.closes.push_back((id, reason));
+        }
+    }
+
+    /// The scene, for ticks and handlers, is always passed in by the node.
+    pub fn handle_tick(&mut self, scene: &Scene, now: Time, backlog: &dyn Fn(ClientId) -> usize) {
+        self.handle_client_timers(now);
+        self.write_tick(scene, now, backlog);
+    }
+}

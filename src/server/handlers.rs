@@ -1,0 +1,334 @@
+//! Messages from clients: decoding, validation and their effect on the scene
+//! (reference sections 4 and 7.4). A malformed frame closes only the client
+//! that sent it; a refused request is dropped and logged, as Tundra drops it.
+
+use tracing::{debug, warn};
+
+use super::core::{ServerEvent, TundraServer};
+use crate::clock::Time;
+use crate::scene::{ChangeSource, ClientId, Origin, Scene, SceneError};
+use crate::tundra::messages::{
+    exec_type, CreateAttributes, CreateComponents, CreateComponentsReply, CreateEntity,
+    CreateEntityReply, EditAttributes, EntityAction, IdPair, RemoveAttributes, RemoveComponents,
+    SetEntityParent,
+};
+use crate::tundra::registry::CustomRegistration;
+use crate::tundra::{DecodeContext, DynamicAttribute, EntityId, Message};
+
+impl TundraServer {
+    /// One binary WebSocket message from a client.
+    pub fn handle_frame(&mut self, scene: &mut Scene, client: ClientId, now: Time, frame: &[u8]) {
+        self.stats.frames_in += 1;
+        self.stats.bytes_in += frame.len() as u64;
+        let Some(state) = self.clients.get_mut(&client) else {
+            return;
+        };
+        if matches!(state.login, super::client::LoginState::Refused { .. }) {
+            return;
+        }
+        if !state.rate.allow(now) {
+            let limit = self.config.limits.max_messages_per_second;
+            self.refuse_client(
+                client,
+                format!("more than {limit} messages per second (limits.max_messages_per_second)"),
+            );
+            return;
+        }
+        let context = DecodeContext {
+            protocol_version: state.protocol,
+            registry: scene.registry(),
+        };
+        let message = match Message::decode_frame(frame, &context) {
+            Ok(message) => message,
+            Err(error) => {
+                let id = frame
+                    .get(..2)
+                    .map_or(0, |b| u16::from_le_bytes([b[0], b[1]]));
+                self.refuse_client(client, format!("malformed message {id}: {error}"));
+                return;
+            }
+        };
+        let authenticated = state.is_authenticated();
+        match message {
+            Message::Login(login) => self.handle_login(scene, client, now, login),
+            _ if !authenticated => {
+                // "Only signal messages from authenticated users" (section 2.1).
+                debug!(%client, message = message.name(), "dropped before login");
+            }
+            Message::ObserverPosition(observer) => {
+                if let Some(state) = self.clients.get_mut(&client) {
+                    let observer_state = state.observer.get_or_insert_with(Default::default);
+                    if let Some(position) = observer.position.value() {
+                        observer_state.position = Some(position);
+                    }
+                }
+            }
+            Message::EditEntityProperties(m) => {
+                let result = self
+                    .writable_entity(scene, m.entity_id)
+                    .and_then(|id| scene.set_temporary(ChangeSource::Client(client), id, m.temporary));
+                self.note_refusal(client, "EditEntityProperties", result);
+            }
+            Message::CreateEntity(m) => self.handle_create_entity(scene, client, m),
+            Message::CreateComponents(m) => self.handle_create_components(scene, client, m),
+            Message::CreateAttributes(m) => self.handle_create_attributes(scene, client, m),
+            Message::EditAttributes(m) => self.handle_edit_attributes(scene, client, m),
+            Message::RemoveAttributes(m) => self.handle_remove_attributes(scene, client, m),
+            Message::RemoveComponents(m) => self.handle_remove_components(scene, client, m),
+            Message::RemoveEntity(m) => {
+                // A client may remove an entity the server already removed
+                // (section 14): unknown ids are ignored, not errors.
+                if scene.entity(m.entity_id).is_some() {
+                    let result = self
+                        .writable_entity(scene, m.entity_id)
+                        .and_then(|id| scene.remove_entity(ChangeSource::Client(client), id).map(|_| ()));
+                    self.note_refusal(client, "RemoveEntity", result);
+                }
+            }
+            Message::SetEntityParent(m) => self.handle_set_parent(scene, client, m),
+            Message::EntityAction(m) => self.handle_action(scene, client, m),
+            Message::RegisterComponentType(m) => {
+                let registration = m.register(scene.registry_mut());
+                debug!(%client, name = %m.type_name, ?registration, "component type registered");
+                match registration {
+                    CustomRegistration::Added(type_id) | CustomRegistration::Replaced(type_id) => {
+                        self.handle_type_registered(type_id, Some(client));
+                    }
+                    CustomRegistration::IgnoredStatic(_) => {}
+                }
+            }
+            Message::AssetDiscovery(_) | Message::AssetDeleted(_) => {
+                // The asset module tells every other connection (section 4.16).
+                let others: Vec<ClientId> = self
+                    .authenticated_clients()
+                    .filter(|c| c.id != client)
+                    .map(|c| c.id)
+                    .collect();
+                for other in others {
+                    self.push_message(other, &message);
+                }
+            }
+            other => {
+                debug!(%client, message = other.name(), "server-to-client message from a client ignored");
+                self.stats.refused_messages += 1;
+            }
+        }
+    }
+
+    /// The entity if clients may change it here (its authority is this node).
+    fn writable_entity(&self, scene: &Scene, id: EntityId) -> Result<EntityId, SceneError> {
+        match scene.entity(id) {
+            None => Err(SceneError::UnknownEntity(id)),
+            Some(e) if e.origin == Origin::Remote => Err(SceneError::NotAuthority(id)),
+            Some(_) => Ok(id),
+        }
+    }
+
+    fn note_refusal<T>(&mut self, client: ClientId, what: &'static str, result: Result<T, SceneError>) {
+        if let Err(error) = result {
+            self.stats.refused_messages += 1;
+            warn!(%client, message = what, %error, "request refused");
+        }
+    }
+
+    fn handle_create_entity(&mut self, scene: &mut Scene, client: ClientId, m: CreateEntity) {
+        let limit = self.config.limits.max_entities_per_client;
+        let Some(state) = self.clients.get(&client) else {
+            return;
+        };
+        if state.entities_created >= limit {
+            self.stats.refused_messages += 1;
+            warn!(%client, limit, "CreateEntity refused: limits.max_entities_per_client reached");
+            return;
+        }
+        let sender = EntityId::unacked_from_wire(m.entity_id.0);
+        // A parent may be one of this client's unacked ids (section 4.6).
+        let parent = m.parent.and_then(|p| state.resolve_full_id(p));
+        let result = scene.create_entity(
+            ChangeSource::Client(client),
+            None,
+            Origin::Local,
+            m.temporary,
+            parent,
+            m.components,
+        );
+        let created = match result {
+            Ok(created) => created,
+            Err(error) => return self.note_refusal(client, "CreateEntity", Err::<(), _>(error)),
+        };
+        if let Some(state) = self.clients.get_mut(&client) {
+            state.entities_created += 1;
+            state.unacked.insert(sender, created.id);
+        }
+        debug!(%client, %sender, entity = %created.id, "entity created by client");
+        let reply = Message::CreateEntityReply(CreateEntityReply {
+            scene_id: 0,
+            sender_entity_id: sender,
+            entity_id: created.id,
+            components: created
+                .components
+                .iter()
+                .map(|(sender, id)| IdPair { sender: *sender, id: *id })
+                .collect(),
+        });
+        self.push_message(client, &reply);
+    }
+
+    fn handle_create_components(&mut self, scene: &mut Scene, client: ClientId, m: CreateComponents) {
+        let result = self
+            .writable_entity(scene, m.entity_id)
+            .and_then(|id| scene.create_components(ChangeSource::Client(client), id, m.components));
+        match result {
+            Ok(pairs) => {
+                let reply = Message::CreateComponentsReply(CreateComponentsReply {
+                    scene_id: 0,
+                    entity_id: m.entity_id,
+                    components: pairs
+                        .into_iter()
+                        .map(|(sender, id)| IdPair { sender, id })
+                        .collect(),
+                });
+                self.push_message(client, &reply);
+            }
+            Err(error) => self.note_refusal(client, "CreateComponents", Err::<(), _>(error)),
+        }
+    }
+
+    fn handle_create_attributes(&mut self, scene: &mut Scene, client: ClientId, m: CreateAttributes) {
+        let entity = match self.writable_entity(scene, m.entity_id) {
+            Ok(id) => id,
+            Err(error) => return self.note_refusal(client, "CreateAttributes", Err::<(), _>(error)),
+        };
+        for attribute in m.attributes {
+            let result = scene.create_attribute(
+                ChangeSource::Client(client),
+                entity,
+                attribute.component_id,
+                DynamicAttribute {
+                    index: attribute.index,
+                    name: attribute.name,
+                    value: attribute.value,
+                },
+            );
+            if let Err(error) = result {
+                // Tundra aborts parsing the rest of the message here.
+                return self.note_refusal(client, "CreateAttributes", Err::<(), _>(error));
+            }
+        }
+    }
+
+    fn handle_edit_attributes(&mut self, scene: &mut Scene, client: ClientId, m: EditAttributes) {
+        let Some(entity) = scene.entity(m.entity_id) else {
+            return self.note_refusal(client, "EditAttributes", Err::<(), _>(SceneError::UnknownEntity(m.entity_id)));
+        };
+        let remote = entity.origin == Origin::Remote;
+        let mut edits = Vec::new();
+        for block in &m.blocks {
+            let Some(component) = entity.components.get(&block.component_id) else {
+                // Unknown component: skip its block (section 4.9).
+                self.stats.refused_messages += 1;
+                debug!(%client, entity = %m.entity_id, component = %block.component_id, "edit of unknown component skipped");
+                continue;
+            };
+            match block.decode(&component.slot_types()) {
+                Ok(decoded) => edits.extend(
+                    decoded
+                        .edits
+                        .into_iter()
+                        .map(|edit| (block.component_id, edit.index, edit.value)),
+                ),
+                Err(error) => {
+                    self.stats.refused_messages += 1;
+                    warn!(%client, entity = %m.entity_id, component = %block.component_id, %error, "undecodable attribute block skipped");
+                }
+            }
+        }
+        for (component, index, value) in edits {
+            if remote {
+                self.events.push_back(ServerEvent::RemoteEdit {
+                    client,
+                    entity: m.entity_id,
+                    component,
+                    index,
+                    value,
+                });
+            } else {
+                let result = scene.edit_attribute(ChangeSource::Client(client), m.entity_id, component, index, value);
+                self.note_refusal(client, "EditAttributes", result);
+            }
+        }
+    }
+
+    fn handle_remove_attributes(&mut self, scene: &mut Scene, client: ClientId, m: RemoveAttributes) {
+        let entity = match self.writable_entity(scene, m.entity_id) {
+            Ok(id) => id,
+            Err(error) => return self.note_refusal(client, "RemoveAttributes", Err::<(), _>(error)),
+        };
+        for attribute in m.attributes {
+            let result = scene.remove_attribute(ChangeSource::Client(client), entity, attribute.component_id, attribute.index);
+            self.note_refusal(client, "RemoveAttributes", result);
+        }
+    }
+
+    fn handle_remove_components(&mut self, scene: &mut Scene, client: ClientId, m: RemoveComponents) {
+        let entity = match self.writable_entity(scene, m.entity_id) {
+            Ok(id) => id,
+            Err(error) => return self.note_refusal(client, "RemoveComponents", Err::<(), _>(error)),
+        };
+        for component in m.component_ids {
+            let result = scene.remove_component(ChangeSource::Client(client), entity, component);
+            self.note_refusal(client, "RemoveComponents", result);
+        }
+    }
+
+    fn handle_set_parent(&mut self, scene: &mut Scene, client: ClientId, m: SetEntityParent) {
+        let Some(state) = self.clients.get(&client) else {
+            return;
+        };
+        // Full u32 ids; unacked ones go through this client's map and the
+        // message is dropped if unknown (section 4.18).
+        let Some(entity) = state.resolve_full_id(m.entity_id) else {
+            return self.note_refusal(client, "SetEntityParent", Err::<(), _>(SceneError::UnknownEntity(m.entity_id)));
+        };
+        let parent = match m.parent_id {
+            EntityId(0) => None,
+            id => match state.resolve_full_id(id) {
+                Some(parent) => Some(parent),
+                None => return self.note_refusal(client, "SetEntityParent", Err::<(), _>(SceneError::UnknownEntity(id))),
+            },
+        };
+        let result = self
+            .writable_entity(scene, entity)
+            .and_then(|id| scene.set_parent(ChangeSource::Client(client), id, parent));
+        self.note_refusal(client, "SetEntityParent", result);
+    }
+
+    fn handle_action(&mut self, scene: &Scene, client: ClientId, mut action: EntityAction) {
+        let Some(state) = self.clients.get(&client) else {
+            return;
+        };
+        // The entity id is a plain u32 and may be an unacked id (section 14).
+        let Some(entity) = state.resolve_full_id(action.entity_id) else {
+            return self.note_refusal(client, "EntityAction", Err::<(), _>(SceneError::UnknownEntity(action.entity_id)));
+        };
+        if scene.entity(entity).is_none() {
+            return self.note_refusal(client, "EntityAction", Err::<(), _>(SceneError::UnknownEntity(entity)));
+        }
+        action.entity_id = entity;
+        let kind = action.execution_type;
+        if kind & (exec_type::LOCAL | exec_type::SERVER) != 0 {
+            self.events.push_back(ServerEvent::Action {
+                client,
+                action: action.clone(),
+            });
+        }
+        if kind & exec_type::PEERS != 0 {
+            // Queued as Local to every other user, sent after its next scene
+            // sync (section 4.15).
+            action.execution_type = exec_type::LOCAL;
+            for other in self.clients.values_mut().filter(|c| c.is_authenticated() && c.id != client) {
+                other.pending_actions.push(action.clone());
+            }
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! Interest management (reference section 6.3, tundra `EntityPrioritizer`):
+//! far or small entities are updated less often, as an observer's
+//! ObserverPosition (105) reports where it is.
+//!
+//! Tundra weighs a meshed entity by the surface area of its world bounding
+//! box; the node has no mesh assets, so the box is the Placeable's scale
+//! (a unit box scaled), and the position is the entity's own Placeable
+//! position plus its parents'. Rotation does not enter the priority.
+
+use std::time::Duration;
+
+use crate::scene::{Entity, Scene};
+use crate::tundra::{AttributeValue, EntityId};
+use crate::tundra::values::Float3;
+
+const PLACEABLE: u32 = 20;
+const MESH: u32 = 17;
+const RIGID_BODY: u32 = 23;
+
+/// `EntitySyncState::MinUpdateRate`: no entity waits longer than 5 s.
+const MAX_UPDATE_INTERVAL: Duration = Duration::from_secs(5);
+/// Priority of a Placeable without a Mesh (`EntityPrioritizer.cpp`).
+const PLACEABLE_ONLY_PRIORITY: f32 = 20.0;
+/// Physics objects move: they are ten times as relevant.
+const RIGID_BODY_RELEVANCY: f32 = 10.0;
+
+/// What the client last reported of its viewpoint.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Observer {
+    pub position: Option<Float3>,
+}
+
+fn transform_of(entity: &Entity) -> Option<crate::tundra::values::Transform> {
+    let placeable = entity.component_of_type(PLACEABLE)?;
+    match &placeable.attribute(0)?.value {
+        AttributeValue::Transform(t) => Some(*t),
+        _ => None,
+    }
+}
+
+/// The entity's position with its parents' positions added (a bounded walk,
+/// so a malformed hierarchy cannot loop).
+fn world_position(scene: &Scene, entity: &Entity) -> Option<Float3> {
+    let mut position = transform_of(entity)?.pos;
+    let mut parent = entity.parent;
+    for _ in 0..64 {
+        let Some(id) = parent else { break };
+        let Some(ancestor) = scene.entity(id) else { break };
+        if let Some(t) = transform_of(ancestor) {
+            position = Float3::new(position.x + t.pos.x, position.y + t.pos.y, position.z + t.pos.z);
+        }
+        parent = ancestor.parent;
+    }
+    Some(position)
+}
+
+/// How often `entity` should be sent to this observer; `period` is the tick.
+pub fn update_interval(scene: &Scene, id: EntityId, observer: &Observer, period: Duration) -> Duration {
+    let (Some(entity), Some(eye)) = (scene.entity(id), observer.position) else {
+        return period;
+    };
+    let Some(position) = world_position(scene, entity) else {
+        // No Placeable: priority is infinite.
+        return period;
+    };
+    let priority = if entity.component_of_type(MESH).is_some() {
+        let scale = transform_of(entity).map_or(Float3::new(1.0, 1.0, 1.0), |t| t.scale);
+        let (x, y, z) = (scale.x.abs(), scale.y.abs(), scale.z.abs());
+        let area = 2.0 * (x * y + y * z + z * x);
+        let distance_sq = position.distance_sq(eye).max(1e-6);
+        area * area / distance_sq
+    } else {
+        PLACEABLE_ONLY_PRIORITY
+    };
+    let relevancy = if entity.component_of_type(RIGID_BODY).is_some() {
+        RIGID_BODY_RELEVANCY
+    } else {
+        1.0
+    };
+    let factor = (100.0 / (priority * relevancy)).log2();
+    if !factor.is_finite() || factor <= 1.0 {
+        return period;
+    }
+    period.mul_f32(factor).clamp(period, MAX_UPDATE_INTERVAL)
+}

@@ -1,0 +1,177 @@
+//! Login (100) and the reply sequence of reference section 7.2.
+
+use tracing::{info, warn};
+
+use super::client::LoginState;
+use super::core::{ServerEvent, TundraServer};
+use super::sync_state::SyncState;
+use crate::clock::Time;
+use crate::scene::{ClientId, Scene};
+use crate::tundra::messages::{ClientJoined, Login, LoginReply, RegisterComponentType};
+use crate::tundra::{EntityId, Message, ProtocolVersion, UserId};
+
+/// Tundra closes a refused WebSocket client about a second after the reply
+/// (`DisconnectDelayed()` default 1000 ms), so the reason arrives.
+const REFUSED_CLOSE_DELAY: std::time::Duration = std::time::Duration::from_secs(1);
+
+impl TundraServer {
+    pub(super) fn handle_login(&mut self, scene: &Scene, client: ClientId, now: Time, login: Login) {
+        let Some(state) = self.clients.get(&client) else {
+            return;
+        };
+        if state.login != LoginState::Connecting {
+            // A second Login is dropped, as Tundra drops it for a logged-in user.
+            return;
+        }
+        // "If the JSON fails to parse nothing is sent (connection stays
+        // unauthenticated)" (reference section 4.1).
+        let properties = match serde_json::from_str::<serde_json::Value>(&login.login_data) {
+            Ok(serde_json::Value::Object(map)) => map,
+            Ok(_) | Err(_) => {
+                warn!(%client, "login data is not a JSON object; nothing sent");
+                self.stats.refused_messages += 1;
+                return;
+            }
+        };
+        let protocol = ProtocolVersion::negotiate(login.protocol_version).max(ProtocolVersion::ORIGINAL);
+        if let Some(reason) = self.login_refusal(&properties) {
+            info!(%client, %reason, "login refused");
+            self.push_raw(client, protocol, &Message::LoginReply(LoginReply {
+                success: false,
+                user_id: UserId(0),
+                reply_data: reason,
+                protocol_version: None,
+            }));
+            if let Some(c) = self.clients.get_mut(&client) {
+                c.login = LoginState::Refused { close_at: now + REFUSED_CLOSE_DELAY };
+            }
+            return;
+        }
+        // User ids: max of existing ids + 1, from 1
+        // (`KristalliProtocolModule::AllocateNewConnectionID`).
+        let user = UserId(
+            self.clients
+                .values()
+                .filter(|c| c.is_authenticated())
+                .map(|c| c.user.0)
+                .max()
+                .unwrap_or(0)
+                .saturating_add(1),
+        );
+        let username = properties
+            .get("username")
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_owned();
+        let initial = initial_entities(scene);
+        let pending_types = if protocol >= ProtocolVersion::CUSTOM_COMPONENTS {
+            scene.registry().custom_types().map(|t| t.type_id).collect()
+        } else {
+            Vec::new()
+        };
+        if let Some(c) = self.clients.get_mut(&client) {
+            c.login = LoginState::Authenticated;
+            c.user = user;
+            c.username = username.clone();
+            c.protocol = protocol;
+            c.properties = properties;
+            c.sync = SyncState::new(initial);
+            c.pending_types = pending_types;
+        }
+        // ClientJoined(new) to everyone including the new user, then every
+        // existing user to the new one, then LoginReply (section 7.2 step 4).
+        let joined = Message::ClientJoined(ClientJoined {
+            user_id: user,
+            username: Some(username.clone()),
+        });
+        let everyone: Vec<ClientId> = self.authenticated_clients().map(|c| c.id).collect();
+        for id in &everyone {
+            self.push_message(*id, &joined);
+        }
+        let others: Vec<(UserId, String)> = self
+            .authenticated_clients()
+            .filter(|c| c.id != client)
+            .map(|c| (c.user, c.username.clone()))
+            .collect();
+        for (other, name) in others {
+            self.push_message(client, &Message::ClientJoined(ClientJoined {
+                user_id: other,
+                username: Some(name),
+            }));
+        }
+        let reply = Message::LoginReply(LoginReply {
+            success: true,
+            user_id: user,
+            reply_data: self.config.login_reply.clone(),
+            protocol_version: Some(protocol.0),
+        });
+        self.push_message(client, &reply);
+        info!(%client, %user, username = %username, protocol = protocol.0, "client logged in");
+        self.events.push_back(ServerEvent::ClientJoined { client, user, username });
+    }
+
+    /// Why a login is refused by the configured policy, if it is.
+    fn login_refusal(&self, properties: &serde_json::Map<String, serde_json::Value>) -> Option<String> {
+        for (key, expected) in &self.config.required_login {
+            let given = match properties.get(key) {
+                Some(serde_json::Value::String(s)) => s.clone(),
+                Some(other) => other.to_string(),
+                None => return Some(format!("login property '{key}' is required")),
+            };
+            if given != *expected {
+                return Some(format!("login property '{key}' is not accepted"));
+            }
+        }
+        None
+    }
+
+    /// Encodes for a client whose protocol is not stored yet.
+    fn push_raw(&mut self, client: ClientId, protocol: ProtocolVersion, message: &Message) {
+        if let Ok(frame) = message.encode_frame(protocol) {
+            self.push_frame(client, frame);
+        }
+    }
+
+    /// RegisterComponentType messages for the types still pending.
+    pub(super) fn write_pending_types(&mut self, scene: &Scene, client: ClientId) {
+        let Some(c) = self.clients.get_mut(&client) else {
+            return;
+        };
+        let pending = std::mem::take(&mut c.pending_types);
+        for type_id in pending {
+            if let Some(schema) = scene.registry().get(type_id) {
+                let message = Message::RegisterComponentType(RegisterComponentType::from_schema(schema));
+                self.push_message(client, &message);
+            }
+        }
+    }
+}
+
+/// Replicated entities in the order a new client gets them: ascending id,
+/// but every parent before its children (as urho's server sends them).
+fn initial_entities(scene: &Scene) -> Vec<EntityId> {
+    let mut order = Vec::with_capacity(scene.len());
+    let mut placed = std::collections::HashSet::with_capacity(scene.len());
+    for entity in scene.entities().filter(|e| e.is_replicated()) {
+        let mut chain = vec![entity.id];
+        let mut parent = entity.parent;
+        while let Some(id) = parent {
+            if placed.contains(&id) || chain.contains(&id) || chain.len() > 64 {
+                break;
+            }
+            match scene.entity(id) {
+                Some(p) if p.is_replicated() => {
+                    chain.push(id);
+                    parent = p.parent;
+                }
+                _ => break,
+            }
+        }
+        for id in chain.into_iter().rev() {
+            if placed.insert(id) {
+                order.push(id);
+            }
+        }
+    }
+    order
+}

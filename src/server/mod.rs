@@ -1,0 +1,22 @@
+//! The Tundra server core: what a real Tundra server does for its clients
+//! (reference sections 2.1, 4 and 7), as a pure state machine.
+//!
+//! Frames and an explicit `now` go in; frames per client, connection closes
+//! and events for the node come out. The node owns the [`Scene`] and passes
+//! it in, so the federation layer can share it. Nothing here does I/O.
+//!
+//! [`Scene`]: crate::scene::Scene
+
+mod client;
+mod core;
+mod handlers;
+mod interest;
+mod login;
+mod rate;
+mod rigid_body;
+mod sync_state;
+mod writer;
+
+pub use self::core::{ServerConfig, ServerEvent, ServerStats, TundraServer};
+pub use client::Client;
+pub use sync_state::{Presence, SlotSet, SyncState};

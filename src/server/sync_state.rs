@@ -1,0 +1,344 @@
+//! Per-client sync state: what one client has been told, and what it still
+//! needs (seed 002, "the SyncState"; reference section 7.5).
+//!
+//! The state is fed the scene's journal and remembers only *that* something is
+//! dirty, never the values: the tick writer reads current values from the
+//! scene. So a client that reads slowly gets coalesced latest state, and the
+//! memory this takes is bounded by the scene's size, not by traffic.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use crate::scene::{ChangeKind, ChangeSource, ClientId};
+use crate::tundra::{ComponentId, EntityId};
+
+/// A set of attribute slot indices (u8, so 256 slots).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SlotSet([u64; 4]);
+
+impl SlotSet {
+    pub fn insert(&mut self, index: u8) {
+        self.0[usize::from(index >> 6)] |= 1 << (index & 63);
+    }
+
+    pub fn remove(&mut self, index: u8) {
+        self.0[usize::from(index >> 6)] &= !(1 << (index & 63));
+    }
+
+    pub fn contains(&self, index: u8) -> bool {
+        self.0[usize::from(index >> 6)] & (1 << (index & 63)) != 0
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0 == [0; 4]
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    pub fn clear(&mut self) {
+        self.0 = [0; 4];
+    }
+
+    /// Indices in ascending order.
+    pub fn iter(&self) -> impl Iterator<Item = u8> + '_ {
+        (0..=255u8).filter(move |i| self.contains(*i))
+    }
+}
+
+/// What the client has of an entity or component.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Presence {
+    /// Not sent yet: the next tick sends it whole.
+    New,
+    /// The client has it; only changes are sent.
+    Known,
+    /// The client has it and must be told it is gone.
+    Removed,
+    /// The client has an old one under the same id: remove, then send whole.
+    Replaced,
+}
+
+#[derive(Debug, Clone)]
+pub struct ComponentSync {
+    pub presence: Presence,
+    pub dirty: SlotSet,
+    pub created: SlotSet,
+    pub removed: SlotSet,
+}
+
+impl ComponentSync {
+    fn new(presence: Presence) -> Self {
+        ComponentSync {
+            presence,
+            dirty: SlotSet::default(),
+            created: SlotSet::default(),
+            removed: SlotSet::default(),
+        }
+    }
+
+    pub fn has_changes(&self) -> bool {
+        self.presence != Presence::Known
+            || !self.dirty.is_empty()
+            || !self.created.is_empty()
+            || !self.removed.is_empty()
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct EntitySync {
+    pub presence: Presence,
+    queued: bool,
+    pub temporary_dirty: bool,
+    pub parent_dirty: bool,
+    pub components: BTreeMap<ComponentId, ComponentSync>,
+}
+
+impl EntitySync {
+    fn new(presence: Presence) -> Self {
+        EntitySync {
+            presence,
+            queued: false,
+            temporary_dirty: false,
+            parent_dirty: false,
+            components: BTreeMap::new(),
+        }
+    }
+
+    /// Forget per-component detail: the whole entity will be sent.
+    fn reset_detail(&mut self) {
+        self.temporary_dirty = false;
+        self.parent_dirty = false;
+        self.components.clear();
+    }
+}
+
+/// One client's view of the scene.
+#[derive(Debug, Default)]
+pub struct SyncState {
+    entities: HashMap<EntityId, EntitySync>,
+    queue: VecDeque<EntityId>,
+}
+
+impl SyncState {
+    /// A state for a client that has nothing yet; `initial` are the replicated
+    /// entities it must be sent, in the order to send them.
+    pub fn new(initial: impl IntoIterator<Item = EntityId>) -> SyncState {
+        let mut state = SyncState::default();
+        for id in initial {
+            state.entities.insert(id, EntitySync::new(Presence::New));
+            state.enqueue(id);
+        }
+        state
+    }
+
+    fn enqueue(&mut self, id: EntityId) {
+        if let Some(entity) = self.entities.get_mut(&id) {
+            if !entity.queued {
+                entity.queued = true;
+                self.queue.push_back(id);
+            }
+        }
+    }
+
+    /// Entities waiting to be sent.
+    pub fn pending(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Entities this state tracks (sent or about to be).
+    pub fn tracked(&self) -> usize {
+        self.entities.len()
+    }
+
+    /// Whether the client has been sent (or is about to be sent) `id`.
+    pub fn knows(&self, id: EntityId) -> bool {
+        self.entities
+            .get(&id)
+            .is_some_and(|e| e.presence != Presence::Removed)
+    }
+
+    /// Records one scene change. `me` is the client this state belongs to:
+    /// its own changes are not echoed, only remembered as known.
+    pub fn apply(&mut self, me: ClientId, source: ChangeSource, kind: ChangeKind) {
+        let own = source == ChangeSource::Client(me);
+        let id = kind.entity();
+        // Local entities and components never leave the node.
+        if id.is_local() || kind.component().is_some_and(|c| c.is_local()) {
+            return;
+        }
+        match kind {
+            ChangeKind::EntityCreated(_) => {
+                match self.entities.get_mut(&id) {
+                    Some(entity) if matches!(entity.presence, Presence::Removed) => {
+                        entity.presence = if own { Presence::Known } else { Presence::Replaced };
+                        entity.reset_detail();
+                    }
+                    Some(entity) => {
+                        entity.presence = if own { Presence::Known } else { Presence::New };
+                        entity.reset_detail();
+                    }
+                    None => {
+                        let presence = if own { Presence::Known } else { Presence::New };
+                        self.entities.insert(id, EntitySync::new(presence));
+                    }
+                }
+                if !own {
+                    self.enqueue(id);
+                }
+            }
+            ChangeKind::EntityRemoved(_) => {
+                let Some(entity) = self.entities.get_mut(&id) else {
+                    return;
+                };
+                if own || entity.presence == Presence::New {
+                    // Never sent, or the client removed it itself.
+                    self.entities.remove(&id);
+                    return;
+                }
+                entity.presence = Presence::Removed;
+                entity.reset_detail();
+                self.enqueue(id);
+            }
+            _ => {
+                if own {
+                    return;
+                }
+                let Some(entity) = self.entities.get_mut(&id) else {
+                    return;
+                };
+                if entity.presence != Presence::Known {
+                    // New or replaced: the whole entity goes out anyway;
+                    // removed: nothing more to say.
+                    return;
+                }
+                if !Self::apply_detail(entity, kind) {
+                    return;
+                }
+                self.enqueue(id);
+            }
+        }
+    }
+
+    /// Returns whether the entity now has something to send.
+    fn apply_detail(entity: &mut EntitySync, kind: ChangeKind) -> bool {
+        match kind {
+            ChangeKind::TemporaryChanged(_) => entity.temporary_dirty = true,
+            ChangeKind::ParentChanged(_) => entity.parent_dirty = true,
+            ChangeKind::ComponentCreated(_, c) => {
+                let component = entity
+                    .components
+                    .entry(c)
+                    .or_insert_with(|| ComponentSync::new(Presence::New));
+                component.presence = match component.presence {
+                    Presence::Removed | Presence::Replaced => Presence::Replaced,
+                    _ => Presence::New,
+                };
+                component.dirty.clear();
+                component.created.clear();
+                component.removed.clear();
+            }
+            ChangeKind::ComponentRemoved(_, c) => match entity.components.get_mut(&c) {
+                Some(component) if component.presence == Presence::New => {
+                    entity.components.remove(&c);
+                    return false;
+                }
+                Some(component) => {
+                    component.presence = Presence::Removed;
+                    component.dirty.clear();
+                    component.created.clear();
+                    component.removed.clear();
+                }
+                None => {
+                    entity
+                        .components
+                        .insert(c, ComponentSync::new(Presence::Removed));
+                }
+            },
+            ChangeKind::AttributeCreated(_, c, i) => {
+                let component = entity
+                    .components
+                    .entry(c)
+                    .or_insert_with(|| ComponentSync::new(Presence::Known));
+                if component.presence != Presence::Known {
+                    return component.presence != Presence::Removed;
+                }
+                component.created.insert(i);
+                component.dirty.remove(i);
+            }
+            ChangeKind::AttributeRemoved(_, c, i) => {
+                let component = entity
+                    .components
+                    .entry(c)
+                    .or_insert_with(|| ComponentSync::new(Presence::Known));
+                if component.presence != Presence::Known {
+                    return component.presence != Presence::Removed;
+                }
+                if component.created.contains(i) && !component.removed.contains(i) {
+                    // Created and removed between two ticks: never sent.
+                    component.created.remove(i);
+                } else {
+                    component.removed.insert(i);
+                    component.created.remove(i);
+                }
+                component.dirty.remove(i);
+            }
+            ChangeKind::AttributeChanged(_, c, i) => {
+                let component = entity
+                    .components
+                    .entry(c)
+                    .or_insert_with(|| ComponentSync::new(Presence::Known));
+                if component.presence != Presence::Known || component.created.contains(i) {
+                    // The full value goes out with the creation.
+                    return component.presence != Presence::Removed;
+                }
+                component.dirty.insert(i);
+            }
+            ChangeKind::EntityCreated(_) | ChangeKind::EntityRemoved(_) => {}
+        }
+        true
+    }
+
+    /// Takes the next dirty entity to send, in the order changes happened.
+    /// The caller reads it with [`SyncState::entity`], sends it and calls
+    /// [`SyncState::sent`], or calls [`SyncState::defer`] to keep every
+    /// detail for a later tick (interest management, a client not reading).
+    pub fn pop_dirty(&mut self) -> Option<EntityId> {
+        while let Some(id) = self.queue.pop_front() {
+            if let Some(entity) = self.entities.get_mut(&id) {
+                entity.queued = false;
+                return Some(id);
+            }
+        }
+        None
+    }
+
+    /// What is pending for one entity.
+    pub fn entity(&self, id: EntityId) -> Option<&EntitySync> {
+        self.entities.get(&id)
+    }
+
+    /// Pending detail of one entity, to consume part of it (the rigid body
+    /// path takes the transform and velocity bits).
+    pub fn entity_mut(&mut self, id: EntityId) -> Option<&mut EntitySync> {
+        self.entities.get_mut(&id)
+    }
+
+    /// Marks `id` as delivered: everything pending for it was sent.
+    pub fn sent(&mut self, id: EntityId) {
+        let Some(entity) = self.entities.get_mut(&id) else {
+            return;
+        };
+        if entity.presence == Presence::Removed {
+            self.entities.remove(&id);
+        } else {
+            entity.presence = Presence::Known;
+            entity.reset_detail();
+        }
+    }
+
+    /// Keeps a popped entity, with all its detail, for a later tick.
+    pub fn defer(&mut self, id: EntityId) {
+        self.enqueue(id);
+    }
+}

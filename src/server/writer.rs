@@ -1,0 +1,285 @@
+//! The network tick: each client is sent the latest state of what changed,
+//! in Tundra's per-entity message order (reference section 7.2 step 5;
+//! seed 002's SyncState algorithm).
+
+use std::time::Duration;
+
+use tracing::warn;
+
+use super::core::TundraServer;
+use super::interest::update_interval;
+use super::rigid_body::{body_state, take_rigid_body_change};
+use super::sync_state::{EntitySync, Presence};
+use crate::clock::Time;
+use crate::scene::{ClientId, ComponentContent, Entity, Scene};
+use crate::tundra::messages::{
+    CreateAttributes, CreateComponents, CreateEntity, EditAttributes, EditAttributesBlock,
+    EditEntityProperties, NewAttribute, RemoveAttributes, RemoveComponents, RemoveEntity,
+    RemovedAttribute, SetEntityParent,
+};
+use crate::tundra::messages::id::RIGID_BODY_UPDATE;
+use crate::tundra::rigid_body_sender::pack;
+use crate::tundra::{AttributeEdit, EntityId, Message, ProtocolVersion};
+
+impl TundraServer {
+    pub(super) fn write_tick(&mut self, scene: &Scene, now: Time, backlog: &dyn Fn(ClientId) -> usize) {
+        let limit = self.config.limits.max_client_backlog_bytes;
+        let ids: Vec<ClientId> = self.authenticated_clients().map(|c| c.id).collect();
+        for id in ids {
+            let queued = backlog(id);
+            if queued > limit.saturating_mul(2) {
+                self.refuse_client(
+                    id,
+                    format!("not reading: {queued} bytes queued (limits.max_client_backlog_bytes = {limit})"),
+                );
+                continue;
+            }
+            if queued > limit {
+                // Leave its changes dirty: it gets coalesced latest state
+                // once it reads again.
+                continue;
+            }
+            self.write_pending_types(scene, id);
+            self.write_entities(scene, id, now);
+            let actions = self
+                .clients
+                .get_mut(&id)
+                .map(|c| std::mem::take(&mut c.pending_actions))
+                .unwrap_or_default();
+            for action in actions {
+                self.push_message(id, &Message::EntityAction(action));
+            }
+        }
+    }
+
+    fn write_entities(&mut self, scene: &Scene, id: ClientId, now: Time) {
+        let tick = self.config.tick;
+        let interest = self.config.interest_management;
+        let Some(client) = self.clients.get_mut(&id) else {
+            return;
+        };
+        let protocol = client.protocol;
+        // Protocol 4 WebSocket clients take transforms as RigidBodyUpdate.
+        let rigid_bodies = protocol >= ProtocolVersion::WEB_CLIENT_RIGID_BODY;
+        let mut records = Vec::new();
+        let mut messages = Vec::new();
+        let mut deferred = Vec::new();
+        while let Some(entity_id) = client.sync.pop_dirty() {
+            let Some(pending) = client.sync.entity_mut(entity_id) else {
+                continue;
+            };
+            if interest && pending.presence == Presence::Known {
+                if let (Some(observer), Some(last)) = (&client.observer, client.last_sent.get(&entity_id)) {
+                    let interval: Duration = update_interval(scene, entity_id, observer, tick);
+                    if now - *last < interval {
+                        deferred.push(entity_id);
+                        continue;
+                    }
+                }
+            }
+            if rigid_bodies {
+                // An entity the client created itself has no baseline yet:
+                // start from nothing, so the first record is complete.
+                let last_sent = client.bodies.entry(entity_id).or_default();
+                records.extend(take_rigid_body_change(scene, entity_id, pending, last_sent));
+            }
+            entity_messages(scene, entity_id, pending, protocol, &mut messages);
+            let entity = scene.entity(entity_id);
+            if rigid_bodies {
+                match entity {
+                    // A whole entity sent: the client now holds its state.
+                    Some(e) if matches!(pending.presence, Presence::New | Presence::Replaced) => {
+                        if let Some(state) = body_state(e) {
+                            client.bodies.insert(entity_id, state);
+                        }
+                    }
+                    Some(_) => {}
+                    None => {
+                        client.bodies.remove(&entity_id);
+                    }
+                }
+            }
+            client.sync.sent(entity_id);
+            if interest {
+                if entity.is_some() {
+                    client.last_sent.insert(entity_id, now);
+                } else {
+                    client.last_sent.remove(&entity_id);
+                }
+            }
+        }
+        for entity_id in deferred {
+            client.sync.defer(entity_id);
+        }
+        // The RigidBodyUpdate batch goes before the generic sync.
+        match pack(&records) {
+            Ok(payloads) => {
+                for payload in payloads {
+                    let mut frame = Vec::with_capacity(payload.len() + 2);
+                    frame.extend_from_slice(&RIGID_BODY_UPDATE.to_le_bytes());
+                    frame.extend_from_slice(&payload);
+                    self.push_frame(id, frame);
+                }
+            }
+            Err(error) => warn!(client = %id, %error, "cannot encode RigidBodyUpdate"),
+        }
+        for message in &messages {
+            self.push_message(id, message);
+        }
+    }
+}
+
+/// The messages that bring one client's copy of an entity up to date.
+fn entity_messages(
+    scene: &Scene,
+    id: EntityId,
+    pending: &EntitySync,
+    protocol: ProtocolVersion,
+    out: &mut Vec<Message>,
+) {
+    let entity = scene.entity(id);
+    match pending.presence {
+        Presence::Removed => {
+            out.push(Message::RemoveEntity(RemoveEntity { scene_id: 0, entity_id: id }));
+        }
+        Presence::New | Presence::Replaced => {
+            if pending.presence == Presence::Replaced {
+                out.push(Message::RemoveEntity(RemoveEntity { scene_id: 0, entity_id: id }));
+            }
+            if let Some(entity) = entity {
+                out.push(Message::CreateEntity(create_entity(entity)));
+            }
+        }
+        Presence::Known => {
+            if let Some(entity) = entity {
+                changed_entity_messages(entity, pending, protocol, out);
+            }
+        }
+    }
+}
+
+fn create_entity(entity: &Entity) -> CreateEntity {
+    CreateEntity {
+        scene_id: 0,
+        entity_id: entity.id,
+        temporary: entity.temporary,
+        // Written only for protocol >= 3 by the encoder (section 4.6).
+        parent: entity.parent,
+        components: entity.replicated_components().map(Scene::component_data).collect(),
+    }
+}
+
+/// Per entity per tick: RemoveComponents, RemoveAttributes, CreateComponents,
+/// CreateAttributes, EditAttributes, EditEntityProperties, SetEntityParent.
+fn changed_entity_messages(
+    entity: &Entity,
+    pending: &EntitySync,
+    protocol: ProtocolVersion,
+    out: &mut Vec<Message>,
+) {
+    let id = entity.id;
+    let mut removed_components = Vec::new();
+    let mut removed_attributes = Vec::new();
+    let mut created_components = Vec::new();
+    let mut created_attributes = Vec::new();
+    let mut edit_blocks = Vec::new();
+    for (component_id, sync) in &pending.components {
+        if component_id.is_local() {
+            continue;
+        }
+        let current = entity.components.get(component_id);
+        match sync.presence {
+            Presence::Removed => removed_components.push(*component_id),
+            Presence::New | Presence::Replaced => {
+                if sync.presence == Presence::Replaced {
+                    removed_components.push(*component_id);
+                }
+                if let Some(component) = current {
+                    created_components.push(Scene::component_data(component));
+                }
+            }
+            Presence::Known => {
+                let Some(component) = current else { continue };
+                if matches!(component.content, ComponentContent::Opaque(_)) {
+                    continue;
+                }
+                for index in sync.removed.iter() {
+                    removed_attributes.push(RemovedAttribute { component_id: *component_id, index });
+                }
+                for index in sync.created.iter() {
+                    if let Some(attribute) = component.attribute(index) {
+                        created_attributes.push(NewAttribute {
+                            component_id: *component_id,
+                            index,
+                            name: attribute.dynamic_name.clone().unwrap_or_default(),
+                            value: attribute.value.clone(),
+                        });
+                    }
+                }
+                let edits: Vec<AttributeEdit> = sync
+                    .dirty
+                    .iter()
+                    .filter_map(|index| {
+                        let attribute = component.attribute(index)?;
+                        Some(AttributeEdit { index, value: attribute.value.clone() })
+                    })
+                    .collect();
+                if !edits.is_empty() {
+                    match EditAttributesBlock::encode(*component_id, &edits, &component.slot_types()) {
+                        Ok(block) => edit_blocks.push(block),
+                        Err(error) => warn!(entity = %id, component = %component_id, %error, "cannot encode edits"),
+                    }
+                }
+            }
+        }
+    }
+    if !removed_components.is_empty() {
+        out.push(Message::RemoveComponents(RemoveComponents {
+            scene_id: 0,
+            entity_id: id,
+            component_ids: removed_components,
+        }));
+    }
+    if !removed_attributes.is_empty() {
+        out.push(Message::RemoveAttributes(RemoveAttributes {
+            scene_id: 0,
+            entity_id: id,
+            attributes: removed_attributes,
+        }));
+    }
+    if !created_components.is_empty() {
+        out.push(Message::CreateComponents(CreateComponents {
+            scene_id: 0,
+            entity_id: id,
+            components: created_components,
+        }));
+    }
+    if !created_attributes.is_empty() {
+        out.push(Message::CreateAttributes(CreateAttributes {
+            scene_id: 0,
+            entity_id: id,
+            attributes: created_attributes,
+        }));
+    }
+    if !edit_blocks.is_empty() {
+        out.push(Message::EditAttributes(EditAttributes {
+            scene_id: 0,
+            entity_id: id,
+            blocks: edit_blocks,
+        }));
+    }
+    if pending.temporary_dirty {
+        out.push(Message::EditEntityProperties(EditEntityProperties {
+            scene_id: 0,
+            entity_id: id,
+            temporary: entity.temporary,
+        }));
+    }
+    if pending.parent_dirty && protocol >= ProtocolVersion::HIERARCHIC_SCENE {
+        out.push(Message::SetEntityParent(SetEntityParent {
+            scene_id: 0,
+            entity_id: id,
+            parent_id: entity.parent.unwrap_or(EntityId(0)),
+        }));
+    }
+}

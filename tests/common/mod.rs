@@ -1,0 +1,172 @@
+//! Shared helpers for integration tests: a node on an ephemeral port and a
+//! Tundra WebSocket client written with the project's own codec.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use lessgate::config::NodeConfig;
+use lessgate::tundra::messages::{CreateEntity, Login};
+use lessgate::tundra::{ComponentData, DecodeContext, EntityId, Message, ProtocolVersion, Registry};
+use tokio::net::TcpStream;
+use tokio::sync::oneshot;
+use tokio_tungstenite::tungstenite::Message as WsMessage;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+/// How long a test waits for something that should arrive (a failure, not
+/// a pass criterion: nothing passes because of timing).
+pub const PATIENCE: Duration = Duration::from_secs(10);
+
+/// A node running in this process on 127.0.0.1 with an ephemeral port.
+pub struct TestNode {
+    pub url: String,
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl TestNode {
+    pub async fn start(mut config: NodeConfig) -> TestNode {
+        config.tundra.listen = "127.0.0.1:0".parse().unwrap();
+        let running = lessgate::node::runtime::start(config).await.expect("node starts");
+        let url = running.tundra_url();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(running.run(async {
+            let _ = stopped.await;
+        }));
+        TestNode {
+            url,
+            stop: Some(stop),
+            task,
+        }
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = self.task.await;
+    }
+}
+
+/// A Tundra WebSocket client.
+pub struct TundraClient {
+    socket: WebSocketStream<MaybeTlsStream<TcpStream>>,
+    pub protocol: ProtocolVersion,
+    pub registry: Registry,
+    pub user: u32,
+}
+
+impl TundraClient {
+    pub async fn connect(url: &str) -> TundraClient {
+        let (socket, _) = tokio_tungstenite::connect_async(url).await.expect("websocket connects");
+        TundraClient {
+            socket,
+            protocol: ProtocolVersion::ORIGINAL,
+            registry: Registry::builtin(),
+            user: 0,
+        }
+    }
+
+    /// Connects and logs in; returns the messages that came before and with
+    /// the LoginReply.
+    pub async fn login(url: &str, username: &str, protocol: u32) -> (TundraClient, Vec<Message>) {
+        let mut client = TundraClient::connect(url).await;
+        client
+            .send(&Message::Login(Login {
+                login_data: format!("{{\"username\":\"{username}\"}}"),
+                protocol_version: Some(protocol),
+            }))
+            .await;
+        let mut seen = Vec::new();
+        loop {
+            let message = client.recv().await.expect("login reply");
+            if let Message::LoginReply(reply) = &message {
+                assert!(reply.success, "login refused: {}", reply.reply_data);
+                client.user = reply.user_id.0;
+                client.protocol = ProtocolVersion(reply.protocol_version.unwrap_or(1));
+                seen.push(message);
+                return (client, seen);
+            }
+            seen.push(message);
+        }
+    }
+
+    pub async fn send(&mut self, message: &Message) {
+        let frame = message.encode_frame(self.protocol).expect("encodes");
+        self.send_raw(frame).await;
+    }
+
+    pub async fn send_raw(&mut self, frame: Vec<u8>) {
+        self.socket.send(WsMessage::Binary(frame.into())).await.expect("sends");
+    }
+
+    /// The next Tundra message, or `None` when the connection closed.
+    pub async fn recv(&mut self) -> Option<Message> {
+        loop {
+            let next = tokio::time::timeout(PATIENCE, self.socket.next())
+                .await
+                .expect("a message arrives in time");
+            match next? {
+                Ok(WsMessage::Binary(frame)) => {
+                    let context = DecodeContext {
+                        protocol_version: self.protocol,
+                        registry: &self.registry,
+                    };
+                    let message = Message::decode_frame(&frame, &context).expect("server frames decode");
+                    if let Message::RegisterComponentType(m) = &message {
+                        m.register(&mut self.registry);
+                    }
+                    return Some(message);
+                }
+                Ok(WsMessage::Close(_)) | Err(_) => return None,
+                Ok(_) => continue,
+            }
+        }
+    }
+
+    /// Receives until a message matches, returning it (others are skipped).
+    pub async fn recv_until(&mut self, mut want: impl FnMut(&Message) -> bool) -> Message {
+        loop {
+            let message = self.recv().await.expect("connection stays open");
+            if want(&message) {
+                return message;
+            }
+        }
+    }
+
+    /// Whether the server closes this connection (reading until it does).
+    pub async fn closed(&mut self) -> bool {
+        loop {
+            match tokio::time::timeout(PATIENCE, self.socket.next()).await {
+                Err(_) => return false,
+                Ok(None) | Ok(Some(Err(_))) | Ok(Some(Ok(WsMessage::Close(_)))) => return true,
+                Ok(Some(Ok(_))) => continue,
+            }
+        }
+    }
+
+    /// Registers a custom type locally, as the client's own scene does.
+    pub fn register_custom(&mut self, message: &lessgate::tundra::messages::RegisterComponentType) {
+        message.register(&mut self.registry);
+    }
+
+    /// Creates an entity from components, as a client does: an unacked id.
+    pub async fn create_entity(&mut self, unacked: u32, components: Vec<ComponentData>) -> EntityId {
+        self.send(&Message::CreateEntity(CreateEntity {
+            scene_id: 0,
+            entity_id: EntityId(0x4000_0000 | unacked),
+            temporary: false,
+            parent: None,
+            components,
+        }))
+        .await;
+        match self.recv_until(|m| matches!(m, Message::CreateEntityReply(_))).await {
+            Message::CreateEntityReply(reply) => {
+                // Sent masked to 30 bits; the client ORs 0x40000000 back.
+                assert_eq!(reply.sender_entity_id.wire(), unacked);
+                reply.entity_id
+            }
+            _ => unreachable!(),
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! Federation scenarios in simulation (fake time, seeded networks): chains,
+//! triangles, stars, authority, link failure and return, lossy links.
+
+mod sim;
+
+use std::time::Duration;
+
+use sim::{LinkModel, Sim};
+
+const SETTLE: Duration = Duration::from_secs(2);
+
+#[test]
+fn chain_presents_each_entity_once_and_edits_go_through_the_authority() {
+    let mut sim = Sim::new(3, 1);
+    sim.connect(0, 1, LinkModel::CLEAN);
+    sim.connect(1, 2, LinkModel::CLEAN);
+    let a = sim.add_client(0);
+    let c = sim.add_client(2);
+    sim.create_box(0, a, 1, "crate", 5.0);
+    sim.run(SETTLE);
+    let seen = sim.find(2, c, "crate");
+    assert_eq!(seen.len(), 1, "C's client sees A's entity exactly once");
+    assert_eq!(sim.x_of(2, c, seen[0]), Some(5.0));
+
+    // C's client moves it. C does not apply the edit itself (it is not the
+    // authority): the edit goes to A, which applies it, and the new state
+    // comes back to B and C as ordinary updates.
+    sim.move_entity(2, c, seen[0], 9.0);
+    assert_eq!(sim.scene_x(2, seen[0]), Some(5.0), "C's scene waits for the authority");
+    sim.run(SETTLE);
+    let at_a = sim.find(0, a, "crate");
+    assert_eq!(at_a.len(), 1);
+    assert_eq!(sim.x_of(0, a, at_a[0]), Some(9.0), "the authority applied the edit");
+    assert_eq!(sim.scene_x(2, seen[0]), Some(9.0), "and it came back as state");
+    let at_b = sim.nodes[1].scene.entities().next().map(|e| e.id).unwrap();
+    assert_eq!(sim.scene_x(1, at_b), Some(9.0));
+
+    // Removal at the origin removes it everywhere.
+    sim.remove_entity(0, a, at_a[0]);
+    sim.run(SETTLE);
+    assert!(sim.find(2, c, "crate").is_empty());
+    assert!(sim.find(0, a, "crate").is_empty());
+}
+
+#[test]
+fn triangle_never_duplicates_or_loops() {
+    let mut sim = Sim::new(3, 2);
+    sim.connect(0, 1, LinkModel::CLEAN);
+    sim.connect(1, 2, LinkModel::CLEAN);
+    sim.connect(2, 0, LinkModel::CLEAN);
+    let clients: Vec<_> = (0..3).map(|n| sim.add_client(n)).collect();
+    for (n, client) in clients.iter().enumerate() {
+        sim.create_box(n, *client, 1, &format!("box{n}"), n as f32);
+    }
+    sim.run(SETTLE);
+    for (n, client) in clients.iter().enumerate() {
+        for origin in 0..3 {
+            let seen = sim.find(n, *client, &format!("box{origin}"));
+            assert_eq!(seen.len(), 1, "node {n} sees box{origin} {} times", seen.len());
+        }
+        assert_eq!(sim.view(n, *client).entities.len(), 3, "nothing else appears on node {n}");
+    }
+}
+
+#[test]
+fn line_of_five_and_star_converge() {
+    for (topology, edges) in [
+        ("line", vec![(0, 1), (1, 2), (2, 3), (3, 4)]),
+        ("star", vec![(0, 1), (0, 2), (0, 3), (0, 4)]),
+    ] {
+        let mut sim = Sim::new(5, 3);
+        for (a, b) in edges {
+            sim.connect(a, b, LinkModel::CLEAN);
+        }
+        let clients: Vec<_> = (0..5).map(|n| sim.add_client(n)).collect();
+        for (n, client) in clients.iter().enumerate() {
+            sim.create_box(n, *client, 1, &format!("box{n}"), n as f32 * 10.0);
+        }
+        sim.run(Duration::from_secs(3));
+        for (n, client) in clients.iter().enumerate() {
+            for origin in 0..5 {
+                let seen = sim.find(n, *client, &format!("box{origin}"));
+                assert_eq!(seen.len(), 1, "{topology}: node {n} sees box{origin} {} times", seen.len());
+                assert_eq!(sim.x_of(n, *client, seen[0]), Some(origin as f32 * 10.0));
+            }
+        }
+    }
+}
+
+#[test]
+fn entities_leave_with_their_only_route_and_return_with_it() {
+    let mut sim = Sim::new(3, 4);
+    let (ab, _) = sim.connect(0, 1, LinkModel::CLEAN);
+    sim.connect(1, 2, LinkModel::CLEAN);
+    let a = sim.add_client(0);
+    let b = sim.add_client(1);
+    let c = sim.add_client(2);
+    sim.create_box(0, a, 1, "lamp", 1.0);
+    sim.run(SETTLE);
+    assert_eq!(sim.find(2, c, "lamp").len(), 1);
+    sim.disconnect(0, ab);
+    sim.run(SETTLE);
+    assert!(sim.find(2, c, "lamp").is_empty(), "gone from C when A's only route fails");
+    assert!(sim.find(1, b, "lamp").is_empty());
+    // While apart, A moves it; when the link returns C sees current state.
+    let at_a = sim.find(0, a, "lamp")[0];
+    sim.move_entity(0, a, at_a, 4.0);
+    sim.connect(0, 1, LinkModel::CLEAN);
+    sim.run(SETTLE);
+    let back = sim.find(2, c, "lamp");
+    assert_eq!(back.len(), 1);
+    assert_eq!(sim.x_of(2, c, back[0]), Some(4.0));
+}
+
+#[test]
+fn triangle_reroutes_around_a_failed_link_without_ghosts() {
+    let mut sim = Sim::new(3, 5);
+    let (ab, _) = sim.connect(0, 1, LinkModel::CLEAN);
+    sim.connect(1, 2, LinkModel::CLEAN);
+    sim.connect(2, 0, LinkModel::CLEAN);
+    let a = sim.add_client(0);
+    let b = sim.add_client(1);
+    sim.create_box(0, a, 1, "tree", 2.0);
+    sim.run(SETTLE);
+    let before = sim.find(1, b, "tree");
+    assert_eq!(before.len(), 1);
+    sim.disconnect(0, ab);
+    sim.run(SETTLE);
+    let after = sim.find(1, b, "tree");
+    assert_eq!(after.len(), 1, "B still sees the tree once, through C");
+    let at_a = sim.find(0, a, "tree")[0];
+    sim.move_entity(0, a, at_a, 6.0);
+    sim.run(SETTLE);
+    assert_eq!(sim.x_of(1, b, after[0]), Some(6.0), "updates arrive over the new route");
+    // A leaves the federation entirely: nothing of it remains anywhere.
+    let links: Vec<_> = sim.nodes[0].federation.links().map(|l| l.id).collect();
+    for link in links {
+        sim.disconnect(0, link);
+    }
+    sim.run(SETTLE);
+    assert!(sim.find(1, b, "tree").is_empty(), "no ghost on B");
+}
+
+#[test]
+fn lossy_links_converge_to_the_same_scene() {
+    for seed in 10..13 {
+        let mut sim = Sim::new(3, seed);
+        sim.connect(0, 1, LinkModel::LOSSY);
+        sim.connect(1, 2, LinkModel::LOSSY);
+        sim.connect(2, 0, LinkModel::LOSSY);
+        let clients: Vec<_> = (0..3).map(|n| sim.add_client(n)).collect();
+        for (n, client) in clients.iter().enumerate() {
+            for i in 0..5 {
+                sim.create_box(n, *client, i + 1, &format!("n{n}b{i}"), 0.0);
+            }
+        }
+        sim.run(Duration::from_secs(3));
+        // Each node moves its own boxes many times; the last value wins.
+        for step in 1..=20 {
+            for (n, client) in clients.iter().enumerate() {
+                for i in 0..5 {
+                    let id = sim.find(n, *client, &format!("n{n}b{i}"))[0];
+                    sim.move_entity(n, *client, id, step as f32);
+                }
+            }
+            sim.run(Duration::from_millis(50));
+        }
+        sim.run(Duration::from_secs(10));
+        for (n, client) in clients.iter().enumerate() {
+            for origin in 0..3 {
+                for i in 0..5 {
+                    let seen = sim.find(n, *client, &format!("n{origin}b{i}"));
+                    assert_eq!(seen.len(), 1, "seed {seed}: node {n} sees n{origin}b{i} {} times", seen.len());
+                    assert_eq!(sim.x_of(n, *client, seen[0]), Some(20.0), "seed {seed}: converged");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,449 @@
+//! An in-process federation under fake time: nodes (scene + Tundra server
+//! core + federation), LESS sessions joined by a simulated network with
+//! latency, jitter, loss, duplication and reordering from a seed, and Tundra
+//! clients that keep their own copy of the scene from what they are sent.
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use lessgate::clock::Time;
+use lessgate::federation::{schemas::schema_registry, Link, LinkId, LinkPolicy};
+use lessgate::less::schema::ConnectionSchema;
+use lessgate::less::session::{Path, Session, SessionConfig};
+use lessgate::less::signature::{LinkRole, SessionKeys};
+use lessgate::node::Node;
+use lessgate::scene::{ClientId, Scene};
+use lessgate::server::{ServerConfig, TundraServer};
+use lessgate::tundra::messages::{CreateEntity, EditAttributes, EditAttributesBlock, Login, RemoveEntity};
+use lessgate::tundra::{
+    AttributeEdit, AttributeValue, ComponentBody, ComponentData, ComponentId, DecodeContext, EntityId, Message,
+    ProtocolVersion, Registry,
+};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use uuid::Uuid;
+
+pub const STEP: Duration = Duration::from_millis(5);
+
+/// How a simulated network treats datagrams.
+#[derive(Debug, Clone, Copy)]
+pub struct LinkModel {
+    pub latency: Duration,
+    pub jitter: Duration,
+    pub loss: f64,
+    pub duplicate: f64,
+}
+
+impl LinkModel {
+    pub const CLEAN: LinkModel = LinkModel {
+        latency: Duration::from_millis(10),
+        jitter: Duration::ZERO,
+        loss: 0.0,
+        duplicate: 0.0,
+    };
+    pub const LOSSY: LinkModel = LinkModel {
+        latency: Duration::from_millis(30),
+        jitter: Duration::from_millis(100),
+        loss: 0.2,
+        duplicate: 0.05,
+    };
+}
+
+/// What one client has been told: entity → component → (type, values).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ClientView {
+    pub entities: BTreeMap<EntityId, BTreeMap<ComponentId, (u32, Vec<AttributeValue>)>>,
+}
+
+pub struct SimClient {
+    pub view: ClientView,
+    pub registry: Registry,
+    /// Entities this client created, by unacked id, until the reply names them.
+    pending: HashMap<u32, Vec<ComponentData>>,
+}
+
+struct Packet {
+    at: Time,
+    to_node: usize,
+    link: LinkId,
+    path: Path,
+    bytes: Vec<u8>,
+}
+
+pub struct Sim {
+    pub now: Time,
+    pub nodes: Vec<Node>,
+    pub clients: Vec<BTreeMap<ClientId, SimClient>>,
+    rng: ChaCha8Rng,
+    in_flight: Vec<Packet>,
+    /// (node, link) → (peer node, peer's link id, model, up)
+    wiring: HashMap<(usize, LinkId), (usize, LinkId, LinkModel, bool)>,
+    next_link: u32,
+    next_client: u64,
+    next_tick: Time,
+}
+
+fn registry() -> Registry {
+    Registry::builtin()
+}
+
+impl Sim {
+    pub fn new(nodes: usize, seed: u64) -> Sim {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let nodes = (0..nodes)
+            .map(|_| {
+                let id = Uuid::from_u128(rng.gen());
+                let server = TundraServer::new(ServerConfig::default());
+                Node::new(Scene::new(registry()), server, id)
+            })
+            .collect::<Vec<_>>();
+        let clients = nodes.iter().map(|_| BTreeMap::new()).collect();
+        Sim {
+            now: Time::ZERO,
+            nodes,
+            clients,
+            rng,
+            in_flight: Vec::new(),
+            wiring: HashMap::new(),
+            next_link: 1,
+            next_client: 1,
+            next_tick: Time::ZERO,
+        }
+    }
+
+    /// Peers two nodes; returns each side's link id.
+    pub fn connect(&mut self, a: usize, b: usize, model: LinkModel) -> (LinkId, LinkId) {
+        let (la, lb) = (LinkId(self.next_link), LinkId(self.next_link + 1));
+        self.next_link += 2;
+        let secret: [u8; 32] = self.rng.gen();
+        let (sa, sb): (u8, u8) = (self.rng.gen(), self.rng.gen());
+        let session = |node: &Node, role, local, remote| {
+            let schemas = Arc::new(schema_registry(node.scene.registry()));
+            let config = SessionConfig::new(
+                SessionKeys::derive(&secret, role),
+                local,
+                remote,
+                schemas,
+                Arc::new(ConnectionSchema::builtin()),
+            );
+            Session::new(config, self.now).expect("valid session config")
+        };
+        let session_a = session(&self.nodes[a], LinkRole::Initiator, sa, sb);
+        let session_b = session(&self.nodes[b], LinkRole::Acceptor, sb, sa);
+        let (ida, idb) = (self.nodes[a].federation.node_id(), self.nodes[b].federation.node_id());
+        self.nodes[a].handle_link_up(Link::new(la, idb, format!("n{b}"), LinkPolicy::default(), session_a));
+        self.nodes[b].handle_link_up(Link::new(lb, ida, format!("n{a}"), LinkPolicy::default(), session_b));
+        self.wiring.insert((a, la), (b, lb, model, true));
+        self.wiring.insert((b, lb), (a, la, model, true));
+        (la, lb)
+    }
+
+    /// Cuts a link both ways, as a failed peer link is torn down.
+    pub fn disconnect(&mut self, a: usize, la: LinkId) {
+        if let Some((b, lb, _, _)) = self.wiring.remove(&(a, la)) {
+            self.wiring.remove(&(b, lb));
+            self.nodes[a].handle_link_down(la);
+            self.nodes[b].handle_link_down(lb);
+        }
+    }
+
+    /// Logs a protocol 3 client into a node.
+    pub fn add_client(&mut self, node: usize) -> ClientId {
+        let id = ClientId(self.next_client);
+        self.next_client += 1;
+        self.nodes[node].handle_client_connect(id, self.now);
+        let login = Message::Login(Login {
+            login_data: "{\"username\":\"sim\"}".into(),
+            protocol_version: Some(3),
+        });
+        self.nodes[node].handle_client_frame(id, self.now, &login.encode_frame(ProtocolVersion(1)).unwrap());
+        self.clients[node].insert(
+            id,
+            SimClient {
+                view: ClientView::default(),
+                registry: registry(),
+                pending: HashMap::new(),
+            },
+        );
+        self.deliver_client_frames(node);
+        id
+    }
+
+    pub fn send(&mut self, node: usize, client: ClientId, message: &Message) {
+        let frame = message.encode_frame(ProtocolVersion(3)).unwrap();
+        let now = self.now;
+        self.nodes[node].handle_client_frame(client, now, &frame);
+        self.deliver_client_frames(node);
+    }
+
+    /// A client creates an entity with a Placeable at `x` and a Name.
+    pub fn create_box(&mut self, node: usize, client: ClientId, tag: u32, name: &str, x: f32) {
+        let registry = registry();
+        let placeable = registry.get(20).unwrap();
+        let mut values = placeable.default_values();
+        values[0] = transform(x);
+        let name_schema = registry.get(26).unwrap();
+        let mut names = name_schema.default_values();
+        names[0] = AttributeValue::String(name.to_owned());
+        let components = vec![
+            ComponentData::with_values(ComponentId(0x4000_0001), placeable, values),
+            ComponentData::with_values(ComponentId(0x4000_0002), name_schema, names),
+        ];
+        // The client's own scene holds it at once, under its unacked id.
+        if let Some(state) = self.clients[node].get_mut(&client) {
+            state.pending.insert(tag, components.clone());
+        }
+        let message = Message::CreateEntity(CreateEntity {
+            scene_id: 0,
+            entity_id: EntityId(0x4000_0000 | tag),
+            temporary: false,
+            parent: None,
+            components,
+        });
+        self.send(node, client, &message);
+    }
+
+    /// A client moves an entity it sees (by its node's ids).
+    pub fn move_entity(&mut self, node: usize, client: ClientId, entity: EntityId, x: f32) {
+        let view = &self.clients[node][&client].view;
+        let Some(components) = view.entities.get(&entity) else { panic!("client does not see {entity}") };
+        let (component, _) = components.iter().find(|(_, (t, _))| *t == 20).expect("a Placeable");
+        let slots = registry().get(20).unwrap().slot_types();
+        let edit = AttributeEdit { index: 0, value: transform(x) };
+        let component = *component;
+        let message = Message::EditAttributes(EditAttributes {
+            scene_id: 0,
+            entity_id: entity,
+            blocks: vec![EditAttributesBlock::encode(component, &[edit], &slots).unwrap()],
+        });
+        // A Tundra client changes its own scene at once; the server does not
+        // echo the change back.
+        if let Some(values) = self.clients[node]
+            .get_mut(&client)
+            .and_then(|c| c.view.entities.get_mut(&entity))
+            .and_then(|e| e.get_mut(&component))
+        {
+            values.1[0] = transform(x);
+        }
+        self.send(node, client, &message);
+    }
+
+    pub fn remove_entity(&mut self, node: usize, client: ClientId, entity: EntityId) {
+        if let Some(c) = self.clients[node].get_mut(&client) {
+            c.view.entities.remove(&entity);
+        }
+        self.send(node, client, &Message::RemoveEntity(RemoveEntity { scene_id: 0, entity_id: entity }));
+    }
+
+    fn deliver_client_frames(&mut self, node: usize) {
+        while let Some((client, frame)) = self.nodes[node].server.poll_transmit() {
+            let Some(state) = self.clients[node].get_mut(&client) else { continue };
+            let context = DecodeContext {
+                protocol_version: ProtocolVersion(3),
+                registry: &state.registry,
+            };
+            let message = Message::decode_frame(&frame, &context).expect("node frames decode");
+            apply(state, message);
+        }
+        while self.nodes[node].server.poll_close().is_some() {}
+    }
+
+    /// Advances fake time by `duration`, moving every packet and tick.
+    pub fn run(&mut self, duration: Duration) {
+        let end = self.now + duration;
+        while self.now < end {
+            self.step();
+        }
+    }
+
+    fn step(&mut self) {
+        self.now += STEP;
+        let now = self.now;
+        // Deliver due packets (in any order the model produced).
+        let mut due = Vec::new();
+        let mut index = 0;
+        while index < self.in_flight.len() {
+            if self.in_flight[index].at <= now {
+                due.push(self.in_flight.swap_remove(index));
+            } else {
+                index += 1;
+            }
+        }
+        due.sort_by_key(|p| p.at);
+        for packet in due {
+            let node = &mut self.nodes[packet.to_node];
+            let Some(link) = node.federation.link_mut(packet.link) else { continue };
+            match packet.path {
+                Path::Datagram => link.session.handle_datagram(now, &packet.bytes),
+                Path::Stream => link.session.handle_stream_frame(now, &packet.bytes),
+            }
+            node.handle_link_events(packet.link);
+        }
+        // Timers and transmits.
+        let keys: Vec<(usize, LinkId)> = self.wiring.keys().copied().collect();
+        for (node, link) in keys {
+            let Some(&(peer, peer_link, model, up)) = self.wiring.get(&(node, link)) else { continue };
+            let Some(l) = self.nodes[node].federation.link_mut(link) else { continue };
+            if l.session.poll_timeout().is_some_and(|t| t <= now) {
+                l.session.handle_timeout(now);
+            }
+            while let Some(transmit) = l.session.poll_transmit(now) {
+                if !up {
+                    continue;
+                }
+                let stream = transmit.path == Path::Stream;
+                let copies = if stream {
+                    1
+                } else if self.rng.gen_bool(model.loss) {
+                    0
+                } else if self.rng.gen_bool(model.duplicate) {
+                    2
+                } else {
+                    1
+                };
+                for _ in 0..copies {
+                    let jitter = if model.jitter.is_zero() || stream {
+                        Duration::ZERO
+                    } else {
+                        model.jitter.mul_f64(self.rng.gen::<f64>())
+                    };
+                    self.in_flight.push(Packet {
+                        at: now + model.latency + jitter,
+                        to_node: peer,
+                        link: peer_link,
+                        path: transmit.path,
+                        bytes: transmit.bytes.clone(),
+                    });
+                }
+            }
+            self.nodes[node].handle_link_events(link);
+        }
+        if now >= self.next_tick {
+            self.next_tick = now + Duration::from_millis(50);
+            for node in 0..self.nodes.len() {
+                self.nodes[node].handle_tick(now, &|_| 0);
+                self.deliver_client_frames(node);
+            }
+        }
+    }
+
+    pub fn view(&self, node: usize, client: ClientId) -> &ClientView {
+        &self.clients[node][&client].view
+    }
+
+    /// The entity a client sees with this Name.
+    pub fn find(&self, node: usize, client: ClientId, name: &str) -> Vec<EntityId> {
+        self.view(node, client)
+            .entities
+            .iter()
+            .filter(|(_, components)| {
+                components
+                    .values()
+                    .any(|(t, v)| *t == 26 && v.first() == Some(&AttributeValue::String(name.to_owned())))
+            })
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    /// The Placeable x of an entity in a node's own scene.
+    pub fn scene_x(&self, node: usize, entity: EntityId) -> Option<f32> {
+        let entity = self.nodes[node].scene.entity(entity)?;
+        match &entity.component_of_type(20)?.attribute(0)?.value {
+            AttributeValue::Transform(t) => Some(t.pos.x),
+            _ => None,
+        }
+    }
+
+    /// The Placeable x a client sees for an entity.
+    pub fn x_of(&self, node: usize, client: ClientId, entity: EntityId) -> Option<f32> {
+        let components = self.view(node, client).entities.get(&entity)?;
+        components.values().find(|(t, _)| *t == 20).and_then(|(_, values)| match values.first() {
+            Some(AttributeValue::Transform(t)) => Some(t.pos.x),
+            _ => None,
+        })
+    }
+}
+
+pub fn transform(x: f32) -> AttributeValue {
+    use lessgate::tundra::values::{Float3, Transform};
+    AttributeValue::Transform(Transform {
+        pos: Float3::new(x, 0.0, 0.0),
+        rot: Float3::new(0.0, 0.0, 0.0),
+        scale: Float3::new(1.0, 1.0, 1.0),
+    })
+}
+
+/// A client applies what its node sends, as a Tundra client's scene does.
+fn apply(client: &mut SimClient, message: Message) {
+    let view = &mut client.view;
+    match message {
+        Message::CreateEntityReply(reply) => {
+            // HandleCreateEntityReply: the unacked entity and components
+            // take the ids the server gave.
+            let Some(components) = client.pending.remove(&reply.sender_entity_id.wire()) else { return };
+            let mut entity = BTreeMap::new();
+            for component in components {
+                let sender = component.id.wire();
+                let id = reply
+                    .components
+                    .iter()
+                    .find(|pair| pair.sender.wire() == sender)
+                    .map_or(component.id, |pair| pair.id);
+                entity.insert(id, component_values(component));
+            }
+            view.entities.insert(reply.entity_id, entity);
+        }
+        Message::CreateEntity(create) => {
+            let components = create.components.into_iter().map(|c| (c.id, component_values(c))).collect();
+            assert!(
+                view.entities.insert(create.entity_id, components).is_none(),
+                "CreateEntity for an entity the client already has"
+            );
+        }
+        Message::CreateComponents(create) => {
+            if let Some(entity) = view.entities.get_mut(&create.entity_id) {
+                for c in create.components {
+                    entity.insert(c.id, component_values(c));
+                }
+            }
+        }
+        Message::RemoveComponents(remove) => {
+            if let Some(entity) = view.entities.get_mut(&remove.entity_id) {
+                for c in remove.component_ids {
+                    entity.remove(&c);
+                }
+            }
+        }
+        Message::RemoveEntity(remove) => {
+            view.entities.remove(&remove.entity_id);
+        }
+        Message::EditAttributes(edit) => {
+            let Some(entity) = view.entities.get_mut(&edit.entity_id) else { return };
+            for block in edit.blocks {
+                let Some((type_id, values)) = entity.get_mut(&block.component_id) else { continue };
+                let slots = client.registry.get(*type_id).map(|s| s.slot_types()).unwrap_or_default();
+                if let Ok(decoded) = block.decode(&slots) {
+                    for e in decoded.edits {
+                        if let Some(slot) = values.get_mut(usize::from(e.index)) {
+                            *slot = e.value;
+                        }
+                    }
+                }
+            }
+        }
+        Message::RegisterComponentType(register) => {
+            register.register(&mut client.registry);
+        }
+        _ => {}
+    }
+}
+
+fn component_values(c: ComponentData) -> (u32, Vec<AttributeValue>) {
+    let values = match c.body {
+        ComponentBody::Attributes(block) => block.values,
+        ComponentBody::Opaque(_) => Vec::new(),
+    };
+    (c.type_id, values)
+}

@@ -1,0 +1,153 @@
+//! Per-client limits and hostile clients on a real node: each refusal costs
+//! only the offending connection.
+
+mod common;
+
+use common::{TestNode, TundraClient};
+use lessgate::config::NodeConfig;
+use lessgate::tundra::messages::{
+    exec_type, EditAttributes, EditAttributesBlock, EntityAction,
+};
+use lessgate::tundra::{AttributeEdit, AttributeValue, ComponentData, ComponentId, EntityId, Message, Registry};
+
+const NAME: u32 = 26;
+
+fn name(id: u32, text: &str) -> ComponentData {
+    let registry = Registry::builtin();
+    let schema = registry.get(NAME).unwrap();
+    let mut values = schema.default_values();
+    values[0] = AttributeValue::String(text.to_owned());
+    ComponentData::with_values(ComponentId(0x4000_0000 | id), schema, values)
+}
+
+fn rename(entity: EntityId, component: ComponentId, text: String) -> Message {
+    let slots = Registry::builtin().get(NAME).unwrap().slot_types();
+    let edit = AttributeEdit { index: 0, value: AttributeValue::String(text) };
+    Message::EditAttributes(EditAttributes {
+        scene_id: 0,
+        entity_id: entity,
+        blocks: vec![EditAttributesBlock::encode(component, &[edit], &slots).unwrap()],
+    })
+}
+
+#[tokio::test]
+async fn client_that_stops_reading_is_dropped_and_others_carry_on() {
+    let mut config = NodeConfig::default();
+    config.limits.max_client_backlog_bytes = 64 * 1024;
+    let node = TestNode::start(config).await;
+    let (mut writer, _) = TundraClient::login(&node.url, "writer", 3).await;
+    // Logs in, then never reads again.
+    let (_sleeper, _) = TundraClient::login(&node.url, "sleeper", 3).await;
+    let _ = writer.recv_until(|m| matches!(m, Message::ClientJoined(_))).await;
+    let mut entities = Vec::new();
+    for i in 1..=8 {
+        let id = writer.create_entity(i, vec![name(1, "n")]).await;
+        entities.push(id);
+    }
+    // Every round changes every name to 12 KB of new text; the sleeper's
+    // socket buffers fill, its queue passes the limit, and it is closed.
+    let mut left = false;
+    for round in 0..2000u32 {
+        let text: String = std::iter::repeat(char::from(b'a' + (round % 26) as u8)).take(12_000).collect();
+        for entity in &entities {
+            writer.send(&rename(*entity, ComponentId(1), text.clone())).await;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        // Drain what the node sends the writer; stop at the ClientLeft.
+        while let Ok(Some(message)) =
+            tokio::time::timeout(std::time::Duration::from_millis(1), writer.recv()).await
+        {
+            if let Message::ClientLeft(l) = message {
+                assert_eq!(l.user_id.0, 2);
+                left = true;
+            }
+        }
+        if left {
+            break;
+        }
+    }
+    assert!(left, "the client that never reads is disconnected");
+    // The writer still works.
+    let id = writer.create_entity(99, vec![name(1, "after")]).await;
+    assert!(id.is_replicated());
+    node.stop().await;
+}
+
+#[tokio::test]
+async fn message_rate_limit_closes_the_flooder() {
+    let mut config = NodeConfig::default();
+    config.limits.max_messages_per_second = 50;
+    let node = TestNode::start(config).await;
+    let (mut flooder, _) = TundraClient::login(&node.url, "flooder", 4).await;
+    let (mut calm, _) = TundraClient::login(&node.url, "calm", 4).await;
+    let entity = calm.create_entity(1, vec![name(1, "x")]).await;
+    for _ in 0..200 {
+        flooder
+            .send(&Message::EntityAction(EntityAction {
+                entity_id: entity,
+                name: "Spam".to_owned(),
+                execution_type: exec_type::SERVER,
+                parameters: vec![],
+            }))
+            .await;
+    }
+    assert!(flooder.closed().await, "flooder closed");
+    let left = calm.recv_until(|m| matches!(m, Message::ClientLeft(_))).await;
+    assert!(matches!(left, Message::ClientLeft(l) if l.user_id.0 == 1));
+    node.stop().await;
+}
+
+#[tokio::test]
+async fn oversized_frame_closes_the_sender() {
+    let mut config = NodeConfig::default();
+    config.limits.max_frame_bytes = 4096;
+    let node = TestNode::start(config).await;
+    let (mut big, _) = TundraClient::login(&node.url, "big", 4).await;
+    let (mut other, _) = TundraClient::login(&node.url, "other", 4).await;
+    let mut frame = vec![120u8, 0];
+    frame.resize(10_000, 0);
+    big.send_raw(frame).await;
+    assert!(big.closed().await);
+    let _ = other.recv_until(|m| matches!(m, Message::ClientLeft(_))).await;
+    node.stop().await;
+}
+
+#[tokio::test]
+async fn entity_limit_refuses_further_creations() {
+    let mut config = NodeConfig::default();
+    config.limits.max_entities_per_client = 2;
+    let node = TestNode::start(config).await;
+    let (mut alice, _) = TundraClient::login(&node.url, "alice", 3).await;
+    let first = alice.create_entity(1, vec![name(1, "one")]).await;
+    let second = alice.create_entity(2, vec![name(1, "two")]).await;
+    alice
+        .send(&Message::CreateEntity(lessgate::tundra::messages::CreateEntity {
+            scene_id: 0,
+            entity_id: EntityId(0x4000_0003),
+            temporary: false,
+            parent: None,
+            components: vec![name(1, "three")],
+        }))
+        .await;
+    // A marker after the refused creation: a late joiner sees the two
+    // entities, then nothing but what follows.
+    let (mut late, _) = TundraClient::login(&node.url, "late", 3).await;
+    let mut created = Vec::new();
+    alice
+        .send(&Message::EntityAction(EntityAction {
+            entity_id: first,
+            name: "Marker".to_owned(),
+            execution_type: exec_type::PEERS,
+            parameters: vec![],
+        }))
+        .await;
+    loop {
+        match late.recv().await.expect("open") {
+            Message::CreateEntity(c) => created.push(c.entity_id),
+            Message::EntityAction(a) if a.name == "Marker" => break,
+            _ => {}
+        }
+    }
+    assert_eq!(created, vec![first, second]);
+    node.stop().await;
+}
