@@ -108,8 +108,12 @@ pub struct Limits {
     /// Messages per second one client may send (averaged over one second).
     pub max_messages_per_second: u32,
     /// Outbound bytes queued for a client that does not read; past this the
-    /// client gets only coalesced state, and past twice this it is dropped.
+    /// client gets only coalesced state, and past twice this (or for longer
+    /// than `max_client_stall_secs`) it is dropped.
     pub max_client_backlog_bytes: usize,
+    /// Seconds a client may stay over `max_client_backlog_bytes` before it
+    /// is disconnected.
+    pub max_client_stall_secs: u64,
     /// Simultaneous Tundra clients.
     pub max_clients: usize,
 }
@@ -121,6 +125,7 @@ impl Default for Limits {
             max_entities_per_client: 10_000,
             max_messages_per_second: 2_000,
             max_client_backlog_bytes: 4 * 1024 * 1024,
+            max_client_stall_secs: 10,
             max_clients: 1_000,
         }
     }

@@ -26,12 +26,24 @@ fn chain_presents_each_entity_once_and_edits_go_through_the_authority() {
     // authority): the edit goes to A, which applies it, and the new state
     // comes back to B and C as ordinary updates.
     sim.move_entity(2, c, seen[0], 9.0);
-    assert_eq!(sim.scene_x(2, seen[0]), Some(5.0), "C's scene waits for the authority");
+    assert_eq!(
+        sim.scene_x(2, seen[0]),
+        Some(5.0),
+        "C's scene waits for the authority"
+    );
     sim.run(SETTLE);
     let at_a = sim.find(0, a, "crate");
     assert_eq!(at_a.len(), 1);
-    assert_eq!(sim.x_of(0, a, at_a[0]), Some(9.0), "the authority applied the edit");
-    assert_eq!(sim.scene_x(2, seen[0]), Some(9.0), "and it came back as state");
+    assert_eq!(
+        sim.x_of(0, a, at_a[0]),
+        Some(9.0),
+        "the authority applied the edit"
+    );
+    assert_eq!(
+        sim.scene_x(2, seen[0]),
+        Some(9.0),
+        "and it came back as state"
+    );
     let at_b = sim.nodes[1].scene.entities().next().map(|e| e.id).unwrap();
     assert_eq!(sim.scene_x(1, at_b), Some(9.0));
 
@@ -56,9 +68,18 @@ fn triangle_never_duplicates_or_loops() {
     for (n, client) in clients.iter().enumerate() {
         for origin in 0..3 {
             let seen = sim.find(n, *client, &format!("box{origin}"));
-            assert_eq!(seen.len(), 1, "node {n} sees box{origin} {} times", seen.len());
+            assert_eq!(
+                seen.len(),
+                1,
+                "node {n} sees box{origin} {} times",
+                seen.len()
+            );
         }
-        assert_eq!(sim.view(n, *client).entities.len(), 3, "nothing else appears on node {n}");
+        assert_eq!(
+            sim.view(n, *client).entities.len(),
+            3,
+            "nothing else appears on node {n}"
+        );
     }
 }
 
@@ -80,7 +101,12 @@ fn line_of_five_and_star_converge() {
         for (n, client) in clients.iter().enumerate() {
             for origin in 0..5 {
                 let seen = sim.find(n, *client, &format!("box{origin}"));
-                assert_eq!(seen.len(), 1, "{topology}: node {n} sees box{origin} {} times", seen.len());
+                assert_eq!(
+                    seen.len(),
+                    1,
+                    "{topology}: node {n} sees box{origin} {} times",
+                    seen.len()
+                );
                 assert_eq!(sim.x_of(n, *client, seen[0]), Some(origin as f32 * 10.0));
             }
         }
@@ -100,7 +126,10 @@ fn entities_leave_with_their_only_route_and_return_with_it() {
     assert_eq!(sim.find(2, c, "lamp").len(), 1);
     sim.disconnect(0, ab);
     sim.run(SETTLE);
-    assert!(sim.find(2, c, "lamp").is_empty(), "gone from C when A's only route fails");
+    assert!(
+        sim.find(2, c, "lamp").is_empty(),
+        "gone from C when A's only route fails"
+    );
     assert!(sim.find(1, b, "lamp").is_empty());
     // While apart, A moves it; when the link returns C sees current state.
     let at_a = sim.find(0, a, "lamp")[0];
@@ -131,7 +160,11 @@ fn triangle_reroutes_around_a_failed_link_without_ghosts() {
     let at_a = sim.find(0, a, "tree")[0];
     sim.move_entity(0, a, at_a, 6.0);
     sim.run(SETTLE);
-    assert_eq!(sim.x_of(1, b, after[0]), Some(6.0), "updates arrive over the new route");
+    assert_eq!(
+        sim.x_of(1, b, after[0]),
+        Some(6.0),
+        "updates arrive over the new route"
+    );
     // A leaves the federation entirely: nothing of it remains anywhere.
     let links: Vec<_> = sim.nodes[0].federation.links().map(|l| l.id).collect();
     for link in links {
@@ -170,8 +203,17 @@ fn lossy_links_converge_to_the_same_scene() {
             for origin in 0..3 {
                 for i in 0..5 {
                     let seen = sim.find(n, *client, &format!("n{origin}b{i}"));
-                    assert_eq!(seen.len(), 1, "seed {seed}: node {n} sees n{origin}b{i} {} times", seen.len());
-                    assert_eq!(sim.x_of(n, *client, seen[0]), Some(20.0), "seed {seed}: converged");
+                    assert_eq!(
+                        seen.len(),
+                        1,
+                        "seed {seed}: node {n} sees n{origin}b{i} {} times",
+                        seen.len()
+                    );
+                    assert_eq!(
+                        sim.x_of(n, *client, seen[0]),
+                        Some(20.0),
+                        "seed {seed}: converged"
+                    );
                 }
             }
         }

@@ -57,14 +57,18 @@ async fn run_serves_a_scene_file_to_a_client() {
     // A second visitor gets the same two entities and nothing else before
     // the marker action the first sends once it has joined.
     let (mut other, _) = TundraClient::login(&url, "second", 3).await;
-    let _ = client.recv_until(|m| matches!(m, Message::ClientJoined(_))).await;
+    let _ = client
+        .recv_until(|m| matches!(m, Message::ClientJoined(_)))
+        .await;
     client
-        .send(&Message::EntityAction(lessgate::tundra::messages::EntityAction {
-            entity_id: created[0].entity_id,
-            name: "Marker".to_owned(),
-            execution_type: lessgate::tundra::messages::exec_type::PEERS,
-            parameters: vec![],
-        }))
+        .send(&Message::EntityAction(
+            lessgate::tundra::messages::EntityAction {
+                entity_id: created[0].entity_id,
+                name: "Marker".to_owned(),
+                execution_type: lessgate::tundra::messages::exec_type::PEERS,
+                parameters: vec![],
+            },
+        ))
         .await;
     let mut ids = Vec::new();
     loop {

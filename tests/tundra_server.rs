@@ -57,7 +57,9 @@ fn move_to(entity: EntityId, component: ComponentId, x: f32) -> Message {
 }
 
 fn transform_x(message: &Message, registry: &Registry) -> Option<f32> {
-    let Message::EditAttributes(edit) = message else { return None };
+    let Message::EditAttributes(edit) = message else {
+        return None;
+    };
     let slots = registry.get(PLACEABLE)?.slot_types();
     let decoded = edit.blocks.first()?.decode(&slots).ok()?;
     match &decoded.edits.first()?.value {
@@ -71,8 +73,10 @@ async fn login_order_matches_tundra() {
     let node = TestNode::start(NodeConfig::default()).await;
     let (alice, seen) = TundraClient::login(&node.url, "alice", 4).await;
     // ClientJoined(self) precedes LoginReply, which carries the accepted version.
-    assert!(matches!(&seen[..], [Message::ClientJoined(j), Message::LoginReply(r)]
-        if j.user_id.0 == 1 && r.user_id.0 == 1 && r.protocol_version == Some(4)));
+    assert!(
+        matches!(&seen[..], [Message::ClientJoined(j), Message::LoginReply(r)]
+        if j.user_id.0 == 1 && r.user_id.0 == 1 && r.protocol_version == Some(4))
+    );
     assert_eq!(alice.user, 1);
 
     let mut alice = alice;
@@ -112,8 +116,12 @@ async fn login_without_version_is_protocol_one() {
             protocol_version: None,
         }))
         .await;
-    let reply = client.recv_until(|m| matches!(m, Message::LoginReply(_))).await;
-    let Message::LoginReply(reply) = reply else { unreachable!() };
+    let reply = client
+        .recv_until(|m| matches!(m, Message::LoginReply(_)))
+        .await;
+    let Message::LoginReply(reply) = reply else {
+        unreachable!()
+    };
     assert!(reply.success);
     assert_eq!(reply.protocol_version, Some(1));
     node.stop().await;
@@ -151,7 +159,9 @@ async fn login_policy_refuses_with_reason() {
         protocol_version: Some(4),
     }))
     .await;
-    let reply = good.recv_until(|m| matches!(m, Message::LoginReply(_))).await;
+    let reply = good
+        .recv_until(|m| matches!(m, Message::LoginReply(_)))
+        .await;
     assert!(matches!(reply, Message::LoginReply(r) if r.success));
     node.stop().await;
 }
@@ -161,13 +171,21 @@ async fn create_edit_remove_propagate_without_echo() {
     let node = TestNode::start(NodeConfig::default()).await;
     let (mut alice, _) = TundraClient::login(&node.url, "alice", 4).await;
     let (mut bob, _) = TundraClient::login(&node.url, "bob", 3).await;
-    let _ = alice.recv_until(|m| matches!(m, Message::ClientJoined(_))).await;
+    let _ = alice
+        .recv_until(|m| matches!(m, Message::ClientJoined(_)))
+        .await;
 
-    let entity = alice.create_entity(1, vec![placeable(1, 1.0), name(2, "box")]).await;
+    let entity = alice
+        .create_entity(1, vec![placeable(1, 1.0), name(2, "box")])
+        .await;
     assert!(entity.is_replicated());
 
-    let created = bob.recv_until(|m| matches!(m, Message::CreateEntity(_))).await;
-    let Message::CreateEntity(created) = created else { unreachable!() };
+    let created = bob
+        .recv_until(|m| matches!(m, Message::CreateEntity(_)))
+        .await;
+    let Message::CreateEntity(created) = created else {
+        unreachable!()
+    };
     assert_eq!(created.entity_id, entity);
     assert_eq!(created.components.len(), 2);
     let placeable_id = created
@@ -179,7 +197,9 @@ async fn create_edit_remove_propagate_without_echo() {
     assert!(placeable_id.is_replicated());
 
     alice.send(&move_to(entity, placeable_id, 7.5)).await;
-    let edit = bob.recv_until(|m| matches!(m, Message::EditAttributes(_))).await;
+    let edit = bob
+        .recv_until(|m| matches!(m, Message::EditAttributes(_)))
+        .await;
     assert_eq!(transform_x(&edit, &bob.registry), Some(7.5));
 
     // Bob's edit reaches Alice (protocol 4: as a RigidBodyUpdate, 11.8
@@ -201,9 +221,14 @@ async fn create_edit_remove_propagate_without_echo() {
     let position = update.entities[0].position.value().expect("position sent");
     assert_eq!(position.x, -2.0);
 
-    bob.send(&Message::RemoveEntity(RemoveEntity { scene_id: 0, entity_id: entity }))
+    bob.send(&Message::RemoveEntity(RemoveEntity {
+        scene_id: 0,
+        entity_id: entity,
+    }))
+    .await;
+    let removed = alice
+        .recv_until(|m| matches!(m, Message::RemoveEntity(_)))
         .await;
-    let removed = alice.recv_until(|m| matches!(m, Message::RemoveEntity(_))).await;
     assert!(matches!(removed, Message::RemoveEntity(r) if r.entity_id == entity));
     node.stop().await;
 }
@@ -230,7 +255,9 @@ async fn late_joiner_gets_full_scene_and_custom_types_first() {
         ],
     };
     assert_eq!(custom.type_id, 69969);
-    alice.send(&Message::RegisterComponentType(custom.clone())).await;
+    alice
+        .send(&Message::RegisterComponentType(custom.clone()))
+        .await;
     // A client that joined earlier is sent the new type.
     let got = early
         .recv_until(|m| matches!(m, Message::RegisterComponentType(_)))
@@ -242,13 +269,18 @@ async fn late_joiner_gets_full_scene_and_custom_types_first() {
     let my = ComponentData::with_values(
         ComponentId(0x4000_0003),
         &schema,
-        vec![AttributeValue::String("hello".into()), AttributeValue::Int(42)],
+        vec![
+            AttributeValue::String("hello".into()),
+            AttributeValue::Int(42),
+        ],
     );
     let first = alice.create_entity(1, vec![placeable(1, 3.0), my]).await;
     let second = alice.create_entity(2, vec![name(2, "second")]).await;
 
     let (mut late, before) = TundraClient::login(&node.url, "late", 4).await;
-    assert!(before.iter().all(|m| !matches!(m, Message::CreateEntity(_))));
+    assert!(before
+        .iter()
+        .all(|m| !matches!(m, Message::CreateEntity(_))));
     let first_msg = late.recv().await.unwrap();
     assert!(
         matches!(&first_msg, Message::RegisterComponentType(r) if r.type_id == 69969),
@@ -262,7 +294,11 @@ async fn late_joiner_gets_full_scene_and_custom_types_first() {
     }
     let ids: Vec<EntityId> = seen.iter().map(|c| c.entity_id).collect();
     assert_eq!(ids, vec![first, second]);
-    let custom_component = seen[0].components.iter().find(|c| c.type_id == 69969).unwrap();
+    let custom_component = seen[0]
+        .components
+        .iter()
+        .find(|c| c.type_id == 69969)
+        .unwrap();
     match &custom_component.body {
         lessgate::tundra::ComponentBody::Attributes(block) => {
             assert_eq!(block.values[1], AttributeValue::Int(42));
@@ -286,8 +322,12 @@ async fn peers_actions_reach_other_clients_as_local() {
             parameters: vec!["fast".to_owned()],
         }))
         .await;
-    let action = bob.recv_until(|m| matches!(m, Message::EntityAction(_))).await;
-    let Message::EntityAction(action) = action else { unreachable!() };
+    let action = bob
+        .recv_until(|m| matches!(m, Message::EntityAction(_)))
+        .await;
+    let Message::EntityAction(action) = action else {
+        unreachable!()
+    };
     assert_eq!(action.entity_id, entity);
     assert_eq!(action.execution_type, exec_type::LOCAL);
     assert_eq!(action.parameters, vec!["fast".to_owned()]);
@@ -300,9 +340,15 @@ async fn garbage_closes_only_the_sender() {
     let (mut alice, _) = TundraClient::login(&node.url, "alice", 4).await;
     let (mut mallory, _) = TundraClient::login(&node.url, "mallory", 4).await;
     // CreateEntity claiming a 16 KiB+ attribute block that is not there.
-    mallory.send_raw(vec![110, 0, 0, 1, 0, 0, 0, 0, 0, 1, 1, 20, 0, 0xFF, 0xFF, 0x03, 0x00]).await;
+    mallory
+        .send_raw(vec![
+            110, 0, 0, 1, 0, 0, 0, 0, 0, 1, 1, 20, 0, 0xFF, 0xFF, 0x03, 0x00,
+        ])
+        .await;
     assert!(mallory.closed().await, "malformed frame closes the sender");
-    let _ = alice.recv_until(|m| matches!(m, Message::ClientLeft(_))).await;
+    let _ = alice
+        .recv_until(|m| matches!(m, Message::ClientLeft(_)))
+        .await;
     let entity = alice.create_entity(1, vec![name(1, "still here")]).await;
     assert!(entity.is_replicated());
     node.stop().await;
@@ -315,18 +361,22 @@ async fn messages_before_login_are_dropped() {
     let mut stranger = TundraClient::connect(&node.url).await;
     stranger.protocol = lessgate::tundra::ProtocolVersion(3);
     stranger
-        .send(&Message::CreateEntity(lessgate::tundra::messages::CreateEntity {
-            scene_id: 0,
-            entity_id: EntityId(0x4000_0001),
-            temporary: false,
-            parent: None,
-            components: vec![name(1, "sneaky")],
-        }))
+        .send(&Message::CreateEntity(
+            lessgate::tundra::messages::CreateEntity {
+                scene_id: 0,
+                entity_id: EntityId(0x4000_0001),
+                temporary: false,
+                parent: None,
+                components: vec![name(1, "sneaky")],
+            },
+        ))
         .await;
     // Alice's own creation is the first entity anyone sees.
     let mine = alice.create_entity(5, vec![name(1, "mine")]).await;
     let (mut bob, _) = TundraClient::login(&node.url, "bob", 4).await;
-    let created = bob.recv_until(|m| matches!(m, Message::CreateEntity(_))).await;
+    let created = bob
+        .recv_until(|m| matches!(m, Message::CreateEntity(_)))
+        .await;
     assert!(matches!(created, Message::CreateEntity(c) if c.entity_id == mine));
     node.stop().await;
 }

@@ -5,10 +5,10 @@ mod common;
 
 use common::{TestNode, TundraClient};
 use lessgate::config::NodeConfig;
-use lessgate::tundra::messages::{
-    exec_type, EditAttributes, EditAttributesBlock, EntityAction,
+use lessgate::tundra::messages::{exec_type, EditAttributes, EditAttributesBlock, EntityAction};
+use lessgate::tundra::{
+    AttributeEdit, AttributeValue, ComponentData, ComponentId, EntityId, Message, Registry,
 };
-use lessgate::tundra::{AttributeEdit, AttributeValue, ComponentData, ComponentId, EntityId, Message, Registry};
 
 const NAME: u32 = 26;
 
@@ -22,7 +22,10 @@ fn name(id: u32, text: &str) -> ComponentData {
 
 fn rename(entity: EntityId, component: ComponentId, text: String) -> Message {
     let slots = Registry::builtin().get(NAME).unwrap().slot_types();
-    let edit = AttributeEdit { index: 0, value: AttributeValue::String(text) };
+    let edit = AttributeEdit {
+        index: 0,
+        value: AttributeValue::String(text),
+    };
     Message::EditAttributes(EditAttributes {
         scene_id: 0,
         entity_id: entity,
@@ -34,23 +37,31 @@ fn rename(entity: EntityId, component: ComponentId, text: String) -> Message {
 async fn client_that_stops_reading_is_dropped_and_others_carry_on() {
     let mut config = NodeConfig::default();
     config.limits.max_client_backlog_bytes = 64 * 1024;
+    config.limits.max_client_stall_secs = 1;
     let node = TestNode::start(config).await;
     let (mut writer, _) = TundraClient::login(&node.url, "writer", 3).await;
     // Logs in, then never reads again.
     let (_sleeper, _) = TundraClient::login(&node.url, "sleeper", 3).await;
-    let _ = writer.recv_until(|m| matches!(m, Message::ClientJoined(_))).await;
+    let _ = writer
+        .recv_until(|m| matches!(m, Message::ClientJoined(_)))
+        .await;
     let mut entities = Vec::new();
     for i in 1..=8 {
         let id = writer.create_entity(i, vec![name(1, "n")]).await;
         entities.push(id);
     }
     // Every round changes every name to 12 KB of new text; the sleeper's
-    // socket buffers fill, its queue passes the limit, and it is closed.
+    // socket buffers fill, its queue stays over the limit (it gets only
+    // coalesced state meanwhile), and after a second it is closed.
     let mut left = false;
     for round in 0..2000u32 {
-        let text: String = std::iter::repeat(char::from(b'a' + (round % 26) as u8)).take(12_000).collect();
+        let text: String = std::iter::repeat(char::from(b'a' + (round % 26) as u8))
+            .take(12_000)
+            .collect();
         for entity in &entities {
-            writer.send(&rename(*entity, ComponentId(1), text.clone())).await;
+            writer
+                .send(&rename(*entity, ComponentId(1), text.clone()))
+                .await;
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         // Drain what the node sends the writer; stop at the ClientLeft.
@@ -92,7 +103,9 @@ async fn message_rate_limit_closes_the_flooder() {
             .await;
     }
     assert!(flooder.closed().await, "flooder closed");
-    let left = calm.recv_until(|m| matches!(m, Message::ClientLeft(_))).await;
+    let left = calm
+        .recv_until(|m| matches!(m, Message::ClientLeft(_)))
+        .await;
     assert!(matches!(left, Message::ClientLeft(l) if l.user_id.0 == 1));
     node.stop().await;
 }
@@ -108,7 +121,9 @@ async fn oversized_frame_closes_the_sender() {
     frame.resize(10_000, 0);
     big.send_raw(frame).await;
     assert!(big.closed().await);
-    let _ = other.recv_until(|m| matches!(m, Message::ClientLeft(_))).await;
+    let _ = other
+        .recv_until(|m| matches!(m, Message::ClientLeft(_)))
+        .await;
     node.stop().await;
 }
 
@@ -121,13 +136,15 @@ async fn entity_limit_refuses_further_creations() {
     let first = alice.create_entity(1, vec![name(1, "one")]).await;
     let second = alice.create_entity(2, vec![name(1, "two")]).await;
     alice
-        .send(&Message::CreateEntity(lessgate::tundra::messages::CreateEntity {
-            scene_id: 0,
-            entity_id: EntityId(0x4000_0003),
-            temporary: false,
-            parent: None,
-            components: vec![name(1, "three")],
-        }))
+        .send(&Message::CreateEntity(
+            lessgate::tundra::messages::CreateEntity {
+                scene_id: 0,
+                entity_id: EntityId(0x4000_0003),
+                temporary: false,
+                parent: None,
+                components: vec![name(1, "three")],
+            },
+        ))
         .await;
     // A marker after the refused creation: a late joiner sees the two
     // entities, then nothing but what follows.

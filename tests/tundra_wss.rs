@@ -53,7 +53,9 @@ async fn wss_login_with_configured_certificate() {
         protocol_version: Some(4),
     });
     socket
-        .send(WsMessage::Binary(login.encode_frame(ProtocolVersion(1)).unwrap().into()))
+        .send(WsMessage::Binary(
+            login.encode_frame(ProtocolVersion(1)).unwrap().into(),
+        ))
         .await
         .unwrap();
     let registry = Registry::builtin();
@@ -62,9 +64,10 @@ async fn wss_login_with_configured_certificate() {
         registry: &registry,
     };
     let mut replied = false;
-    while let Some(Ok(frame)) = tokio::time::timeout(std::time::Duration::from_secs(10), socket.next())
-        .await
-        .unwrap()
+    while let Some(Ok(frame)) =
+        tokio::time::timeout(std::time::Duration::from_secs(10), socket.next())
+            .await
+            .unwrap()
     {
         if let WsMessage::Binary(frame) = frame {
             if let Message::LoginReply(reply) = Message::decode_frame(&frame, &context).unwrap() {

@@ -50,7 +50,10 @@ pub fn run(args: RunArgs) -> Result<(), Box<dyn std::error::Error>> {
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async move {
         let running = crate::node::runtime::start(config).await?;
-        println!("lessgate: Tundra clients connect to {}", running.tundra_url());
+        println!(
+            "lessgate: Tundra clients connect to {}",
+            running.tundra_url()
+        );
         running.run(shutdown_signal()).await;
         Ok(())
     })

@@ -23,11 +23,19 @@ impl Federation {
     /// What the Tundra server asks of the federation.
     pub fn handle_server_event(&mut self, event: &ServerEvent, scene: &mut Scene) {
         match event {
-            ServerEvent::RemoteEdit { entity, component, index, value, .. } => {
+            ServerEvent::RemoteEdit {
+                entity,
+                component,
+                index,
+                value,
+                ..
+            } => {
                 self.forward_edit(*entity, *component, *index, value.clone(), scene);
             }
             ServerEvent::Action { action, .. } => {
-                let remote = scene.entity(action.entity_id).is_some_and(|e| e.origin == Origin::Remote);
+                let remote = scene
+                    .entity(action.entity_id)
+                    .is_some_and(|e| e.origin == Origin::Remote);
                 if remote {
                     self.forward_action(action, None);
                 }
@@ -37,31 +45,61 @@ impl Federation {
     }
 
     /// Sends an edit of a remote entity toward its authority.
-    fn forward_edit(&mut self, entity: EntityId, component: ComponentId, index: u8, value: AttributeValue, scene: &Scene) {
-        let Some(global) = self.by_scene.get(&entity).copied() else { return };
-        let Some(tracked) = self.globals.get(&global) else { return };
-        let Some(link_id) = tracked.selected else { return };
-        let Some(object) = tracked.components.iter().find(|(_, c)| **c == component).map(|(o, _)| *o) else {
+    fn forward_edit(
+        &mut self,
+        entity: EntityId,
+        component: ComponentId,
+        index: u8,
+        value: AttributeValue,
+        scene: &Scene,
+    ) {
+        let Some(global) = self.by_scene.get(&entity).copied() else {
+            return;
+        };
+        let Some(tracked) = self.globals.get(&global) else {
+            return;
+        };
+        let Some(link_id) = tracked.selected else {
+            return;
+        };
+        let Some(object) = tracked
+            .components
+            .iter()
+            .find(|(_, c)| **c == component)
+            .map(|(o, _)| *o)
+        else {
             return;
         };
         let dynamic = scene
             .entity(entity)
             .and_then(|e| e.components.get(&component))
             .is_some_and(|c| matches!(&c.content, ComponentContent::Known { schema, .. } if schema.dynamic_attributes));
-        let Some(link) = self.links.get_mut(&link_id) else { return };
+        let Some(link) = self.links.get_mut(&link_id) else {
+            return;
+        };
         let reference = |text: &str| reference_out(link, text);
         let mut less = to_less(&value, &reference);
         if dynamic {
             less = Value::Standalone(Box::new(less));
         }
-        if let Err(error) = link.session.tweak_entity(object, attribute_key(index), less) {
+        if let Err(error) = link
+            .session
+            .tweak_entity(object, attribute_key(index), less)
+        {
             warn!(link = %link_id, entity = %global, %error, "cannot forward edit");
         } else {
             debug!(link = %link_id, entity = %global, index, "edit forwarded to authority");
         }
     }
 
-    pub(super) fn handle_tweak(&mut self, link_id: LinkId, object: ObjectId<Local>, property: PropertyKey, value: Value, scene: &mut Scene) {
+    pub(super) fn handle_tweak(
+        &mut self,
+        link_id: LinkId,
+        object: ObjectId<Local>,
+        property: PropertyKey,
+        value: Value,
+        scene: &mut Scene,
+    ) {
         let Some((entity, Some(component))) = self.exported_owner(link_id, object) else {
             // Tweaks of entity objects change nothing a Tundra client can edit.
             return;
@@ -69,14 +107,24 @@ impl Federation {
         if property.component.elements() != [crate::less::ids::ComponentId(component::ATTRIBUTES)] {
             return;
         }
-        let Ok(index) = u8::try_from(property.property.0) else { return };
-        let Some(target) = scene.entity(entity) else { return };
-        let Some(slot) = target.components.get(&component) else { return };
-        let Some(attribute) = slot.attribute(index) else { return };
+        let Ok(index) = u8::try_from(property.property.0) else {
+            return;
+        };
+        let Some(target) = scene.entity(entity) else {
+            return;
+        };
+        let Some(slot) = target.components.get(&component) else {
+            return;
+        };
+        let Some(attribute) = slot.attribute(index) else {
+            return;
+        };
         let ty = attribute.ty();
         let dynamic = matches!(&slot.content, ComponentContent::Known { schema, .. } if schema.dynamic_attributes);
         let origin = target.origin;
-        let Some(link) = self.links.get(&link_id) else { return };
+        let Some(link) = self.links.get(&link_id) else {
+            return;
+        };
         let inner = match (&value, dynamic) {
             (Value::Standalone(inner), true) => inner.as_ref().clone(),
             (_, true) => return,
@@ -97,24 +145,54 @@ impl Federation {
         };
         match origin {
             Origin::Local => {
-                let _ = scene.edit_attribute(ChangeSource::Peer(link_id.0), entity, component, index, value);
+                let _ = scene.edit_attribute(
+                    ChangeSource::Peer(link_id.0),
+                    entity,
+                    component,
+                    index,
+                    value,
+                );
             }
             Origin::Remote => self.forward_edit(entity, component, index, value, scene),
         }
     }
 
     /// Invokes the `action` method of a remote entity toward its authority.
-    fn forward_action(&mut self, action: &EntityAction, on_behalf_of: Option<ForwardedCall>) -> bool {
-        let Some(global) = self.by_scene.get(&action.entity_id).copied() else { return false };
-        let Some(link_id) = self.globals.get(&global).and_then(|t| t.selected) else { return false };
-        let Some(link) = self.links.get_mut(&link_id) else { return false };
-        let Some(object) = link.mirror.by_global.get(&global).copied() else { return false };
+    fn forward_action(
+        &mut self,
+        action: &EntityAction,
+        on_behalf_of: Option<ForwardedCall>,
+    ) -> bool {
+        let Some(global) = self.by_scene.get(&action.entity_id).copied() else {
+            return false;
+        };
+        let Some(link_id) = self.globals.get(&global).and_then(|t| t.selected) else {
+            return false;
+        };
+        let Some(link) = self.links.get_mut(&link_id) else {
+            return false;
+        };
+        let Some(object) = link.mirror.by_global.get(&global).copied() else {
+            return false;
+        };
         let arguments = vec![
             Value::String(action.name.clone()),
             Value::Integer(i64::from(action.execution_type)),
-            Value::List(ValueType::String, action.parameters.iter().cloned().map(Value::String).collect()),
+            Value::List(
+                ValueType::String,
+                action
+                    .parameters
+                    .iter()
+                    .cloned()
+                    .map(Value::String)
+                    .collect(),
+            ),
         ];
-        match link.session.invoke_method(object, PropertyKey::new(entity::COMPONENT, entity::ACTION), arguments) {
+        match link.session.invoke_method(
+            object,
+            PropertyKey::new(entity::COMPONENT, entity::ACTION),
+            arguments,
+        ) {
             Ok(request) => {
                 link.forwarded_calls.insert(request, on_behalf_of);
                 debug!(link = %link_id, entity = %global, name = %action.name, "action forwarded to authority");
@@ -142,42 +220,85 @@ impl Federation {
             }
         };
         let Some((entity_id, None)) = self.exported_owner(link_id, object) else {
-            return answer(self, MethodStatus::NOT_FOUND, Value::String("no such entity".into()));
+            return answer(
+                self,
+                MethodStatus::NOT_FOUND,
+                Value::String("no such entity".into()),
+            );
         };
         if method != PropertyKey::new(entity::COMPONENT, entity::ACTION) {
-            return answer(self, MethodStatus::NOT_FOUND, Value::String(format!("no method {method}")));
+            return answer(
+                self,
+                MethodStatus::NOT_FOUND,
+                Value::String(format!("no method {method}")),
+            );
         }
         let action = match arguments.as_slice() {
-            [Value::String(name), Value::Integer(kind), Value::List(_, parameters)] => EntityAction {
-                entity_id,
-                name: name.clone(),
-                execution_type: u8::try_from(*kind).unwrap_or(0),
-                parameters: parameters
-                    .iter()
-                    .filter_map(|p| match p {
-                        Value::String(s) => Some(s.clone()),
-                        _ => None,
-                    })
-                    .collect(),
-            },
-            _ => return answer(self, MethodStatus::BAD_REQUEST, Value::String("bad action arguments".into())),
+            [Value::String(name), Value::Integer(kind), Value::List(_, parameters)] => {
+                EntityAction {
+                    entity_id,
+                    name: name.clone(),
+                    execution_type: u8::try_from(*kind).unwrap_or(0),
+                    parameters: parameters
+                        .iter()
+                        .filter_map(|p| match p {
+                            Value::String(s) => Some(s.clone()),
+                            _ => None,
+                        })
+                        .collect(),
+                }
+            }
+            _ => {
+                return answer(
+                    self,
+                    MethodStatus::BAD_REQUEST,
+                    Value::String("bad action arguments".into()),
+                )
+            }
         };
         match scene.entity(entity_id).map(|e| e.origin) {
             Some(Origin::Local) => {
-                self.events.push_back(FederationEvent::ActionForAuthority { entity: entity_id, action });
+                self.events.push_back(FederationEvent::ActionForAuthority {
+                    entity: entity_id,
+                    action,
+                });
                 answer(self, MethodStatus::SUCCESS, Value::Null);
             }
             Some(Origin::Remote) => {
-                if !self.forward_action(&action, Some(ForwardedCall { from: link_id, request })) {
-                    answer(self, MethodStatus::NOT_FOUND, Value::String("no route to the entity's authority".into()));
+                if !self.forward_action(
+                    &action,
+                    Some(ForwardedCall {
+                        from: link_id,
+                        request,
+                    }),
+                ) {
+                    answer(
+                        self,
+                        MethodStatus::NOT_FOUND,
+                        Value::String("no route to the entity's authority".into()),
+                    );
                 }
             }
-            None => answer(self, MethodStatus::NOT_FOUND, Value::String("no such entity".into())),
+            None => answer(
+                self,
+                MethodStatus::NOT_FOUND,
+                Value::String("no such entity".into()),
+            ),
         }
     }
 
-    pub(super) fn handle_method_result(&mut self, link_id: LinkId, request: RequestId<Local>, status: MethodStatus, value: Value) {
-        let Some(call) = self.links.get_mut(&link_id).and_then(|l| l.forwarded_calls.remove(&request)) else {
+    pub(super) fn handle_method_result(
+        &mut self,
+        link_id: LinkId,
+        request: RequestId<Local>,
+        status: MethodStatus,
+        value: Value,
+    ) {
+        let Some(call) = self
+            .links
+            .get_mut(&link_id)
+            .and_then(|l| l.forwarded_calls.remove(&request))
+        else {
             return;
         };
         match call {

@@ -22,7 +22,10 @@ pub enum FederationEvent {
     TypeRegistered(u32),
     /// An EntityAction for one of this node's own entities arrived from a
     /// peer (a method invocation): this node is its authority.
-    ActionForAuthority { entity: EntityId, action: EntityAction },
+    ActionForAuthority {
+        entity: EntityId,
+        action: EntityAction,
+    },
 }
 
 /// One entity the federation tracks.
@@ -130,7 +133,9 @@ impl Federation {
     fn track_local_entities(&mut self, scene: &Scene) {
         let new: Vec<EntityId> = scene
             .entities()
-            .filter(|e| e.is_replicated() && e.origin == Origin::Local && !self.by_scene.contains_key(&e.id))
+            .filter(|e| {
+                e.is_replicated() && e.origin == Origin::Local && !self.by_scene.contains_key(&e.id)
+            })
             .map(|e| e.id)
             .collect();
         for id in new {
@@ -201,7 +206,8 @@ impl Federation {
 
     /// Whether `global` should be exported on `link` (section 4).
     pub(super) fn should_export(&self, global: GlobalId, link: LinkId) -> bool {
-        let (Some(tracked), Some(target)) = (self.globals.get(&global), self.links.get(&link)) else {
+        let (Some(tracked), Some(target)) = (self.globals.get(&global), self.links.get(&link))
+        else {
             return false;
         };
         if tracked.local {
@@ -225,7 +231,11 @@ impl Federation {
             .filter_map(|link| {
                 let object = link.mirror.by_global.get(&global)?;
                 let entity = link.mirror.entities.get(object)?;
-                (!entity.path.contains(&self.node)).then_some((entity.path.len(), link.peer, link.id))
+                (!entity.path.contains(&self.node)).then_some((
+                    entity.path.len(),
+                    link.peer,
+                    link.id,
+                ))
             })
             .min()
             .map(|(_, _, id)| id);

@@ -39,23 +39,44 @@ pub(super) fn reference_out(link: &Link, text: &str) -> Value {
 }
 
 fn parent_value(link: &Link, parent: Option<EntityId>) -> Value {
-    let object = parent.and_then(|p| link.exported.get(&p)).and_then(|e| e.object);
-    Value::Standalone(Box::new(object.map_or(Value::Null, |o| Value::ObjectId(o.get()))))
+    let object = parent
+        .and_then(|p| link.exported.get(&p))
+        .and_then(|e| e.object);
+    Value::Standalone(Box::new(
+        object.map_or(Value::Null, |o| Value::ObjectId(o.get())),
+    ))
 }
 
 /// The URI and the Tundra type name of a component's LESS type.
 fn component_type(component: &Component) -> (String, String) {
     match &component.content {
-        ComponentContent::Known { schema, .. } => (mapping::component_uri(schema), schema.name.clone()),
-        ComponentContent::Opaque(_) => (mapping::opaque_uri(component.type_id), format!("opaque:{}", component.type_id)),
+        ComponentContent::Known { schema, .. } => {
+            (mapping::component_uri(schema), schema.name.clone())
+        }
+        ComponentContent::Opaque(_) => (
+            mapping::opaque_uri(component.type_id),
+            format!("opaque:{}", component.type_id),
+        ),
     }
 }
 
 /// Every value of a component object.
-fn component_values(link: &Link, entity_object: ObjectId<Local>, component: &Component) -> Vec<PropertyValue> {
+fn component_values(
+    link: &Link,
+    entity_object: ObjectId<Local>,
+    component: &Component,
+) -> Vec<PropertyValue> {
     let mut values = vec![
-        pv(component::OWNER, component::ENTITY, Value::ObjectId(entity_object.get())),
-        pv(component::OWNER, component::NAME, Value::String(component.name.clone())),
+        pv(
+            component::OWNER,
+            component::ENTITY,
+            Value::ObjectId(entity_object.get()),
+        ),
+        pv(
+            component::OWNER,
+            component::NAME,
+            Value::String(component.name.clone()),
+        ),
     ];
     let reference = |text: &str| reference_out(link, text);
     match &component.content {
@@ -71,7 +92,10 @@ fn component_values(link: &Link, entity_object: ObjectId<Local>, component: &Com
                     if let Some(attribute) = slot {
                         values.push(PropertyValue {
                             key: attribute_key(index as u8),
-                            value: Value::Standalone(Box::new(to_less(&attribute.value, &reference))),
+                            value: Value::Standalone(Box::new(to_less(
+                                &attribute.value,
+                                &reference,
+                            ))),
                         });
                     }
                 }
@@ -101,11 +125,25 @@ fn dynamic_layout(component: &Component) -> Vec<PropertyValue> {
         .collect();
     let names = slots
         .iter()
-        .map(|s| Value::String(s.as_ref().and_then(|a| a.dynamic_name.clone()).unwrap_or_default()))
+        .map(|s| {
+            Value::String(
+                s.as_ref()
+                    .and_then(|a| a.dynamic_name.clone())
+                    .unwrap_or_default(),
+            )
+        })
         .collect();
     vec![
-        pv(component::LAYOUT, component::LAYOUT_TYPES, Value::List(ValueType::Integer, types)),
-        pv(component::LAYOUT, component::LAYOUT_NAMES, Value::List(ValueType::String, names)),
+        pv(
+            component::LAYOUT,
+            component::LAYOUT_TYPES,
+            Value::List(ValueType::Integer, types),
+        ),
+        pv(
+            component::LAYOUT,
+            component::LAYOUT_NAMES,
+            Value::List(ValueType::String, names),
+        ),
     ]
 }
 
@@ -156,7 +194,8 @@ fn export_component(link: &mut Link, entity: EntityId, component: &Component) {
     if let Some(exported) = link.exported.get_mut(&entity) {
         exported.components.insert(component.id, object);
     }
-    link.export_owner.insert(object, (entity, Some(component.id)));
+    link.export_owner
+        .insert(object, (entity, Some(component.id)));
 }
 
 impl Federation {
@@ -172,31 +211,67 @@ impl Federation {
         let Some(link) = self.links.get_mut(&link_id) else {
             return;
         };
-        let have = link.exported.get(&scene_id).is_some_and(|e| e.object.is_some());
-        let path_value = Value::List(ValueType::Uuid, path.iter().map(|u| Value::Uuid(*u)).collect());
+        let have = link
+            .exported
+            .get(&scene_id)
+            .is_some_and(|e| e.object.is_some());
+        let path_value = Value::List(
+            ValueType::Uuid,
+            path.iter().map(|u| Value::Uuid(*u)).collect(),
+        );
         match (want, have) {
             (false, true) => unexport_entity(link, scene_id),
             (true, true) => {
                 if let Some(object) = link.exported.get(&scene_id).and_then(|e| e.object) {
-                    let _ = link.session.set_property(object, PropertyKey::new(entity::COMPONENT, entity::PATH), path_value);
+                    let _ = link.session.set_property(
+                        object,
+                        PropertyKey::new(entity::COMPONENT, entity::PATH),
+                        path_value,
+                    );
                 }
             }
             (true, false) => {
-                let Some(target) = scene.entity(scene_id) else { return };
-                let Some(type_id) = link.type_for(mapping::ENTITY_URI) else { return };
+                let Some(target) = scene.entity(scene_id) else {
+                    return;
+                };
+                let Some(type_id) = link.type_for(mapping::ENTITY_URI) else {
+                    return;
+                };
                 let object = link.session.allocate_object_id();
                 let values = vec![
-                    pv(entity::COMPONENT, entity::ORIGIN, Value::Uuid(global.origin)),
-                    pv(entity::COMPONENT, entity::SERIAL, Value::Integer(global.serial as i64)),
+                    pv(
+                        entity::COMPONENT,
+                        entity::ORIGIN,
+                        Value::Uuid(global.origin),
+                    ),
+                    pv(
+                        entity::COMPONENT,
+                        entity::SERIAL,
+                        Value::Integer(global.serial as i64),
+                    ),
                     pv(entity::COMPONENT, entity::PATH, path_value),
-                    pv(entity::COMPONENT, entity::TEMPORARY, Value::Integer(i64::from(target.temporary))),
-                    pv(entity::COMPONENT, entity::PARENT, parent_value(link, target.parent)),
+                    pv(
+                        entity::COMPONENT,
+                        entity::TEMPORARY,
+                        Value::Integer(i64::from(target.temporary)),
+                    ),
+                    pv(
+                        entity::COMPONENT,
+                        entity::PARENT,
+                        parent_value(link, target.parent),
+                    ),
                 ];
                 if let Err(error) = link.session.introduce_entity(object, type_id, values) {
                     warn!(link = %link_id, entity = %global, %error, "cannot export entity");
                     return;
                 }
-                link.exported.insert(scene_id, ExportedEntity { object: Some(object), ..Default::default() });
+                link.exported.insert(
+                    scene_id,
+                    ExportedEntity {
+                        object: Some(object),
+                        ..Default::default()
+                    },
+                );
                 link.export_owner.insert(object, (scene_id, None));
                 debug!(link = %link_id, entity = %global, object = object.get(), "entity exported");
             }
@@ -206,11 +281,24 @@ impl Federation {
 
     /// Exports the components of an exported entity that are not yet on
     /// the link.
-    pub(super) fn sync_component_exports(&mut self, global: GlobalId, link_id: LinkId, scene: &Scene) {
-        let Some(scene_id) = self.globals.get(&global).map(|t| t.scene) else { return };
-        let Some(link) = self.links.get_mut(&link_id) else { return };
-        let Some(exported) = link.exported.get(&scene_id) else { return };
-        let Some(target) = scene.entity(scene_id) else { return };
+    pub(super) fn sync_component_exports(
+        &mut self,
+        global: GlobalId,
+        link_id: LinkId,
+        scene: &Scene,
+    ) {
+        let Some(scene_id) = self.globals.get(&global).map(|t| t.scene) else {
+            return;
+        };
+        let Some(link) = self.links.get_mut(&link_id) else {
+            return;
+        };
+        let Some(exported) = link.exported.get(&scene_id) else {
+            return;
+        };
+        let Some(target) = scene.entity(scene_id) else {
+            return;
+        };
         let missing: Vec<&Component> = target
             .replicated_components()
             .filter(|c| !exported.components.contains_key(&c.id))
@@ -252,7 +340,9 @@ impl Federation {
                 ChangeKind::ComponentCreated(_, c) => {
                     for link in self.links.values_mut() {
                         if link.exported.get(&id).is_some_and(|e| e.object.is_some()) {
-                            if let Some(component) = scene.entity(id).and_then(|e| e.components.get(&c)) {
+                            if let Some(component) =
+                                scene.entity(id).and_then(|e| e.components.get(&c))
+                            {
                                 export_component(link, id, component);
                             }
                         }
@@ -260,7 +350,10 @@ impl Federation {
                 }
                 ChangeKind::ComponentRemoved(_, c) => {
                     for link in self.links.values_mut() {
-                        let object = link.exported.get_mut(&id).and_then(|e| e.components.remove(&c));
+                        let object = link
+                            .exported
+                            .get_mut(&id)
+                            .and_then(|e| e.components.remove(&c));
                         if let Some(object) = object {
                             link.export_owner.remove(&object);
                             let _ = link.session.remove_entity(object);
@@ -270,26 +363,36 @@ impl Federation {
                 ChangeKind::AttributeChanged(_, c, index)
                 | ChangeKind::AttributeCreated(_, c, index)
                 | ChangeKind::AttributeRemoved(_, c, index) => {
-                    let Some(component) = scene.entity(id).and_then(|e| e.components.get(&c)) else {
+                    let Some(component) = scene.entity(id).and_then(|e| e.components.get(&c))
+                    else {
                         continue;
                     };
                     let structural = !matches!(change.kind, ChangeKind::AttributeChanged(..));
                     for link in self.links.values_mut() {
-                        let Some(object) = link.exported_component(id, c) else { continue };
+                        let Some(object) = link.exported_component(id, c) else {
+                            continue;
+                        };
                         let mut values = Vec::new();
                         let reference = |text: &str| reference_out(link, text);
                         if let ComponentContent::Known { schema, .. } = &component.content {
-                            let value = component.attribute(index).map(|a| to_less(&a.value, &reference));
+                            let value = component
+                                .attribute(index)
+                                .map(|a| to_less(&a.value, &reference));
                             if schema.dynamic_attributes {
                                 if structural {
                                     values.extend(dynamic_layout(component));
                                 }
                                 values.push(PropertyValue {
                                     key: attribute_key(index),
-                                    value: Value::Standalone(Box::new(value.unwrap_or(Value::Null))),
+                                    value: Value::Standalone(Box::new(
+                                        value.unwrap_or(Value::Null),
+                                    )),
                                 });
                             } else if let Some(value) = value {
-                                values.push(PropertyValue { key: attribute_key(index), value });
+                                values.push(PropertyValue {
+                                    key: attribute_key(index),
+                                    value,
+                                });
                             }
                         }
                         if !values.is_empty() {
@@ -298,12 +401,24 @@ impl Federation {
                     }
                 }
                 ChangeKind::TemporaryChanged(_) | ChangeKind::ParentChanged(_) => {
-                    let Some(target) = scene.entity(id) else { continue };
+                    let Some(target) = scene.entity(id) else {
+                        continue;
+                    };
                     for link in self.links.values_mut() {
-                        let Some(object) = link.exported.get(&id).and_then(|e| e.object) else { continue };
+                        let Some(object) = link.exported.get(&id).and_then(|e| e.object) else {
+                            continue;
+                        };
                         let values = vec![
-                            pv(entity::COMPONENT, entity::TEMPORARY, Value::Integer(i64::from(target.temporary))),
-                            pv(entity::COMPONENT, entity::PARENT, parent_value(link, target.parent)),
+                            pv(
+                                entity::COMPONENT,
+                                entity::TEMPORARY,
+                                Value::Integer(i64::from(target.temporary)),
+                            ),
+                            pv(
+                                entity::COMPONENT,
+                                entity::PARENT,
+                                parent_value(link, target.parent),
+                            ),
                         ];
                         let _ = link.session.update_entity(object, values);
                     }
@@ -313,8 +428,15 @@ impl Federation {
     }
 
     /// Components of an exported entity, for tests and status.
-    pub fn exported_objects(&self, link: LinkId, entity: EntityId) -> Option<(ObjectId<Local>, Vec<ComponentId>)> {
+    pub fn exported_objects(
+        &self,
+        link: LinkId,
+        entity: EntityId,
+    ) -> Option<(ObjectId<Local>, Vec<ComponentId>)> {
         let exported = self.links.get(&link)?.exported.get(&entity)?;
-        Some((exported.object?, exported.components.keys().copied().collect()))
+        Some((
+            exported.object?,
+            exported.components.keys().copied().collect(),
+        ))
     }
 }

@@ -16,7 +16,8 @@ use crate::less::session::{CloseReason, Event};
 use crate::less::value::Value;
 use crate::scene::{ChangeSource, Origin, Scene};
 use crate::tundra::{
-    AttributeBlock, AttributeType, ComponentBody, ComponentData, ComponentId, DynamicAttribute, EntityId,
+    AttributeBlock, AttributeType, ComponentBody, ComponentData, ComponentId, DynamicAttribute,
+    EntityId,
 };
 
 /// The scene id text an OBJECT-ID of `link` stands for ("" when unknown).
@@ -35,11 +36,19 @@ fn reference_in(federation: &Federation, link: &Link, value: &Value) -> String {
 
 /// The ComponentData of a mirrored component object, or `None` when the
 /// type is not known here.
-fn component_data(federation: &Federation, link: &Link, scene: &Scene, object: &MirrorComponent) -> Option<ComponentData> {
+fn component_data(
+    federation: &Federation,
+    link: &Link,
+    scene: &Scene,
+    object: &MirrorComponent,
+) -> Option<ComponentData> {
     let reference = |value: &Value| reference_in(federation, link, value);
     let body = match &object.kind {
         ComponentKind::Opaque { .. } => {
-            match object.values.get(&attribute_key(component::OPAQUE_BLOCK as u8)) {
+            match object
+                .values
+                .get(&attribute_key(component::OPAQUE_BLOCK as u8))
+            {
                 Some(Value::VariableBinary(bytes)) => ComponentBody::Opaque(bytes.clone()),
                 _ => ComponentBody::Opaque(Vec::new()),
             }
@@ -58,7 +67,11 @@ fn component_data(federation: &Federation, link: &Link, scene: &Scene, object: &
                         .unwrap_or_else(|| attribute.default.clone())
                 })
                 .collect();
-            ComponentBody::Attributes(AttributeBlock { values, dynamic: Vec::new(), trailing: Vec::new() })
+            ComponentBody::Attributes(AttributeBlock {
+                values,
+                dynamic: Vec::new(),
+                trailing: Vec::new(),
+            })
         }
         ComponentKind::Dynamic { .. } => ComponentBody::Attributes(AttributeBlock {
             values: Vec::new(),
@@ -75,8 +88,14 @@ fn component_data(federation: &Federation, link: &Link, scene: &Scene, object: &
 }
 
 /// A DynamicComponent's attributes from its layout and slot values.
-fn dynamic_attributes(object: &MirrorComponent, reference: &dyn Fn(&Value) -> String) -> Vec<DynamicAttribute> {
-    let list = |property| match object.values.get(&PropertyKey::new(component::LAYOUT, property)) {
+fn dynamic_attributes(
+    object: &MirrorComponent,
+    reference: &dyn Fn(&Value) -> String,
+) -> Vec<DynamicAttribute> {
+    let list = |property| match object
+        .values
+        .get(&PropertyKey::new(component::LAYOUT, property))
+    {
         Some(Value::List(_, items)) => items.clone(),
         _ => Vec::new(),
     };
@@ -85,7 +104,9 @@ fn dynamic_attributes(object: &MirrorComponent, reference: &dyn Fn(&Value) -> St
     let mut attributes = Vec::new();
     for (index, ty) in types.iter().enumerate().take(256) {
         let Value::Integer(ty) = ty else { continue };
-        let Some(ty) = u8::try_from(*ty).ok().and_then(AttributeType::from_id) else { continue };
+        let Some(ty) = u8::try_from(*ty).ok().and_then(AttributeType::from_id) else {
+            continue;
+        };
         let name = match names.get(index) {
             Some(Value::String(n)) => n.clone(),
             _ => String::new(),
@@ -106,7 +127,11 @@ fn dynamic_attributes(object: &MirrorComponent, reference: &dyn Fn(&Value) -> St
 impl Federation {
     /// Drains and applies every event of one link's session. Returns the
     /// close reason when the session ended (the driver then removes the link).
-    pub fn handle_link_events(&mut self, link_id: LinkId, scene: &mut Scene) -> Option<CloseReason> {
+    pub fn handle_link_events(
+        &mut self,
+        link_id: LinkId,
+        scene: &mut Scene,
+    ) -> Option<CloseReason> {
         loop {
             let event = self.links.get_mut(&link_id)?.session.poll_event()?;
             if let Some(reason) = self.handle_event(link_id, event, scene) {
@@ -115,15 +140,40 @@ impl Federation {
         }
     }
 
-    fn handle_event(&mut self, link_id: LinkId, event: Event, scene: &mut Scene) -> Option<CloseReason> {
+    fn handle_event(
+        &mut self,
+        link_id: LinkId,
+        event: Event,
+        scene: &mut Scene,
+    ) -> Option<CloseReason> {
         match event {
-            Event::TypeIntroduced { type_id, uri, schema } => self.handle_type(link_id, type_id, &uri, schema, scene),
-            Event::EntityIntroduced { entity, type_id, values } => {
-                let kind = self.links.get(&link_id)?.remote_types.get(&type_id).cloned();
+            Event::TypeIntroduced {
+                type_id,
+                uri,
+                schema,
+            } => self.handle_type(link_id, type_id, &uri, schema, scene),
+            Event::EntityIntroduced {
+                entity,
+                type_id,
+                values,
+            } => {
+                let kind = self
+                    .links
+                    .get(&link_id)?
+                    .remote_types
+                    .get(&type_id)
+                    .cloned();
                 match kind {
-                    Some(RemoteType::Entity) => self.handle_entity_object(link_id, entity, &values, true, scene),
+                    Some(RemoteType::Entity) => {
+                        self.handle_entity_object(link_id, entity, &values, true, scene)
+                    }
                     Some(RemoteType::Component(kind)) => {
-                        let mut object = MirrorComponent { kind, owner: None, name: String::new(), values: Default::default() };
+                        let mut object = MirrorComponent {
+                            kind,
+                            owner: None,
+                            name: String::new(),
+                            values: Default::default(),
+                        };
                         if let Err(error) = mirror::apply_component_values(&mut object, &values) {
                             warn!(link = %link_id, %error, "bad component object");
                             return None;
@@ -146,11 +196,22 @@ impl Federation {
                 }
             }
             Event::EntityRemoved { entity } => self.handle_removed_object(link_id, entity, scene),
-            Event::Tweaked { entity, property, value } => self.handle_tweak(link_id, entity, property, value, scene),
-            Event::MethodInvoked { request, entity, method, arguments } => {
-                self.handle_method(link_id, request, entity, method, arguments, scene)
-            }
-            Event::MethodResult { request, status, value } => self.handle_method_result(link_id, request, status, value),
+            Event::Tweaked {
+                entity,
+                property,
+                value,
+            } => self.handle_tweak(link_id, entity, property, value, scene),
+            Event::MethodInvoked {
+                request,
+                entity,
+                method,
+                arguments,
+            } => self.handle_method(link_id, request, entity, method, arguments, scene),
+            Event::MethodResult {
+                request,
+                status,
+                value,
+            } => self.handle_method_result(link_id, request, status, value),
             Event::Closed { reason } => return Some(reason),
             Event::TypeSubscribed { .. } | Event::TypeUnsubscribed { .. } => {}
             Event::Interaction { .. } | Event::ConnectionControl { .. } => {}
@@ -167,15 +228,19 @@ impl Federation {
         scene: &mut Scene,
     ) {
         let accept = |link: &Link, name: &str| link.policy.accept.allows(name);
-        let Some(link) = self.links.get(&link_id) else { return };
+        let Some(link) = self.links.get(&link_id) else {
+            return;
+        };
         let kind = match mapping::parse_uri(uri) {
             Some(UriKind::Entity) => RemoteType::Entity,
             Some(UriKind::Component(name)) => match scene.registry().get_by_name(&name) {
-                Some(s) if accept(link, &s.name) => RemoteType::Component(if s.dynamic_attributes {
-                    ComponentKind::Dynamic { type_id: s.type_id }
-                } else {
-                    ComponentKind::Static { type_id: s.type_id }
-                }),
+                Some(s) if accept(link, &s.name) => {
+                    RemoteType::Component(if s.dynamic_attributes {
+                        ComponentKind::Dynamic { type_id: s.type_id }
+                    } else {
+                        ComponentKind::Static { type_id: s.type_id }
+                    })
+                }
                 _ => RemoteType::Ignored,
             },
             Some(UriKind::Custom(name, attributes)) if accept(link, &name) => {
@@ -192,16 +257,29 @@ impl Federation {
             }
             _ => RemoteType::Ignored,
         };
-        let Some(link) = self.links.get_mut(&link_id) else { return };
+        let Some(link) = self.links.get_mut(&link_id) else {
+            return;
+        };
         let subscribed = match (&kind, schema) {
             (RemoteType::Ignored, _) | (_, None) => false,
             (_, Some(schema)) => {
-                let keys: Vec<PropertyKey> = schema.properties().into_iter().map(|(key, _)| key).collect();
+                let keys: Vec<PropertyKey> = schema
+                    .properties()
+                    .into_iter()
+                    .map(|(key, _)| key)
+                    .collect();
                 link.session.subscribe_type(type_id, &keys).is_ok()
             }
         };
         debug!(link = %link_id, %uri, subscribed, "peer type introduced");
-        link.remote_types.insert(type_id, if subscribed { kind } else { RemoteType::Ignored });
+        link.remote_types.insert(
+            type_id,
+            if subscribed {
+                kind
+            } else {
+                RemoteType::Ignored
+            },
+        );
     }
 
     fn handle_entity_object(
@@ -212,7 +290,9 @@ impl Federation {
         introduced: bool,
         scene: &mut Scene,
     ) {
-        let Some(link) = self.links.get_mut(&link_id) else { return };
+        let Some(link) = self.links.get_mut(&link_id) else {
+            return;
+        };
         let global = if let Some(existing) = link.mirror.entities.get_mut(&object) {
             if let Err(error) = mirror::apply_entity_values(existing, values) {
                 warn!(link = %link_id, %error, "bad entity update");
@@ -252,10 +332,18 @@ impl Federation {
     }
 
     fn apply_entity_properties(&mut self, link_id: LinkId, global: GlobalId, scene: &mut Scene) {
-        let Some(link) = self.links.get(&link_id) else { return };
-        let Some(tracked) = self.globals.get(&global) else { return };
-        let Some(object) = link.mirror.by_global.get(&global) else { return };
-        let Some(entity) = link.mirror.entities.get(object) else { return };
+        let Some(link) = self.links.get(&link_id) else {
+            return;
+        };
+        let Some(tracked) = self.globals.get(&global) else {
+            return;
+        };
+        let Some(object) = link.mirror.by_global.get(&global) else {
+            return;
+        };
+        let Some(entity) = link.mirror.entities.get(object) else {
+            return;
+        };
         let parent = entity
             .parent
             .and_then(|p| link.mirror.entities.get(&p))
@@ -266,12 +354,22 @@ impl Federation {
         let _ = scene.set_parent(source, tracked.scene, parent);
     }
 
-    fn handle_component_object(&mut self, link_id: LinkId, object: ObjectId<Remote>, component: MirrorComponent, scene: &mut Scene) {
-        let Some(link) = self.links.get_mut(&link_id) else { return };
+    fn handle_component_object(
+        &mut self,
+        link_id: LinkId,
+        object: ObjectId<Remote>,
+        component: MirrorComponent,
+        scene: &mut Scene,
+    ) {
+        let Some(link) = self.links.get_mut(&link_id) else {
+            return;
+        };
         let owner = component.owner;
         link.mirror.components.insert(object, component);
         let Some(owner) = owner else { return };
-        let Some(entity) = link.mirror.entities.get_mut(&owner) else { return };
+        let Some(entity) = link.mirror.entities.get_mut(&owner) else {
+            return;
+        };
         entity.components.insert(object);
         let global = entity.global;
         if self.globals.get(&global).and_then(|t| t.selected) == Some(link_id) {
@@ -280,18 +378,34 @@ impl Federation {
     }
 
     /// Adds one component object of the presented copy to the scene.
-    fn present_component(&mut self, link_id: LinkId, global: GlobalId, object: ObjectId<Remote>, scene: &mut Scene) {
-        let Some(link) = self.links.get(&link_id) else { return };
-        let Some(tracked) = self.globals.get(&global) else { return };
+    fn present_component(
+        &mut self,
+        link_id: LinkId,
+        global: GlobalId,
+        object: ObjectId<Remote>,
+        scene: &mut Scene,
+    ) {
+        let Some(link) = self.links.get(&link_id) else {
+            return;
+        };
+        let Some(tracked) = self.globals.get(&global) else {
+            return;
+        };
         if tracked.components.contains_key(&object) {
             return;
         }
-        let Some(mirrored) = link.mirror.components.get(&object) else { return };
-        let Some(data) = component_data(self, link, scene, mirrored) else { return };
+        let Some(mirrored) = link.mirror.components.get(&object) else {
+            return;
+        };
+        let Some(data) = component_data(self, link, scene, mirrored) else {
+            return;
+        };
         let entity = tracked.scene;
         match scene.create_components(ChangeSource::Peer(link_id.0), entity, vec![data]) {
             Ok(pairs) => {
-                if let (Some((_, id)), Some(tracked)) = (pairs.first(), self.globals.get_mut(&global)) {
+                if let (Some((_, id)), Some(tracked)) =
+                    (pairs.first(), self.globals.get_mut(&global))
+                {
                     tracked.components.insert(object, *id);
                 }
             }
@@ -301,29 +415,57 @@ impl Federation {
 
     /// Creates the scene entity for the copy on `link_id`.
     pub(super) fn present(&mut self, global: GlobalId, link_id: LinkId, scene: &mut Scene) {
-        let Some(link) = self.links.get(&link_id) else { return };
-        let Some(object) = link.mirror.by_global.get(&global) else { return };
-        let Some(entity) = link.mirror.entities.get(object) else { return };
+        let Some(link) = self.links.get(&link_id) else {
+            return;
+        };
+        let Some(object) = link.mirror.by_global.get(&global) else {
+            return;
+        };
+        let Some(entity) = link.mirror.entities.get(object) else {
+            return;
+        };
         let temporary = entity.temporary;
         let component_objects: Vec<ObjectId<Remote>> = entity.components.iter().copied().collect();
         let mut data = Vec::new();
         let mut objects = Vec::new();
         for id in component_objects {
-            if let Some(c) = link.mirror.components.get(&id).and_then(|c| component_data(self, link, scene, c)) {
+            if let Some(c) = link
+                .mirror
+                .components
+                .get(&id)
+                .and_then(|c| component_data(self, link, scene, c))
+            {
                 data.push(c);
                 objects.push(id);
             }
         }
-        let created = match scene.create_entity(ChangeSource::Peer(link_id.0), None, Origin::Remote, temporary, None, data) {
+        let created = match scene.create_entity(
+            ChangeSource::Peer(link_id.0),
+            None,
+            Origin::Remote,
+            temporary,
+            None,
+            data,
+        ) {
             Ok(created) => created,
             Err(error) => {
                 warn!(link = %link_id, entity = %global, %error, "cannot present entity");
                 return;
             }
         };
-        let components: HashMap<ObjectId<Remote>, ComponentId> =
-            objects.into_iter().zip(created.components.iter().map(|(_, id)| *id)).collect();
-        self.globals.insert(global, Tracked { scene: created.id, local: false, selected: Some(link_id), components });
+        let components: HashMap<ObjectId<Remote>, ComponentId> = objects
+            .into_iter()
+            .zip(created.components.iter().map(|(_, id)| *id))
+            .collect();
+        self.globals.insert(
+            global,
+            Tracked {
+                scene: created.id,
+                local: false,
+                selected: Some(link_id),
+                components,
+            },
+        );
         self.by_scene.insert(created.id, global);
         debug!(link = %link_id, entity = %global, scene = %created.id, "entity presented");
         self.apply_entity_properties(link_id, global, scene);
@@ -332,7 +474,9 @@ impl Federation {
     /// Presents another copy of an entity already in the scene: its
     /// components are replaced by the new copy's, the entity keeps its id.
     pub(super) fn switch_route(&mut self, global: GlobalId, link_id: LinkId, scene: &mut Scene) {
-        let Some(tracked) = self.globals.get_mut(&global) else { return };
+        let Some(tracked) = self.globals.get_mut(&global) else {
+            return;
+        };
         let entity = tracked.scene;
         let old: Vec<ComponentId> = tracked.components.drain().map(|(_, c)| c).collect();
         tracked.selected = Some(link_id);
@@ -342,7 +486,12 @@ impl Federation {
         let objects: Vec<ObjectId<Remote>> = self
             .links
             .get(&link_id)
-            .and_then(|l| l.mirror.by_global.get(&global).and_then(|o| l.mirror.entities.get(o)))
+            .and_then(|l| {
+                l.mirror
+                    .by_global
+                    .get(&global)
+                    .and_then(|o| l.mirror.entities.get(o))
+            })
             .map(|e| e.components.iter().copied().collect())
             .unwrap_or_default();
         for object in objects {
@@ -359,10 +508,18 @@ impl Federation {
         values: &[crate::less::property_list::PropertyValue],
         scene: &mut Scene,
     ) {
-        let Some(link) = self.links.get(&link_id) else { return };
-        let Some(mirrored) = link.mirror.components.get(&object) else { return };
-        let Some(owner) = mirrored.owner.and_then(|o| link.mirror.entities.get(&o)) else { return };
-        let Some(tracked) = self.globals.get(&owner.global) else { return };
+        let Some(link) = self.links.get(&link_id) else {
+            return;
+        };
+        let Some(mirrored) = link.mirror.components.get(&object) else {
+            return;
+        };
+        let Some(owner) = mirrored.owner.and_then(|o| link.mirror.entities.get(&o)) else {
+            return;
+        };
+        let Some(tracked) = self.globals.get(&owner.global) else {
+            return;
+        };
         if tracked.selected != Some(link_id) {
             return;
         }
@@ -376,7 +533,12 @@ impl Federation {
         let reference = |value: &Value| reference_in(self, link, value);
         match &mirrored.kind {
             ComponentKind::Static { .. } => {
-                let Some(component) = scene.entity(entity).and_then(|e| e.components.get(&component_id)) else { return };
+                let Some(component) = scene
+                    .entity(entity)
+                    .and_then(|e| e.components.get(&component_id))
+                else {
+                    return;
+                };
                 let slots = component.slot_types();
                 let mut edits = Vec::new();
                 for pv in values {
@@ -385,11 +547,17 @@ impl Federation {
                     {
                         continue;
                     }
-                    let Ok(index) = u8::try_from(pv.key.property.0) else { continue };
-                    let Some(Some(ty)) = slots.get(usize::from(index)) else { continue };
+                    let Ok(index) = u8::try_from(pv.key.property.0) else {
+                        continue;
+                    };
+                    let Some(Some(ty)) = slots.get(usize::from(index)) else {
+                        continue;
+                    };
                     match from_less(*ty, &pv.value, &reference) {
                         Some(value) => edits.push((index, value)),
-                        None => warn!(link = %link_id, property = %pv.key, "value does not fit its attribute"),
+                        None => {
+                            warn!(link = %link_id, property = %pv.key, "value does not fit its attribute")
+                        }
                     }
                 }
                 for (index, value) in edits {
@@ -404,18 +572,34 @@ impl Federation {
         }
     }
 
-    fn handle_removed_object(&mut self, link_id: LinkId, object: ObjectId<Remote>, scene: &mut Scene) {
-        let Some(link) = self.links.get_mut(&link_id) else { return };
+    fn handle_removed_object(
+        &mut self,
+        link_id: LinkId,
+        object: ObjectId<Remote>,
+        scene: &mut Scene,
+    ) {
+        let Some(link) = self.links.get_mut(&link_id) else {
+            return;
+        };
         if let Some(entity) = link.mirror.entities.remove(&object) {
             link.mirror.by_global.remove(&entity.global);
             self.reroute(entity.global, scene);
             return;
         }
-        let Some(component) = link.mirror.components.remove(&object) else { return };
-        let Some(owner) = component.owner.and_then(|o| link.mirror.entities.get_mut(&o)) else { return };
+        let Some(component) = link.mirror.components.remove(&object) else {
+            return;
+        };
+        let Some(owner) = component
+            .owner
+            .and_then(|o| link.mirror.entities.get_mut(&o))
+        else {
+            return;
+        };
         owner.components.remove(&object);
         let global = owner.global;
-        let Some(tracked) = self.globals.get_mut(&global) else { return };
+        let Some(tracked) = self.globals.get_mut(&global) else {
+            return;
+        };
         if tracked.selected == Some(link_id) {
             if let Some(id) = tracked.components.remove(&object) {
                 let _ = scene.remove_component(ChangeSource::Peer(link_id.0), tracked.scene, id);
@@ -432,9 +616,17 @@ impl Federation {
             .filter_map(|(global, t)| {
                 let link_id = t.selected?;
                 let link = self.links.get(&link_id)?;
-                let entity = link.mirror.entities.get(link.mirror.by_global.get(global)?)?;
+                let entity = link
+                    .mirror
+                    .entities
+                    .get(link.mirror.by_global.get(global)?)?;
                 let parent = entity.parent?;
-                let wanted = link.mirror.entities.get(&parent).and_then(|p| self.globals.get(&p.global)).map(|p| p.scene);
+                let wanted = link
+                    .mirror
+                    .entities
+                    .get(&parent)
+                    .and_then(|p| self.globals.get(&p.global))
+                    .map(|p| p.scene);
                 let current = scene.entity(t.scene)?.parent;
                 (wanted.is_some() && wanted != current).then_some((link_id, *global))
             })
@@ -445,7 +637,11 @@ impl Federation {
     }
 
     /// The scene entity of an exported object on a link.
-    pub(super) fn exported_owner(&self, link: LinkId, object: ObjectId<crate::less::ids::Local>) -> Option<(EntityId, Option<ComponentId>)> {
+    pub(super) fn exported_owner(
+        &self,
+        link: LinkId,
+        object: ObjectId<crate::less::ids::Local>,
+    ) -> Option<(EntityId, Option<ComponentId>)> {
         self.links.get(&link)?.export_owner.get(&object).copied()
     }
 }
@@ -468,7 +664,13 @@ fn reconcile_dynamic(
     for attribute in wanted {
         match current.attribute(attribute.index) {
             Some(existing) if existing.ty() == attribute.value.attribute_type() => {
-                let _ = scene.edit_attribute(source, entity, component, attribute.index, attribute.value);
+                let _ = scene.edit_attribute(
+                    source,
+                    entity,
+                    component,
+                    attribute.index,
+                    attribute.value,
+                );
             }
             Some(_) => {
                 let _ = scene.remove_attribute(source, entity, component, attribute.index);

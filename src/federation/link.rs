@@ -79,7 +79,13 @@ pub struct Link {
 }
 
 impl Link {
-    pub fn new(id: LinkId, peer: Uuid, peer_name: String, policy: LinkPolicy, session: Session) -> Link {
+    pub fn new(
+        id: LinkId,
+        peer: Uuid,
+        peer_name: String,
+        policy: LinkPolicy,
+        session: Session,
+    ) -> Link {
         Link {
             id,
             peer,
@@ -106,7 +112,15 @@ impl Link {
     }
 
     /// The object exported for an entity's component, if any.
-    pub fn exported_component(&self, entity: EntityId, component: ComponentId) -> Option<ObjectId<Local>> {
-        self.exported.get(&entity)?.components.get(&component).copied()
+    pub fn exported_component(
+        &self,
+        entity: EntityId,
+        component: ComponentId,
+    ) -> Option<ObjectId<Local>> {
+        self.exported
+            .get(&entity)?
+            .components
+            .get(&component)
+            .copied()
     }
 }

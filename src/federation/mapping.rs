@@ -4,7 +4,9 @@
 //! so a component type added there federates with no code change.
 
 use crate::less::ids::{ComponentId as LessComponentId, PropertyId, PropertyKey};
-use crate::less::schema::{ComponentSchema as LessComponent, Member, MemberKind, MethodSchema, TypeSchema};
+use crate::less::schema::{
+    ComponentSchema as LessComponent, Member, MemberKind, MethodSchema, TypeSchema,
+};
 use crate::less::value_type::ValueType;
 use crate::tundra::registry::{CustomAttribute, DYNAMIC_COMPONENT_TYPE_ID};
 use crate::tundra::{AttributeType, ComponentSchema};
@@ -74,7 +76,9 @@ fn component_schema(id: u64, name: &str, members: Vec<Member>) -> LessComponent 
 pub fn attribute_value_type(ty: AttributeType) -> ValueType {
     let floats = |n| ValueType::Vector(n, Box::new(ValueType::Float32));
     match ty {
-        AttributeType::String | AttributeType::AssetReference | AttributeType::Variant => ValueType::String,
+        AttributeType::String | AttributeType::AssetReference | AttributeType::Variant => {
+            ValueType::String
+        }
         AttributeType::Int | AttributeType::UInt | AttributeType::Bool => ValueType::Integer,
         AttributeType::Real => ValueType::Float32,
         AttributeType::Float2 => floats(2),
@@ -99,7 +103,11 @@ pub fn entity_schema() -> TypeSchema {
             vec![
                 property(entity::ORIGIN, "origin", ValueType::Uuid),
                 property(entity::SERIAL, "serial", ValueType::Integer),
-                property(entity::PATH, "path", ValueType::List(Box::new(ValueType::Uuid))),
+                property(
+                    entity::PATH,
+                    "path",
+                    ValueType::List(Box::new(ValueType::Uuid)),
+                ),
                 property(entity::TEMPORARY, "temporary", ValueType::Integer),
                 property(entity::PARENT, "parent", ValueType::StandaloneVariant),
                 Member {
@@ -167,7 +175,10 @@ pub fn component_type_schema(schema: &ComponentSchema) -> TypeSchema {
         .collect();
     TypeSchema {
         uri,
-        components: vec![owner_component(), component_schema(component::ATTRIBUTES, "attributes", attributes)],
+        components: vec![
+            owner_component(),
+            component_schema(component::ATTRIBUTES, "attributes", attributes),
+        ],
     }
 }
 
@@ -184,8 +195,16 @@ fn dynamic_schema(uri: String) -> TypeSchema {
                 component::LAYOUT,
                 "layout",
                 vec![
-                    property(component::LAYOUT_TYPES, "types", ValueType::List(Box::new(ValueType::Integer))),
-                    property(component::LAYOUT_NAMES, "names", ValueType::List(Box::new(ValueType::String))),
+                    property(
+                        component::LAYOUT_TYPES,
+                        "types",
+                        ValueType::List(Box::new(ValueType::Integer)),
+                    ),
+                    property(
+                        component::LAYOUT_NAMES,
+                        "names",
+                        ValueType::List(Box::new(ValueType::String)),
+                    ),
                 ],
             ),
         ],
@@ -201,7 +220,11 @@ pub fn opaque_schema(type_id: u32) -> TypeSchema {
             component_schema(
                 component::ATTRIBUTES,
                 "attributes",
-                vec![property(component::OPAQUE_BLOCK, "block", ValueType::VariableBinary)],
+                vec![property(
+                    component::OPAQUE_BLOCK,
+                    "block",
+                    ValueType::VariableBinary,
+                )],
             ),
         ],
     }
@@ -285,7 +308,10 @@ mod tests {
         let registry = Registry::builtin();
         for schema in registry.iter() {
             let less = component_type_schema(schema);
-            assert_eq!(parse_uri(&less.uri), Some(UriKind::Component(schema.name.clone())));
+            assert_eq!(
+                parse_uri(&less.uri),
+                Some(UriKind::Component(schema.name.clone()))
+            );
             if !schema.dynamic_attributes {
                 let attributes = &less.components[1].members;
                 assert_eq!(attributes.len(), schema.attributes.len(), "{}", schema.name);
@@ -297,23 +323,39 @@ mod tests {
     fn custom_uri_is_self_describing() {
         let mut registry = Registry::builtin();
         let attributes = vec![
-            CustomAttribute { ty: AttributeType::String, id: "my;String".into(), name: "a:b%".into() },
-            CustomAttribute { ty: AttributeType::Int, id: "myInteger".into(), name: "myInteger".into() },
+            CustomAttribute {
+                ty: AttributeType::String,
+                id: "my;String".into(),
+                name: "a:b%".into(),
+            },
+            CustomAttribute {
+                ty: AttributeType::Int,
+                id: "myInteger".into(),
+                name: "myInteger".into(),
+            },
         ];
-        let id = registry.register_custom("MyComponent", attributes.clone()).type_id();
+        let id = registry
+            .register_custom("MyComponent", attributes.clone())
+            .type_id();
         let schema = registry.get(id).unwrap();
         let uri = component_uri(schema);
         assert_eq!(
             uri,
             "urn:lessgate:tundra:custom:MyComponent;string:my%3BString:a%3Ab%25;int:myInteger:myInteger"
         );
-        assert_eq!(parse_uri(&uri), Some(UriKind::Custom("MyComponent".into(), attributes)));
+        assert_eq!(
+            parse_uri(&uri),
+            Some(UriKind::Custom("MyComponent".into(), attributes))
+        );
     }
 
     #[test]
     fn malformed_uris_are_not_ours() {
         assert_eq!(parse_uri("urn:lessgate:tundra:custom:"), None);
-        assert_eq!(parse_uri("urn:lessgate:tundra:custom:X;nosuchtype:a:b"), None);
+        assert_eq!(
+            parse_uri("urn:lessgate:tundra:custom:X;nosuchtype:a:b"),
+            None
+        );
         assert_eq!(parse_uri("urn:lessgate:tundra:custom:X;int:a%zz:b"), None);
         assert_eq!(parse_uri("urn:lessgate:tundra:opaque:abc"), None);
         assert_eq!(parse_uri("urn:other"), None);

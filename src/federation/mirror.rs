@@ -75,7 +75,10 @@ fn key(c: u64, p: u64) -> PropertyKey {
 }
 
 /// Reads the entity properties present in `values` into `target`.
-pub fn apply_entity_values(target: &mut MirrorEntity, values: &[PropertyValue]) -> Result<(), MirrorError> {
+pub fn apply_entity_values(
+    target: &mut MirrorEntity,
+    values: &[PropertyValue],
+) -> Result<(), MirrorError> {
     for PropertyValue { key: k, value } in values {
         if *k == key(entity::COMPONENT, entity::PATH) {
             let Value::List(_, items) = value else {
@@ -137,7 +140,10 @@ pub fn entity_from_values(values: &[PropertyValue]) -> Result<MirrorEntity, Mirr
 }
 
 /// Reads owner and name, and stores every value.
-pub fn apply_component_values(target: &mut MirrorComponent, values: &[PropertyValue]) -> Result<(), MirrorError> {
+pub fn apply_component_values(
+    target: &mut MirrorComponent,
+    values: &[PropertyValue],
+) -> Result<(), MirrorError> {
     for PropertyValue { key: k, value } in values {
         if *k == key(component::OWNER, component::ENTITY) {
             match value {

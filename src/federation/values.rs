@@ -9,20 +9,26 @@ use crate::tundra::values::{Color, Float2, Float3, Float4, Point, Quat, Transfor
 use crate::tundra::{AttributeType, AttributeValue};
 
 fn floats(values: &[f32]) -> Value {
-    Value::Vector(ValueType::Float32, values.iter().map(|v| Value::Float32(*v)).collect())
+    Value::Vector(
+        ValueType::Float32,
+        values.iter().map(|v| Value::Float32(*v)).collect(),
+    )
 }
 
 fn strings(values: &[String]) -> Value {
-    Value::List(ValueType::String, values.iter().cloned().map(Value::String).collect())
+    Value::List(
+        ValueType::String,
+        values.iter().cloned().map(Value::String).collect(),
+    )
 }
 
 /// The LESS value of an attribute. `reference` turns an EntityReference's
 /// text into the value for this link (OBJECT-ID, STRING or NULL).
 pub fn to_less(value: &AttributeValue, reference: &dyn Fn(&str) -> Value) -> Value {
     match value {
-        AttributeValue::String(s) | AttributeValue::AssetReference(s) | AttributeValue::Variant(s) => {
-            Value::String(s.clone())
-        }
+        AttributeValue::String(s)
+        | AttributeValue::AssetReference(s)
+        | AttributeValue::Variant(s) => Value::String(s.clone()),
         AttributeValue::Int(v) => Value::Integer(i64::from(*v)),
         AttributeValue::UInt(v) => Value::Integer(i64::from(*v)),
         AttributeValue::Bool(v) => Value::Integer(i64::from(*v)),
@@ -37,15 +43,22 @@ pub fn to_less(value: &AttributeValue, reference: &dyn Fn(&str) -> Value) -> Val
         ]),
         AttributeValue::Point(p) => Value::Vector(
             ValueType::Integer,
-            vec![Value::Integer(i64::from(p.x)), Value::Integer(i64::from(p.y))],
+            vec![
+                Value::Integer(i64::from(p.x)),
+                Value::Integer(i64::from(p.y)),
+            ],
         ),
-        AttributeValue::AssetReferenceList(list) | AttributeValue::VariantList(list) => strings(list),
+        AttributeValue::AssetReferenceList(list) | AttributeValue::VariantList(list) => {
+            strings(list)
+        }
         AttributeValue::EntityReference(text) => Value::Standalone(Box::new(reference(text))),
     }
 }
 
 fn float_vector<const N: usize>(value: &Value) -> Option<[f32; N]> {
-    let Value::Vector(_, items) = value else { return None };
+    let Value::Vector(_, items) = value else {
+        return None;
+    };
     if items.len() != N {
         return None;
     }
@@ -60,7 +73,9 @@ fn float_vector<const N: usize>(value: &Value) -> Option<[f32; N]> {
 }
 
 fn string_list(value: &Value) -> Option<Vec<String>> {
-    let Value::List(_, items) = value else { return None };
+    let Value::List(_, items) = value else {
+        return None;
+    };
     items
         .iter()
         .map(|item| match item {
@@ -73,7 +88,11 @@ fn string_list(value: &Value) -> Option<Vec<String>> {
 /// The attribute value of type `ty` a LESS value stands for; `None` when it
 /// does not fit the type (a protocol violation by the sender). `reference`
 /// turns the variant of an EntityReference into Tundra text.
-pub fn from_less(ty: AttributeType, value: &Value, reference: &dyn Fn(&Value) -> String) -> Option<AttributeValue> {
+pub fn from_less(
+    ty: AttributeType,
+    value: &Value,
+    reference: &dyn Fn(&Value) -> String,
+) -> Option<AttributeValue> {
     Some(match ty {
         AttributeType::String => AttributeValue::String(text(value)?),
         AttributeType::AssetReference => AttributeValue::AssetReference(text(value)?),
@@ -108,13 +127,27 @@ pub fn from_less(ty: AttributeType, value: &Value, reference: &dyn Fn(&Value) ->
         AttributeType::Transform => {
             let [px, py, pz, rx, ry, rz, sx, sy, sz] = float_vector(value)?;
             AttributeValue::Transform(Transform {
-                pos: Float3 { x: px, y: py, z: pz },
-                rot: Float3 { x: rx, y: ry, z: rz },
-                scale: Float3 { x: sx, y: sy, z: sz },
+                pos: Float3 {
+                    x: px,
+                    y: py,
+                    z: pz,
+                },
+                rot: Float3 {
+                    x: rx,
+                    y: ry,
+                    z: rz,
+                },
+                scale: Float3 {
+                    x: sx,
+                    y: sy,
+                    z: sz,
+                },
             })
         }
         AttributeType::Point => {
-            let Value::Vector(_, items) = value else { return None };
+            let Value::Vector(_, items) = value else {
+                return None;
+            };
             match items.as_slice() {
                 [Value::Integer(x), Value::Integer(y)] => AttributeValue::Point(Point {
                     x: i32::try_from(*x).ok()?,
@@ -123,7 +156,9 @@ pub fn from_less(ty: AttributeType, value: &Value, reference: &dyn Fn(&Value) ->
                 _ => return None,
             }
         }
-        AttributeType::AssetReferenceList => AttributeValue::AssetReferenceList(string_list(value)?),
+        AttributeType::AssetReferenceList => {
+            AttributeValue::AssetReferenceList(string_list(value)?)
+        }
         AttributeType::VariantList => AttributeValue::VariantList(string_list(value)?),
         AttributeType::EntityReference => match value {
             Value::Standalone(inner) => AttributeValue::EntityReference(reference(inner)),
@@ -168,7 +203,10 @@ mod tests {
                 _ => AttributeValue::default_for(ty),
             };
             let less = to_less(&value, &|text: &str| Value::String(text.to_owned()));
-            assert!(less.conforms_to(&attribute_value_type(ty)), "{ty:?}: {less:?}");
+            assert!(
+                less.conforms_to(&attribute_value_type(ty)),
+                "{ty:?}: {less:?}"
+            );
             let back = from_less(ty, &less, &|v: &Value| match v {
                 Value::String(s) => s.clone(),
                 _ => String::new(),
@@ -179,9 +217,25 @@ mod tests {
 
     #[test]
     fn wrong_shapes_are_refused() {
-        assert_eq!(from_less(AttributeType::Int, &Value::Integer(1 << 40), &|_| String::new()), None);
-        assert_eq!(from_less(AttributeType::Float3, &floats(&[1.0, 2.0]), &|_| String::new()), None);
-        assert_eq!(from_less(AttributeType::Real, &Value::Integer(1), &|_| String::new()), None);
-        assert_eq!(from_less(AttributeType::UInt, &Value::Integer(-1), &|_| String::new()), None);
+        assert_eq!(
+            from_less(AttributeType::Int, &Value::Integer(1 << 40), &|_| {
+                String::new()
+            }),
+            None
+        );
+        assert_eq!(
+            from_less(AttributeType::Float3, &floats(&[1.0, 2.0]), &|_| {
+                String::new()
+            }),
+            None
+        );
+        assert_eq!(
+            from_less(AttributeType::Real, &Value::Integer(1), &|_| String::new()),
+            None
+        );
+        assert_eq!(
+            from_less(AttributeType::UInt, &Value::Integer(-1), &|_| String::new()),
+            None
+        );
     }
 }

@@ -40,7 +40,8 @@ impl Node {
 
     /// One frame from a client.
     pub fn handle_client_frame(&mut self, client: ClientId, now: Time, frame: &[u8]) {
-        self.server.handle_frame(&mut self.scene, client, now, frame);
+        self.server
+            .handle_frame(&mut self.scene, client, now, frame);
         self.settle();
     }
 
@@ -99,7 +100,9 @@ impl Node {
             while let Some(event) = self.federation.poll_event() {
                 busy = true;
                 match event {
-                    FederationEvent::TypeRegistered(type_id) => self.server.handle_type_registered(type_id, None),
+                    FederationEvent::TypeRegistered(type_id) => {
+                        self.server.handle_type_registered(type_id, None)
+                    }
                     FederationEvent::ActionForAuthority { entity, action } => {
                         debug!(%entity, name = %action.name, "entity action executed by its authority");
                     }

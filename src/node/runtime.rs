@@ -61,9 +61,11 @@ pub struct Running {
 pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
     let mut scene = Scene::new(Registry::builtin());
     if let Some(path) = &config.tundra.scene {
-        let file = crate::tundra::txml::load_file(path, scene.registry()).map_err(|e| StartError::Scene {
-            file: path.display().to_string(),
-            message: e.to_string(),
+        let file = crate::tundra::txml::load_file(path, scene.registry()).map_err(|e| {
+            StartError::Scene {
+                file: path.display().to_string(),
+                message: e.to_string(),
+            }
         })?;
         let report = scene.import_txml(&file);
         for warning in &file.warnings {
@@ -85,9 +87,13 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|source| StartError::Listen { addr, source })?;
-    let tundra_addr = listener.local_addr().map_err(|source| StartError::Listen { addr, source })?;
+    let tundra_addr = listener
+        .local_addr()
+        .map_err(|source| StartError::Listen { addr, source })?;
     let tls = match (&config.tundra.tls_cert, &config.tundra.tls_key) {
-        (Some(cert), Some(key)) => Some(tokio_rustls::TlsAcceptor::from(tls::server_config(cert, key)?)),
+        (Some(cert), Some(key)) => Some(tokio_rustls::TlsAcceptor::from(tls::server_config(
+            cert, key,
+        )?)),
         _ => None,
     };
     Ok(Running {
@@ -121,8 +127,10 @@ impl Running {
         let mut handles: HashMap<ClientId, ClientHandle> = HashMap::new();
         let mut tick = tokio::time::interval(self.config.tick_period());
         tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
-        let stats_period = std::time::Duration::from_secs(self.config.log.stats_interval_secs.max(1));
-        let mut stats = tokio::time::interval_at(tokio::time::Instant::now() + stats_period, stats_period);
+        let stats_period =
+            std::time::Duration::from_secs(self.config.log.stats_interval_secs.max(1));
+        let mut stats =
+            tokio::time::interval_at(tokio::time::Instant::now() + stats_period, stats_period);
         tokio::pin!(shutdown);
         loop {
             tokio::select! {

@@ -79,7 +79,12 @@ impl Scene {
     /// ascending, wrapping to the start of the range, never an id in use.
     pub fn allocate_entity_id(&mut self, local: bool) -> Result<EntityId, SceneError> {
         let (next, first, last, what) = if local {
-            (&mut self.next_local, FIRST_LOCAL_ID, u32::MAX, "local entity")
+            (
+                &mut self.next_local,
+                FIRST_LOCAL_ID,
+                u32::MAX,
+                "local entity",
+            )
         } else {
             (&mut self.next_replicated, 1, LAST_REPLICATED_ID, "entity")
         };
@@ -106,7 +111,9 @@ impl Scene {
         components: Vec<ComponentData>,
     ) -> Result<CreatedEntity, SceneError> {
         let id = match id {
-            Some(id) if self.entities.contains_key(&id) => return Err(SceneError::EntityExists(id)),
+            Some(id) if self.entities.contains_key(&id) => {
+                return Err(SceneError::EntityExists(id))
+            }
             Some(id) if id.0 == 0 => self.allocate_entity_id(false)?,
             Some(id) => id,
             None => self.allocate_entity_id(false)?,
@@ -305,7 +312,10 @@ impl Scene {
             return Ok(false);
         }
         slot.value = value;
-        self.record(source, ChangeKind::AttributeChanged(entity, component, index));
+        self.record(
+            source,
+            ChangeKind::AttributeChanged(entity, component, index),
+        );
         Ok(true)
     }
 
@@ -331,7 +341,11 @@ impl Scene {
             return Err(SceneError::NotDynamic(type_id));
         }
         if index < schema.attributes.len() || slots.get(index).is_some_and(Option::is_some) {
-            return Err(SceneError::AttributeExists(entity, component, attribute.index));
+            return Err(SceneError::AttributeExists(
+                entity,
+                component,
+                attribute.index,
+            ));
         }
         slots.resize(slots.len().max(index + 1), None);
         slots[index] = Some(Attribute {
@@ -372,7 +386,10 @@ impl Scene {
         while slots.len() > schema.attributes.len() && slots.last().is_some_and(Option::is_none) {
             slots.pop();
         }
-        self.record(source, ChangeKind::AttributeRemoved(entity, component, index));
+        self.record(
+            source,
+            ChangeKind::AttributeRemoved(entity, component, index),
+        );
         Ok(())
     }
 
@@ -478,7 +495,11 @@ impl Scene {
 
 fn allocate_component_id(entity: &mut Entity, local: bool) -> Result<ComponentId, SceneError> {
     let (next, first, last) = if local {
-        (&mut entity.next_local_component_id, FIRST_LOCAL_ID, u32::MAX)
+        (
+            &mut entity.next_local_component_id,
+            FIRST_LOCAL_ID,
+            u32::MAX,
+        )
     } else {
         (&mut entity.next_component_id, 1, LAST_REPLICATED_ID)
     };

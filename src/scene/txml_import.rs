@@ -14,7 +14,9 @@ use super::store::Scene;
 use crate::tundra::attribute_text::parse_text;
 use crate::tundra::registry::CustomAttribute;
 use crate::tundra::txml::{self, SceneComponent};
-use crate::tundra::{AttributeBlock, AttributeType, ComponentBody, ComponentData, ComponentId, EntityId};
+use crate::tundra::{
+    AttributeBlock, AttributeType, ComponentBody, ComponentData, ComponentId, EntityId,
+};
 
 /// What an import did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -54,7 +56,14 @@ impl Scene {
                 }
             }
             let count = components.len();
-            match self.create_entity(ChangeSource::Node, id, Origin::Local, entity.temporary, parent, components) {
+            match self.create_entity(
+                ChangeSource::Node,
+                id,
+                Origin::Local,
+                entity.temporary,
+                parent,
+                components,
+            ) {
                 Ok(created) => {
                     report.entities += 1;
                     report.components += count;
@@ -96,7 +105,10 @@ impl Scene {
             ));
             return None;
         };
-        let values = typed.iter().map(|(a, text)| parse_text(a.ty, text)).collect();
+        let values = typed
+            .iter()
+            .map(|(a, text)| parse_text(a.ty, text))
+            .collect();
         let attributes = typed.into_iter().map(|(a, _)| a).collect();
         let type_id = self
             .registry_mut()

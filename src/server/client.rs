@@ -48,6 +48,8 @@ pub struct Client {
     /// What this client believes of each moving body, for RigidBodyUpdate
     /// thresholds (protocol 4 clients only).
     pub bodies: HashMap<EntityId, BodyState>,
+    /// Since when the client's unsent bytes have been over the limit.
+    pub backlogged_since: Option<Time>,
 }
 
 impl Client {
@@ -69,6 +71,7 @@ impl Client {
             observer: None,
             last_sent: HashMap::new(),
             bodies: HashMap::new(),
+            backlogged_since: None,
         }
     }
 

@@ -46,7 +46,11 @@ impl Default for ServerConfig {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ServerEvent {
     /// A client logged in.
-    ClientJoined { client: ClientId, user: UserId, username: String },
+    ClientJoined {
+        client: ClientId,
+        user: UserId,
+        username: String,
+    },
     /// A client left.
     ClientLeft { client: ClientId, user: UserId },
     /// A client edited an entity whose authority is another node: the node
@@ -61,7 +65,10 @@ pub enum ServerEvent {
     },
     /// An EntityAction for the server (execution type Local or Server). For
     /// a remote entity the node forwards it to the authority.
-    Action { client: ClientId, action: EntityAction },
+    Action {
+        client: ClientId,
+        action: EntityAction,
+    },
 }
 
 /// Counters for the stats line and `/metrics`.
@@ -213,7 +220,9 @@ impl TundraServer {
         self.closes.push_back((client, reason));
         // Stop processing its frames until the transport reports the close.
         if let Some(c) = self.clients.get_mut(&client) {
-            c.login = LoginState::Refused { close_at: Time::ZERO };
+            c.login = LoginState::Refused {
+                close_at: Time::ZERO,
+            };
         }
     }
 
@@ -233,7 +242,9 @@ impl TundraServer {
         }
         for (id, reason) in to_close {
             if let Some(c) = self.clients.get_mut(&id) {
-                c.login = LoginState::Refused { close_at: Time::ZERO };
+                c.login = LoginState::Refused {
+                    close_at: Time::ZERO,
+                };
             }
             info!(client = %id, %reason, "closing client");
             self.closes.push_back((id, reason));

@@ -64,9 +64,9 @@ impl TundraServer {
                 }
             }
             Message::EditEntityProperties(m) => {
-                let result = self
-                    .writable_entity(scene, m.entity_id)
-                    .and_then(|id| scene.set_temporary(ChangeSource::Client(client), id, m.temporary));
+                let result = self.writable_entity(scene, m.entity_id).and_then(|id| {
+                    scene.set_temporary(ChangeSource::Client(client), id, m.temporary)
+                });
                 self.note_refusal(client, "EditEntityProperties", result);
             }
             Message::CreateEntity(m) => self.handle_create_entity(scene, client, m),
@@ -79,9 +79,11 @@ impl TundraServer {
                 // A client may remove an entity the server already removed
                 // (section 14): unknown ids are ignored, not errors.
                 if scene.entity(m.entity_id).is_some() {
-                    let result = self
-                        .writable_entity(scene, m.entity_id)
-                        .and_then(|id| scene.remove_entity(ChangeSource::Client(client), id).map(|_| ()));
+                    let result = self.writable_entity(scene, m.entity_id).and_then(|id| {
+                        scene
+                            .remove_entity(ChangeSource::Client(client), id)
+                            .map(|_| ())
+                    });
                     self.note_refusal(client, "RemoveEntity", result);
                 }
             }
@@ -124,7 +126,12 @@ impl TundraServer {
         }
     }
 
-    fn note_refusal<T>(&mut self, client: ClientId, what: &'static str, result: Result<T, SceneError>) {
+    fn note_refusal<T>(
+        &mut self,
+        client: ClientId,
+        what: &'static str,
+        result: Result<T, SceneError>,
+    ) {
         if let Err(error) = result {
             self.stats.refused_messages += 1;
             warn!(%client, message = what, %error, "request refused");
@@ -168,13 +175,21 @@ impl TundraServer {
             components: created
                 .components
                 .iter()
-                .map(|(sender, id)| IdPair { sender: *sender, id: *id })
+                .map(|(sender, id)| IdPair {
+                    sender: *sender,
+                    id: *id,
+                })
                 .collect(),
         });
         self.push_message(client, &reply);
     }
 
-    fn handle_create_components(&mut self, scene: &mut Scene, client: ClientId, m: CreateComponents) {
+    fn handle_create_components(
+        &mut self,
+        scene: &mut Scene,
+        client: ClientId,
+        m: CreateComponents,
+    ) {
         let result = self
             .writable_entity(scene, m.entity_id)
             .and_then(|id| scene.create_components(ChangeSource::Client(client), id, m.components));
@@ -194,10 +209,17 @@ impl TundraServer {
         }
     }
 
-    fn handle_create_attributes(&mut self, scene: &mut Scene, client: ClientId, m: CreateAttributes) {
+    fn handle_create_attributes(
+        &mut self,
+        scene: &mut Scene,
+        client: ClientId,
+        m: CreateAttributes,
+    ) {
         let entity = match self.writable_entity(scene, m.entity_id) {
             Ok(id) => id,
-            Err(error) => return self.note_refusal(client, "CreateAttributes", Err::<(), _>(error)),
+            Err(error) => {
+                return self.note_refusal(client, "CreateAttributes", Err::<(), _>(error))
+            }
         };
         for attribute in m.attributes {
             let result = scene.create_attribute(
@@ -219,7 +241,11 @@ impl TundraServer {
 
     fn handle_edit_attributes(&mut self, scene: &mut Scene, client: ClientId, m: EditAttributes) {
         let Some(entity) = scene.entity(m.entity_id) else {
-            return self.note_refusal(client, "EditAttributes", Err::<(), _>(SceneError::UnknownEntity(m.entity_id)));
+            return self.note_refusal(
+                client,
+                "EditAttributes",
+                Err::<(), _>(SceneError::UnknownEntity(m.entity_id)),
+            );
         };
         let remote = entity.origin == Origin::Remote;
         let mut edits = Vec::new();
@@ -253,27 +279,52 @@ impl TundraServer {
                     value,
                 });
             } else {
-                let result = scene.edit_attribute(ChangeSource::Client(client), m.entity_id, component, index, value);
+                let result = scene.edit_attribute(
+                    ChangeSource::Client(client),
+                    m.entity_id,
+                    component,
+                    index,
+                    value,
+                );
                 self.note_refusal(client, "EditAttributes", result);
             }
         }
     }
 
-    fn handle_remove_attributes(&mut self, scene: &mut Scene, client: ClientId, m: RemoveAttributes) {
+    fn handle_remove_attributes(
+        &mut self,
+        scene: &mut Scene,
+        client: ClientId,
+        m: RemoveAttributes,
+    ) {
         let entity = match self.writable_entity(scene, m.entity_id) {
             Ok(id) => id,
-            Err(error) => return self.note_refusal(client, "RemoveAttributes", Err::<(), _>(error)),
+            Err(error) => {
+                return self.note_refusal(client, "RemoveAttributes", Err::<(), _>(error))
+            }
         };
         for attribute in m.attributes {
-            let result = scene.remove_attribute(ChangeSource::Client(client), entity, attribute.component_id, attribute.index);
+            let result = scene.remove_attribute(
+                ChangeSource::Client(client),
+                entity,
+                attribute.component_id,
+                attribute.index,
+            );
             self.note_refusal(client, "RemoveAttributes", result);
         }
     }
 
-    fn handle_remove_components(&mut self, scene: &mut Scene, client: ClientId, m: RemoveComponents) {
+    fn handle_remove_components(
+        &mut self,
+        scene: &mut Scene,
+        client: ClientId,
+        m: RemoveComponents,
+    ) {
         let entity = match self.writable_entity(scene, m.entity_id) {
             Ok(id) => id,
-            Err(error) => return self.note_refusal(client, "RemoveComponents", Err::<(), _>(error)),
+            Err(error) => {
+                return self.note_refusal(client, "RemoveComponents", Err::<(), _>(error))
+            }
         };
         for component in m.component_ids {
             let result = scene.remove_component(ChangeSource::Client(client), entity, component);
@@ -288,13 +339,23 @@ impl TundraServer {
         // Full u32 ids; unacked ones go through this client's map and the
         // message is dropped if unknown (section 4.18).
         let Some(entity) = state.resolve_full_id(m.entity_id) else {
-            return self.note_refusal(client, "SetEntityParent", Err::<(), _>(SceneError::UnknownEntity(m.entity_id)));
+            return self.note_refusal(
+                client,
+                "SetEntityParent",
+                Err::<(), _>(SceneError::UnknownEntity(m.entity_id)),
+            );
         };
         let parent = match m.parent_id {
             EntityId(0) => None,
             id => match state.resolve_full_id(id) {
                 Some(parent) => Some(parent),
-                None => return self.note_refusal(client, "SetEntityParent", Err::<(), _>(SceneError::UnknownEntity(id))),
+                None => {
+                    return self.note_refusal(
+                        client,
+                        "SetEntityParent",
+                        Err::<(), _>(SceneError::UnknownEntity(id)),
+                    )
+                }
             },
         };
         let result = self
@@ -309,10 +370,18 @@ impl TundraServer {
         };
         // The entity id is a plain u32 and may be an unacked id (section 14).
         let Some(entity) = state.resolve_full_id(action.entity_id) else {
-            return self.note_refusal(client, "EntityAction", Err::<(), _>(SceneError::UnknownEntity(action.entity_id)));
+            return self.note_refusal(
+                client,
+                "EntityAction",
+                Err::<(), _>(SceneError::UnknownEntity(action.entity_id)),
+            );
         };
         if scene.entity(entity).is_none() {
-            return self.note_refusal(client, "EntityAction", Err::<(), _>(SceneError::UnknownEntity(entity)));
+            return self.note_refusal(
+                client,
+                "EntityAction",
+                Err::<(), _>(SceneError::UnknownEntity(entity)),
+            );
         }
         action.entity_id = entity;
         let kind = action.execution_type;
@@ -326,7 +395,11 @@ impl TundraServer {
             // Queued as Local to every other user, sent after its next scene
             // sync (section 4.15).
             action.execution_type = exec_type::LOCAL;
-            for other in self.clients.values_mut().filter(|c| c.is_authenticated() && c.id != client) {
+            for other in self
+                .clients
+                .values_mut()
+                .filter(|c| c.is_authenticated() && c.id != client)
+            {
                 other.pending_actions.push(action.clone());
             }
         }

@@ -10,8 +10,8 @@
 use std::time::Duration;
 
 use crate::scene::{Entity, Scene};
-use crate::tundra::{AttributeValue, EntityId};
 use crate::tundra::values::Float3;
+use crate::tundra::{AttributeValue, EntityId};
 
 const PLACEABLE: u32 = 20;
 const MESH: u32 = 17;
@@ -45,9 +45,15 @@ fn world_position(scene: &Scene, entity: &Entity) -> Option<Float3> {
     let mut parent = entity.parent;
     for _ in 0..64 {
         let Some(id) = parent else { break };
-        let Some(ancestor) = scene.entity(id) else { break };
+        let Some(ancestor) = scene.entity(id) else {
+            break;
+        };
         if let Some(t) = transform_of(ancestor) {
-            position = Float3::new(position.x + t.pos.x, position.y + t.pos.y, position.z + t.pos.z);
+            position = Float3::new(
+                position.x + t.pos.x,
+                position.y + t.pos.y,
+                position.z + t.pos.z,
+            );
         }
         parent = ancestor.parent;
     }
@@ -55,7 +61,12 @@ fn world_position(scene: &Scene, entity: &Entity) -> Option<Float3> {
 }
 
 /// How often `entity` should be sent to this observer; `period` is the tick.
-pub fn update_interval(scene: &Scene, id: EntityId, observer: &Observer, period: Duration) -> Duration {
+pub fn update_interval(
+    scene: &Scene,
+    id: EntityId,
+    observer: &Observer,
+    period: Duration,
+) -> Duration {
     let (Some(entity), Some(eye)) = (scene.entity(id), observer.position) else {
         return period;
     };

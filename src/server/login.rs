@@ -15,7 +15,13 @@ use crate::tundra::{EntityId, Message, ProtocolVersion, UserId};
 const REFUSED_CLOSE_DELAY: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl TundraServer {
-    pub(super) fn handle_login(&mut self, scene: &Scene, client: ClientId, now: Time, login: Login) {
+    pub(super) fn handle_login(
+        &mut self,
+        scene: &Scene,
+        client: ClientId,
+        now: Time,
+        login: Login,
+    ) {
         let Some(state) = self.clients.get(&client) else {
             return;
         };
@@ -33,17 +39,24 @@ impl TundraServer {
                 return;
             }
         };
-        let protocol = ProtocolVersion::negotiate(login.protocol_version).max(ProtocolVersion::ORIGINAL);
+        let protocol =
+            ProtocolVersion::negotiate(login.protocol_version).max(ProtocolVersion::ORIGINAL);
         if let Some(reason) = self.login_refusal(&properties) {
             info!(%client, %reason, "login refused");
-            self.push_raw(client, protocol, &Message::LoginReply(LoginReply {
-                success: false,
-                user_id: UserId(0),
-                reply_data: reason,
-                protocol_version: None,
-            }));
+            self.push_raw(
+                client,
+                protocol,
+                &Message::LoginReply(LoginReply {
+                    success: false,
+                    user_id: UserId(0),
+                    reply_data: reason,
+                    protocol_version: None,
+                }),
+            );
             if let Some(c) = self.clients.get_mut(&client) {
-                c.login = LoginState::Refused { close_at: now + REFUSED_CLOSE_DELAY };
+                c.login = LoginState::Refused {
+                    close_at: now + REFUSED_CLOSE_DELAY,
+                };
             }
             return;
         }
@@ -94,10 +107,13 @@ impl TundraServer {
             .map(|c| (c.user, c.username.clone()))
             .collect();
         for (other, name) in others {
-            self.push_message(client, &Message::ClientJoined(ClientJoined {
-                user_id: other,
-                username: Some(name),
-            }));
+            self.push_message(
+                client,
+                &Message::ClientJoined(ClientJoined {
+                    user_id: other,
+                    username: Some(name),
+                }),
+            );
         }
         let reply = Message::LoginReply(LoginReply {
             success: true,
@@ -107,11 +123,18 @@ impl TundraServer {
         });
         self.push_message(client, &reply);
         info!(%client, %user, username = %username, protocol = protocol.0, "client logged in");
-        self.events.push_back(ServerEvent::ClientJoined { client, user, username });
+        self.events.push_back(ServerEvent::ClientJoined {
+            client,
+            user,
+            username,
+        });
     }
 
     /// Why a login is refused by the configured policy, if it is.
-    fn login_refusal(&self, properties: &serde_json::Map<String, serde_json::Value>) -> Option<String> {
+    fn login_refusal(
+        &self,
+        properties: &serde_json::Map<String, serde_json::Value>,
+    ) -> Option<String> {
         for (key, expected) in &self.config.required_login {
             let given = match properties.get(key) {
                 Some(serde_json::Value::String(s)) => s.clone(),
@@ -140,7 +163,8 @@ impl TundraServer {
         let pending = std::mem::take(&mut c.pending_types);
         for type_id in pending {
             if let Some(schema) = scene.registry().get(type_id) {
-                let message = Message::RegisterComponentType(RegisterComponentType::from_schema(schema));
+                let message =
+                    Message::RegisterComponentType(RegisterComponentType::from_schema(schema));
                 self.push_message(client, &message);
             }
         }

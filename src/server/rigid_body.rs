@@ -38,7 +38,12 @@ fn float3(entity: &Entity, component: Option<ComponentId>, index: u8) -> Float3 
 /// The body state of an entity with a Placeable, if it has one.
 pub fn body_state(entity: &Entity) -> Option<BodyState> {
     let placeable = component_of(entity, PLACEABLE)?;
-    let transform: Transform = match &entity.components.get(&placeable)?.attribute(TRANSFORM)?.value {
+    let transform: Transform = match &entity
+        .components
+        .get(&placeable)?
+        .attribute(TRANSFORM)?
+        .value
+    {
         AttributeValue::Transform(t) => *t,
         _ => return None,
     };

@@ -171,7 +171,11 @@ impl SyncState {
             ChangeKind::EntityCreated(_) => {
                 match self.entities.get_mut(&id) {
                     Some(entity) if matches!(entity.presence, Presence::Removed) => {
-                        entity.presence = if own { Presence::Known } else { Presence::Replaced };
+                        entity.presence = if own {
+                            Presence::Known
+                        } else {
+                            Presence::Replaced
+                        };
                         entity.reset_detail();
                     }
                     Some(entity) => {

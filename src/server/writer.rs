@@ -12,25 +12,43 @@ use super::rigid_body::{body_state, take_rigid_body_change};
 use super::sync_state::{EntitySync, Presence};
 use crate::clock::Time;
 use crate::scene::{ClientId, ComponentContent, Entity, Scene};
+use crate::tundra::messages::id::RIGID_BODY_UPDATE;
 use crate::tundra::messages::{
     CreateAttributes, CreateComponents, CreateEntity, EditAttributes, EditAttributesBlock,
     EditEntityProperties, NewAttribute, RemoveAttributes, RemoveComponents, RemoveEntity,
     RemovedAttribute, SetEntityParent,
 };
-use crate::tundra::messages::id::RIGID_BODY_UPDATE;
 use crate::tundra::rigid_body_sender::pack;
 use crate::tundra::{AttributeEdit, EntityId, Message, ProtocolVersion};
 
 impl TundraServer {
-    pub(super) fn write_tick(&mut self, scene: &Scene, now: Time, backlog: &dyn Fn(ClientId) -> usize) {
+    pub(super) fn write_tick(
+        &mut self,
+        scene: &Scene,
+        now: Time,
+        backlog: &dyn Fn(ClientId) -> usize,
+    ) {
         let limit = self.config.limits.max_client_backlog_bytes;
         let ids: Vec<ClientId> = self.authenticated_clients().map(|c| c.id).collect();
         for id in ids {
             let queued = backlog(id);
-            if queued > limit.saturating_mul(2) {
+            let stall = Duration::from_secs(self.config.limits.max_client_stall_secs);
+            let since = match self.clients.get_mut(&id) {
+                Some(client) if queued > limit => *client.backlogged_since.get_or_insert(now),
+                Some(client) => {
+                    client.backlogged_since = None;
+                    now
+                }
+                None => continue,
+            };
+            if queued > limit.saturating_mul(2) || (queued > limit && now - since >= stall) {
                 self.refuse_client(
                     id,
-                    format!("not reading: {queued} bytes queued (limits.max_client_backlog_bytes = {limit})"),
+                    format!(
+                        "not reading: {queued} bytes queued for {:.1} s (limits.max_client_backlog_bytes = {limit}, limits.max_client_stall_secs = {})",
+                        (now - since).as_secs_f64(),
+                        stall.as_secs()
+                    ),
                 );
                 continue;
             }
@@ -69,7 +87,9 @@ impl TundraServer {
                 continue;
             };
             if interest && pending.presence == Presence::Known {
-                if let (Some(observer), Some(last)) = (&client.observer, client.last_sent.get(&entity_id)) {
+                if let (Some(observer), Some(last)) =
+                    (&client.observer, client.last_sent.get(&entity_id))
+                {
                     let interval: Duration = update_interval(scene, entity_id, observer, tick);
                     if now - *last < interval {
                         deferred.push(entity_id);
@@ -140,11 +160,17 @@ fn entity_messages(
     let entity = scene.entity(id);
     match pending.presence {
         Presence::Removed => {
-            out.push(Message::RemoveEntity(RemoveEntity { scene_id: 0, entity_id: id }));
+            out.push(Message::RemoveEntity(RemoveEntity {
+                scene_id: 0,
+                entity_id: id,
+            }));
         }
         Presence::New | Presence::Replaced => {
             if pending.presence == Presence::Replaced {
-                out.push(Message::RemoveEntity(RemoveEntity { scene_id: 0, entity_id: id }));
+                out.push(Message::RemoveEntity(RemoveEntity {
+                    scene_id: 0,
+                    entity_id: id,
+                }));
             }
             if let Some(entity) = entity {
                 out.push(Message::CreateEntity(create_entity(entity)));
@@ -165,7 +191,10 @@ fn create_entity(entity: &Entity) -> CreateEntity {
         temporary: entity.temporary,
         // Written only for protocol >= 3 by the encoder (section 4.6).
         parent: entity.parent,
-        components: entity.replicated_components().map(Scene::component_data).collect(),
+        components: entity
+            .replicated_components()
+            .map(Scene::component_data)
+            .collect(),
     }
 }
 
@@ -204,7 +233,10 @@ fn changed_entity_messages(
                     continue;
                 }
                 for index in sync.removed.iter() {
-                    removed_attributes.push(RemovedAttribute { component_id: *component_id, index });
+                    removed_attributes.push(RemovedAttribute {
+                        component_id: *component_id,
+                        index,
+                    });
                 }
                 for index in sync.created.iter() {
                     if let Some(attribute) = component.attribute(index) {
@@ -221,13 +253,22 @@ fn changed_entity_messages(
                     .iter()
                     .filter_map(|index| {
                         let attribute = component.attribute(index)?;
-                        Some(AttributeEdit { index, value: attribute.value.clone() })
+                        Some(AttributeEdit {
+                            index,
+                            value: attribute.value.clone(),
+                        })
                     })
                     .collect();
                 if !edits.is_empty() {
-                    match EditAttributesBlock::encode(*component_id, &edits, &component.slot_types()) {
+                    match EditAttributesBlock::encode(
+                        *component_id,
+                        &edits,
+                        &component.slot_types(),
+                    ) {
                         Ok(block) => edit_blocks.push(block),
-                        Err(error) => warn!(entity = %id, component = %component_id, %error, "cannot encode edits"),
+                        Err(error) => {
+                            warn!(entity = %id, component = %component_id, %error, "cannot encode edits")
+                        }
                     }
                 }
             }

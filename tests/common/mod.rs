@@ -7,7 +7,9 @@ use std::time::Duration;
 use futures_util::{SinkExt, StreamExt};
 use lessgate::config::NodeConfig;
 use lessgate::tundra::messages::{CreateEntity, Login};
-use lessgate::tundra::{ComponentData, DecodeContext, EntityId, Message, ProtocolVersion, Registry};
+use lessgate::tundra::{
+    ComponentData, DecodeContext, EntityId, Message, ProtocolVersion, Registry,
+};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 use tokio_tungstenite::tungstenite::Message as WsMessage;
@@ -27,7 +29,9 @@ pub struct TestNode {
 impl TestNode {
     pub async fn start(mut config: NodeConfig) -> TestNode {
         config.tundra.listen = "127.0.0.1:0".parse().unwrap();
-        let running = lessgate::node::runtime::start(config).await.expect("node starts");
+        let running = lessgate::node::runtime::start(config)
+            .await
+            .expect("node starts");
         let url = running.tundra_url();
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(running.run(async {
@@ -58,7 +62,9 @@ pub struct TundraClient {
 
 impl TundraClient {
     pub async fn connect(url: &str) -> TundraClient {
-        let (socket, _) = tokio_tungstenite::connect_async(url).await.expect("websocket connects");
+        let (socket, _) = tokio_tungstenite::connect_async(url)
+            .await
+            .expect("websocket connects");
         TundraClient {
             socket,
             protocol: ProtocolVersion::ORIGINAL,
@@ -97,7 +103,10 @@ impl TundraClient {
     }
 
     pub async fn send_raw(&mut self, frame: Vec<u8>) {
-        self.socket.send(WsMessage::Binary(frame.into())).await.expect("sends");
+        self.socket
+            .send(WsMessage::Binary(frame.into()))
+            .await
+            .expect("sends");
     }
 
     /// The next Tundra message, or `None` when the connection closed.
@@ -112,7 +121,8 @@ impl TundraClient {
                         protocol_version: self.protocol,
                         registry: &self.registry,
                     };
-                    let message = Message::decode_frame(&frame, &context).expect("server frames decode");
+                    let message =
+                        Message::decode_frame(&frame, &context).expect("server frames decode");
                     if let Message::RegisterComponentType(m) = &message {
                         m.register(&mut self.registry);
                     }
@@ -151,7 +161,11 @@ impl TundraClient {
     }
 
     /// Creates an entity from components, as a client does: an unacked id.
-    pub async fn create_entity(&mut self, unacked: u32, components: Vec<ComponentData>) -> EntityId {
+    pub async fn create_entity(
+        &mut self,
+        unacked: u32,
+        components: Vec<ComponentData>,
+    ) -> EntityId {
         self.send(&Message::CreateEntity(CreateEntity {
             scene_id: 0,
             entity_id: EntityId(0x4000_0000 | unacked),
@@ -160,7 +174,10 @@ impl TundraClient {
             components,
         }))
         .await;
-        match self.recv_until(|m| matches!(m, Message::CreateEntityReply(_))).await {
+        match self
+            .recv_until(|m| matches!(m, Message::CreateEntityReply(_)))
+            .await
+        {
             Message::CreateEntityReply(reply) => {
                 // Sent masked to 30 bits; the client ORs 0x40000000 back.
                 assert_eq!(reply.sender_entity_id.wire(), unacked);

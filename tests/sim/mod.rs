@@ -16,10 +16,12 @@ use lessgate::less::signature::{LinkRole, SessionKeys};
 use lessgate::node::Node;
 use lessgate::scene::{ClientId, Scene};
 use lessgate::server::{ServerConfig, TundraServer};
-use lessgate::tundra::messages::{CreateEntity, EditAttributes, EditAttributesBlock, Login, RemoveEntity};
+use lessgate::tundra::messages::{
+    CreateEntity, EditAttributes, EditAttributesBlock, Login, RemoveEntity,
+};
 use lessgate::tundra::{
-    AttributeEdit, AttributeValue, ComponentBody, ComponentData, ComponentId, DecodeContext, EntityId, Message,
-    ProtocolVersion, Registry,
+    AttributeEdit, AttributeValue, ComponentBody, ComponentData, ComponentId, DecodeContext,
+    EntityId, Message, ProtocolVersion, Registry,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -132,9 +134,24 @@ impl Sim {
         };
         let session_a = session(&self.nodes[a], LinkRole::Initiator, sa, sb);
         let session_b = session(&self.nodes[b], LinkRole::Acceptor, sb, sa);
-        let (ida, idb) = (self.nodes[a].federation.node_id(), self.nodes[b].federation.node_id());
-        self.nodes[a].handle_link_up(Link::new(la, idb, format!("n{b}"), LinkPolicy::default(), session_a));
-        self.nodes[b].handle_link_up(Link::new(lb, ida, format!("n{a}"), LinkPolicy::default(), session_b));
+        let (ida, idb) = (
+            self.nodes[a].federation.node_id(),
+            self.nodes[b].federation.node_id(),
+        );
+        self.nodes[a].handle_link_up(Link::new(
+            la,
+            idb,
+            format!("n{b}"),
+            LinkPolicy::default(),
+            session_a,
+        ));
+        self.nodes[b].handle_link_up(Link::new(
+            lb,
+            ida,
+            format!("n{a}"),
+            LinkPolicy::default(),
+            session_b,
+        ));
         self.wiring.insert((a, la), (b, lb, model, true));
         self.wiring.insert((b, lb), (a, la, model, true));
         (la, lb)
@@ -158,7 +175,11 @@ impl Sim {
             login_data: "{\"username\":\"sim\"}".into(),
             protocol_version: Some(3),
         });
-        self.nodes[node].handle_client_frame(id, self.now, &login.encode_frame(ProtocolVersion(1)).unwrap());
+        self.nodes[node].handle_client_frame(
+            id,
+            self.now,
+            &login.encode_frame(ProtocolVersion(1)).unwrap(),
+        );
         self.clients[node].insert(
             id,
             SimClient {
@@ -208,10 +229,18 @@ impl Sim {
     /// A client moves an entity it sees (by its node's ids).
     pub fn move_entity(&mut self, node: usize, client: ClientId, entity: EntityId, x: f32) {
         let view = &self.clients[node][&client].view;
-        let Some(components) = view.entities.get(&entity) else { panic!("client does not see {entity}") };
-        let (component, _) = components.iter().find(|(_, (t, _))| *t == 20).expect("a Placeable");
+        let Some(components) = view.entities.get(&entity) else {
+            panic!("client does not see {entity}")
+        };
+        let (component, _) = components
+            .iter()
+            .find(|(_, (t, _))| *t == 20)
+            .expect("a Placeable");
         let slots = registry().get(20).unwrap().slot_types();
-        let edit = AttributeEdit { index: 0, value: transform(x) };
+        let edit = AttributeEdit {
+            index: 0,
+            value: transform(x),
+        };
         let component = *component;
         let message = Message::EditAttributes(EditAttributes {
             scene_id: 0,
@@ -234,12 +263,21 @@ impl Sim {
         if let Some(c) = self.clients[node].get_mut(&client) {
             c.view.entities.remove(&entity);
         }
-        self.send(node, client, &Message::RemoveEntity(RemoveEntity { scene_id: 0, entity_id: entity }));
+        self.send(
+            node,
+            client,
+            &Message::RemoveEntity(RemoveEntity {
+                scene_id: 0,
+                entity_id: entity,
+            }),
+        );
     }
 
     fn deliver_client_frames(&mut self, node: usize) {
         while let Some((client, frame)) = self.nodes[node].server.poll_transmit() {
-            let Some(state) = self.clients[node].get_mut(&client) else { continue };
+            let Some(state) = self.clients[node].get_mut(&client) else {
+                continue;
+            };
             let context = DecodeContext {
                 protocol_version: ProtocolVersion(3),
                 registry: &state.registry,
@@ -274,7 +312,9 @@ impl Sim {
         due.sort_by_key(|p| p.at);
         for packet in due {
             let node = &mut self.nodes[packet.to_node];
-            let Some(link) = node.federation.link_mut(packet.link) else { continue };
+            let Some(link) = node.federation.link_mut(packet.link) else {
+                continue;
+            };
             match packet.path {
                 Path::Datagram => link.session.handle_datagram(now, &packet.bytes),
                 Path::Stream => link.session.handle_stream_frame(now, &packet.bytes),
@@ -284,8 +324,12 @@ impl Sim {
         // Timers and transmits.
         let keys: Vec<(usize, LinkId)> = self.wiring.keys().copied().collect();
         for (node, link) in keys {
-            let Some(&(peer, peer_link, model, up)) = self.wiring.get(&(node, link)) else { continue };
-            let Some(l) = self.nodes[node].federation.link_mut(link) else { continue };
+            let Some(&(peer, peer_link, model, up)) = self.wiring.get(&(node, link)) else {
+                continue;
+            };
+            let Some(l) = self.nodes[node].federation.link_mut(link) else {
+                continue;
+            };
             if l.session.poll_timeout().is_some_and(|t| t <= now) {
                 l.session.handle_timeout(now);
             }
@@ -339,9 +383,9 @@ impl Sim {
             .entities
             .iter()
             .filter(|(_, components)| {
-                components
-                    .values()
-                    .any(|(t, v)| *t == 26 && v.first() == Some(&AttributeValue::String(name.to_owned())))
+                components.values().any(|(t, v)| {
+                    *t == 26 && v.first() == Some(&AttributeValue::String(name.to_owned()))
+                })
             })
             .map(|(id, _)| *id)
             .collect()
@@ -359,10 +403,13 @@ impl Sim {
     /// The Placeable x a client sees for an entity.
     pub fn x_of(&self, node: usize, client: ClientId, entity: EntityId) -> Option<f32> {
         let components = self.view(node, client).entities.get(&entity)?;
-        components.values().find(|(t, _)| *t == 20).and_then(|(_, values)| match values.first() {
-            Some(AttributeValue::Transform(t)) => Some(t.pos.x),
-            _ => None,
-        })
+        components
+            .values()
+            .find(|(t, _)| *t == 20)
+            .and_then(|(_, values)| match values.first() {
+                Some(AttributeValue::Transform(t)) => Some(t.pos.x),
+                _ => None,
+            })
     }
 }
 
@@ -382,7 +429,9 @@ fn apply(client: &mut SimClient, message: Message) {
         Message::CreateEntityReply(reply) => {
             // HandleCreateEntityReply: the unacked entity and components
             // take the ids the server gave.
-            let Some(components) = client.pending.remove(&reply.sender_entity_id.wire()) else { return };
+            let Some(components) = client.pending.remove(&reply.sender_entity_id.wire()) else {
+                return;
+            };
             let mut entity = BTreeMap::new();
             for component in components {
                 let sender = component.id.wire();
@@ -396,7 +445,11 @@ fn apply(client: &mut SimClient, message: Message) {
             view.entities.insert(reply.entity_id, entity);
         }
         Message::CreateEntity(create) => {
-            let components = create.components.into_iter().map(|c| (c.id, component_values(c))).collect();
+            let components = create
+                .components
+                .into_iter()
+                .map(|c| (c.id, component_values(c)))
+                .collect();
             assert!(
                 view.entities.insert(create.entity_id, components).is_none(),
                 "CreateEntity for an entity the client already has"
@@ -420,10 +473,18 @@ fn apply(client: &mut SimClient, message: Message) {
             view.entities.remove(&remove.entity_id);
         }
         Message::EditAttributes(edit) => {
-            let Some(entity) = view.entities.get_mut(&edit.entity_id) else { return };
+            let Some(entity) = view.entities.get_mut(&edit.entity_id) else {
+                return;
+            };
             for block in edit.blocks {
-                let Some((type_id, values)) = entity.get_mut(&block.component_id) else { continue };
-                let slots = client.registry.get(*type_id).map(|s| s.slot_types()).unwrap_or_default();
+                let Some((type_id, values)) = entity.get_mut(&block.component_id) else {
+                    continue;
+                };
+                let slots = client
+                    .registry
+                    .get(*type_id)
+                    .map(|s| s.slot_types())
+                    .unwrap_or_default();
                 if let Ok(decoded) = block.decode(&slots) {
                     for e in decoded.edits {
                         if let Some(slot) = values.get_mut(usize::from(e.index)) {
