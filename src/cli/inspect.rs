@@ -77,7 +77,7 @@ pub fn run_tundra(args: &TundraArgs) -> Result<String, Box<dyn std::error::Error
         None => Registry::builtin(),
     };
     let text = args.hex.as_deref().unwrap_or_default();
-    let frame = parse_hex(text)?;
+    let frame = parse_hex(text).map_err(|e| format!("frame hex: {e}"))?;
     let json = frame_to_json(&frame, ProtocolVersion(args.protocol), &registry)?;
     Ok(serde_json::to_string_pretty(&json)?)
 }
