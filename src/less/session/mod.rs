@@ -294,7 +294,11 @@ impl Session {
     /// Removes one of our entities.
     pub fn remove_entity(&mut self, entity: ObjectId<Local>) -> Result<(), CommandError> {
         self.check_open()?;
-        self.local.remove_entity(entity)
+        self.local.remove_entity(entity)?;
+        self.remote
+            .tweak_stamps
+            .retain(|(target, _), _| *target != entity);
+        Ok(())
     }
 
     /// Asks the peer for a fresh snapshot of one of its entities.
