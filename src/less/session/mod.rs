@@ -962,6 +962,13 @@ mod tests {
     }
 
     #[test]
+    fn sessions_can_move_between_threads() {
+        fn assert_send<T: Send + 'static>() {}
+        assert_send::<Session>();
+        assert_send::<Event>();
+    }
+
+    #[test]
     fn keepalive_is_an_empty_packet_with_initial_acks() {
         let mut session = session(FramingMode::Datagram);
         assert!(drain(&mut session, Time::ZERO).is_empty());
