@@ -409,7 +409,7 @@ impl Session {
             .config
             .connection
             .interaction(interaction)
-            .ok_or(CommandError::UnknownType)?;
+            .ok_or(CommandError::UnknownInteraction)?;
         for field in &values {
             let declared = schema.property(field.id).ok_or_else(|| {
                 CommandError::TypeMismatch(format!("interaction property {}", field.id))
