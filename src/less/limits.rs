@@ -34,9 +34,11 @@ pub const MAX_ELEMENTS: usize = 65_536;
 /// three levels.
 pub const MAX_NESTING: usize = 16;
 
-/// Extra decoded values allowed beyond one per input byte. Every value costs
-/// one unit of a per-frame budget, so zero-byte values (NULL, empty VECTOR)
-/// cannot multiply into an allocation larger than a small multiple of the input.
+/// Extra decoded values allowed beyond one per input byte. Every leaf value
+/// (anything but a non-empty LIST or VECTOR) costs one unit of a per-frame
+/// budget. Element types never encode to zero bytes, so valid input stays
+/// within one unit per byte; the budget is defence in depth against
+/// amplification into allocations far larger than the input.
 pub const VALUE_BUDGET_SLACK: usize = 4096;
 
 /// Longest component-id path. The draft allows sub-components; eight levels is

@@ -68,7 +68,7 @@ impl Value {
     }
 
     fn conforms_at(&self, expected: &ValueType, depth: usize) -> bool {
-        if depth >= MAX_NESTING {
+        if depth >= MAX_NESTING || !expected.is_valid() {
             return false;
         }
         match (self, expected) {
@@ -181,7 +181,15 @@ fn decode_at(
     if depth >= MAX_NESTING {
         return Err(DecodeError::TooDeep);
     }
-    reader.charge_value()?;
+    // Only leaves are charged: a LIST or VECTOR with elements costs nothing
+    // itself, and (element types never encode to zero bytes) every leaf
+    // consumes input or sits behind an id or header byte, so valid input
+    // never exhausts the budget.
+    let container = matches!(expected, ValueType::List(_))
+        || matches!(expected, ValueType::Vector(count, _) if *count > 0);
+    if !container {
+        reader.charge_value()?;
+    }
     Ok(match expected {
         ValueType::Null => Value::Null,
         ValueType::ObjectId => Value::ObjectId(reader.read_u64()?),
@@ -192,6 +200,9 @@ fn decode_at(
         ValueType::Float64 => Value::Float64(f64::from_le_bytes(reader.read_array()?)),
         ValueType::List(element) => {
             let count = reader.read_count("list count", MAX_ELEMENTS)?;
+            if count == 0 {
+                reader.charge_value()?;
+            }
             let mut items = Vec::with_capacity(count.min(reader.remaining()));
             for _ in 0..count {
                 items.push(decode_at(reader, element, depth + 1)?);
@@ -407,17 +418,24 @@ mod tests {
     }
 
     #[test]
-    fn zero_size_elements_cannot_amplify() {
-        // LIST(LIST(NULL)): 32767 inner lists of 32767 NULLs, 3 input bytes each.
-        let mut bytes = vec![0xbf, 0xff, 0x03];
-        for _ in 0..2000 {
-            bytes.extend_from_slice(&[0xbf, 0xff, 0x03]);
-        }
-        let nested = ValueType::List(Box::new(ValueType::List(Box::new(ValueType::Null))));
+    fn zero_size_values_cannot_amplify() {
+        // A list of empty lists: each inner list costs one byte and one value.
+        let nested = ValueType::List(Box::new(ValueType::List(Box::new(ValueType::Integer))));
+        let mut bytes = vec![0xbf, 0xff, 0x03]; // 32767 inner lists
+        bytes.extend(std::iter::repeat(0x00).take(100));
         assert_eq!(
             Value::decode(&mut Reader::new(&bytes), &nested),
-            Err(DecodeError::BudgetExhausted)
+            Err(DecodeError::Truncated)
         );
+        // NULL standalone values cost two bytes each, so a frame of them fits its budget.
+        let many_nulls = vec![0x00; 20_000];
+        let mut reader = Reader::new(&many_nulls);
+        for _ in 0..10_000 {
+            assert_eq!(Value::decode_standalone(&mut reader), Ok(Value::Null));
+        }
+        // A type with zero-size elements never conforms.
+        let nulls = ValueType::List(Box::new(ValueType::Null));
+        assert!(!Value::List(ValueType::Null, vec![Value::Null]).conforms_to(&nulls));
     }
 
     #[test]

@@ -80,6 +80,38 @@ impl ValueType {
         }
     }
 
+    /// The fewest bytes a value of this type encodes to (CONTEXT-DEPENDENT-VARIANT).
+    pub fn min_encoded_len(&self) -> usize {
+        match self {
+            ValueType::Null => 0,
+            ValueType::ObjectId
+            | ValueType::Integer
+            | ValueType::String
+            | ValueType::List(_)
+            | ValueType::VariableBinary => 1,
+            ValueType::Float16 => 2,
+            ValueType::Float32 => 4,
+            ValueType::Float64 => 8,
+            ValueType::Vector(count, element) => count.saturating_mul(element.min_encoded_len()),
+            ValueType::StandaloneVariant => 2,
+            ValueType::FixedBinary(len) => *len,
+            ValueType::Uuid => 16,
+        }
+    }
+
+    /// True if this type may be used: no LIST or VECTOR, at any depth, has
+    /// elements that can encode to zero bytes (decision: a collection of
+    /// NULLs carries nothing but its count, and zero-size elements would let
+    /// a few input bytes decode into millions of values).
+    pub fn is_valid(&self) -> bool {
+        match self {
+            ValueType::List(element) | ValueType::Vector(_, element) => {
+                element.min_encoded_len() > 0 && element.is_valid()
+            }
+            _ => true,
+        }
+    }
+
     /// Nesting depth: 1 for a scalar, 1 + the element's depth for LIST/VECTOR.
     pub fn depth(&self) -> usize {
         match self {
@@ -120,10 +152,10 @@ impl ValueType {
             code::FLOAT16 => ValueType::Float16,
             code::FLOAT32 => ValueType::Float32,
             code::FLOAT64 => ValueType::Float64,
-            code::LIST => ValueType::List(Box::new(Self::decode_at(reader, depth + 1)?)),
+            code::LIST => ValueType::List(Box::new(Self::decode_element(reader, depth)?)),
             code::VECTOR => {
                 let count = reader.read_count("vector count", MAX_ELEMENTS)?;
-                ValueType::Vector(count, Box::new(Self::decode_at(reader, depth + 1)?))
+                ValueType::Vector(count, Box::new(Self::decode_element(reader, depth)?))
             }
             code::STANDALONE_VARIANT => ValueType::StandaloneVariant,
             code::VARIABLE_BINARY => ValueType::VariableBinary,
@@ -135,12 +167,23 @@ impl ValueType {
         })
     }
 
+    fn decode_element(reader: &mut Reader<'_>, depth: usize) -> Result<ValueType, DecodeError> {
+        let element = Self::decode_at(reader, depth + 1)?;
+        if element.min_encoded_len() == 0 {
+            return Err(DecodeError::Invalid("collection of zero-size elements"));
+        }
+        Ok(element)
+    }
+
     /// Parses the schema text form: `null`, `object-id`, `integer`, `string`,
     /// `float16`, `float32`, `float64`, `list(T)`, `vector(N, T)`,
     /// `standalone-variant`, `variable-binary`, `fixed-binary(N)`, `uuid`.
     pub fn parse(text: &str) -> Result<ValueType, String> {
         let mut parser = TextParser { text, position: 0 };
         let parsed = parser.parse_type(0)?;
+        if !parsed.is_valid() {
+            return Err(format!("{text:?}: collection of zero-size elements"));
+        }
         parser.skip_spaces();
         if parser.position != text.len() {
             return Err(format!("unexpected text after type in {text:?}"));
@@ -309,6 +352,31 @@ mod tests {
             ValueType::decode(&mut Reader::new(&huge_vector)),
             Err(DecodeError::LimitExceeded { .. })
         ));
+    }
+
+    #[test]
+    fn collections_of_zero_size_elements_are_invalid() {
+        for bytes in [
+            &[0x07, 0x00][..],
+            &[0x08, 0x03, 0x00],
+            &[0x07, 0x0b, 0x00],
+            &[0x07, 0x08, 0x00, 0x02],
+        ] {
+            assert_eq!(
+                ValueType::decode(&mut Reader::new(bytes)),
+                Err(DecodeError::Invalid("collection of zero-size elements")),
+                "{bytes:?}"
+            );
+        }
+        assert!(ValueType::parse("list(null)").is_err());
+        assert!(ValueType::parse("vector(2, vector(0, integer))").is_err());
+        assert!(ValueType::parse("vector(0, integer)").is_ok());
+        assert_eq!(
+            ValueType::parse("vector(3, float32)")
+                .unwrap()
+                .min_encoded_len(),
+            12
+        );
     }
 
     #[test]

@@ -125,6 +125,8 @@ pub enum CommandError {
     TypeMismatch(String),
     #[error("unknown request")]
     UnknownRequest,
+    #[error("interaction not declared by the connection schema")]
+    UnknownInteraction,
     #[error("a failed result must carry a STRING")]
     FailureWithoutText,
     #[error("encoded size exceeds the largest frame")]

@@ -1,0 +1,240 @@
+//! The session's outputs: which frame to send next (re-sends first, then
+//! new packets, then acknowledgements and keepalives, all paced by the
+//! peer's update-rate), timestamps, framing, and the next timer deadline.
+
+use std::time::Duration;
+
+use tracing::trace;
+
+use super::assemble::{datagram_capacity, SentItem};
+use super::{Event, FramingMode, Path, Session, Transmit};
+use crate::clock::Time;
+use crate::less::limits::INTEGER_MAX_LEN;
+use crate::less::packet::{
+    seal_datagram, seal_stream_datagram, seal_stream_packet, DatagramFraming, PACKET_HEADER_MAX_LEN,
+};
+
+impl Session {
+    // ----- outputs -----
+
+    /// The next event, in the order things took effect.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    fn pace_time(&self) -> Option<Time> {
+        let rate = self.peer_update_rate?;
+        let interval = Duration::from_secs(1) / rate;
+        Some(self.last_send? + interval)
+    }
+
+    fn keepalive_time(&self) -> Time {
+        self.last_send.unwrap_or(self.created) + self.config.keepalive_interval
+    }
+
+    /// When `handle_timeout` (and then `poll_transmit`) should next run.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        if self.closed.is_some() {
+            return None;
+        }
+        let mut deadline =
+            (self.last_receive + self.config.idle_timeout).min(self.keepalive_time());
+        if self.ack_pending {
+            deadline = deadline.min(self.ack_deadline);
+        }
+        match self.config.mode {
+            FramingMode::Datagram => {
+                if let Some(loss) = self.send.loss_deadline(&self.loss_timing()) {
+                    deadline = deadline.min(loss);
+                }
+            }
+            FramingMode::Stream => {
+                if let Some(end) = self
+                    .local
+                    .next_quarantine_end(self.config.stream_id_quarantine)
+                {
+                    deadline = deadline.min(end);
+                }
+            }
+        }
+        let waiting = self.local.has_new_data() || self.send.first_lost().is_some();
+        if let Some(pace) = self.pace_time().filter(|_| waiting) {
+            deadline = deadline.min(pace);
+        }
+        Some(deadline)
+    }
+
+    /// The next frame to send, if any is due at `now`.
+    pub fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
+        if self.closed.is_some() || self.pace_time().is_some_and(|pace| now < pace) {
+            return None;
+        }
+        let ack_due = self.ack_pending && now >= self.ack_deadline;
+        let keepalive_due = now >= self.keepalive_time();
+        match self.config.mode {
+            FramingMode::Stream => {
+                if self.local.has_new_data() || keepalive_due {
+                    return self.transmit_stream(now, keepalive_due);
+                }
+                None
+            }
+            FramingMode::Datagram => {
+                if let Some(sequence) = self.send.first_lost() {
+                    return self.transmit_resend(now, sequence);
+                }
+                if self.send.can_send_new() {
+                    if self.local.has_new_data() {
+                        if let Some(transmit) = self.transmit_new(now, ack_due || keepalive_due) {
+                            return Some(transmit);
+                        }
+                    }
+                    if ack_due || keepalive_due {
+                        return self.transmit_new(now, true);
+                    }
+                    return None;
+                }
+                // Window full: acknowledgements ride on a re-send.
+                if ack_due || keepalive_due {
+                    let oldest = self.send.oldest_datagram()?;
+                    return self.transmit_resend(now, oldest);
+                }
+                None
+            }
+        }
+    }
+
+    fn next_timestamp(&mut self, now: Time) -> i64 {
+        let quantum = self.config.timestamp_quantum.as_micros().max(1);
+        let clock = i64::try_from(u128::from(now.as_micros()) / quantum).unwrap_or(i64::MAX);
+        let timestamp = match self.last_timestamp {
+            Some(last) => clock.max(last.saturating_add(1)),
+            None => clock,
+        };
+        self.last_timestamp = Some(timestamp);
+        timestamp
+    }
+
+    fn framing(&self, sequence: u64) -> DatagramFraming {
+        let (ack_last, ack_bits) = self.receive.ack_fields();
+        DatagramFraming {
+            sequence: sequence as u8,
+            ack_last,
+            ack_bits,
+        }
+    }
+
+    fn sent(&mut self, now: Time, transmit: &Transmit, resend: bool) {
+        self.stats.packets_sent += 1;
+        self.stats.bytes_sent += transmit.bytes.len() as u64;
+        if resend {
+            self.stats.packets_resent += 1;
+        }
+        if transmit.path == Path::Stream {
+            self.stats.stream_frames_sent += 1;
+        }
+        self.last_send = Some(now);
+        self.ack_pending = false;
+        self.ack_deadline = Time::MAX;
+        self.eliciting_unacked = 0;
+    }
+
+    fn transmit_new(&mut self, now: Time, allow_empty: bool) -> Option<Transmit> {
+        let sequence = self.send.next_sequence();
+        let body = self
+            .local
+            .assemble_new(Some(sequence), datagram_capacity(self.config.mtu), now);
+        if body.count == 0 && !allow_empty {
+            return None;
+        }
+        let timestamp = self.next_timestamp(now);
+        let framing = self.framing(sequence);
+        let key = &self.config.keys.send;
+        let (path, bytes) = if body.oversize {
+            let bytes = seal_stream_datagram(key, &framing, timestamp, body.count, &body.messages);
+            (Path::Stream, bytes)
+        } else {
+            (
+                Path::Datagram,
+                seal_datagram(key, &framing, timestamp, body.count, &body.messages),
+            )
+        };
+        self.send.on_sent_new(body.items, path, now, body.count > 0);
+        trace!(
+            sequence,
+            timestamp,
+            messages = body.count,
+            ?path,
+            "less packet sent"
+        );
+        let transmit = Transmit { path, bytes };
+        self.sent(now, &transmit, false);
+        Some(transmit)
+    }
+
+    fn transmit_resend(&mut self, now: Time, sequence: u64) -> Option<Transmit> {
+        let items = self.send.get(sequence)?.payload.clone();
+        let body = self
+            .local
+            .assemble_resend(sequence, &items, datagram_capacity(self.config.mtu));
+        let timestamp = self.next_timestamp(now);
+        let framing = self.framing(sequence);
+        let bytes = seal_datagram(
+            &self.config.keys.send,
+            &framing,
+            timestamp,
+            body.count,
+            &body.messages,
+        );
+        if let Some(packet) = self.send.get_mut(sequence) {
+            packet.payload = body.items;
+            packet.ack_eliciting = body.count > 0;
+        }
+        self.send.on_resent(sequence, now);
+        trace!(
+            sequence,
+            timestamp,
+            messages = body.count,
+            "less packet re-sent"
+        );
+        let transmit = Transmit {
+            path: Path::Datagram,
+            bytes,
+        };
+        self.sent(now, &transmit, true);
+        Some(transmit)
+    }
+
+    fn transmit_stream(&mut self, now: Time, allow_empty: bool) -> Option<Transmit> {
+        let capacity = self.config.mtu - INTEGER_MAX_LEN - PACKET_HEADER_MAX_LEN;
+        let body = self.local.assemble_new(None, capacity, now);
+        if body.count == 0 && !allow_empty {
+            return None;
+        }
+        // No acknowledgements on a stream: a sent tweak is done.
+        for item in &body.items {
+            if let SentItem::Tweak { entity, key, .. } = item {
+                if self
+                    .local
+                    .tweaks
+                    .get(&(*entity, key.clone()))
+                    .is_some_and(|slot| !slot.dirty)
+                {
+                    self.local.tweaks.remove(&(*entity, key.clone()));
+                }
+            }
+        }
+        let timestamp = self.next_timestamp(now);
+        let bytes = seal_stream_packet(
+            &self.config.keys.send,
+            timestamp,
+            body.count,
+            &body.messages,
+        );
+        let transmit = Transmit {
+            path: Path::Stream,
+            bytes,
+        };
+        self.sent(now, &transmit, false);
+        Some(transmit)
+    }
+}
