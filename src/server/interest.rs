@@ -94,3 +94,62 @@ pub fn update_interval(
     }
     period.mul_f32(factor).clamp(period, MAX_UPDATE_INTERVAL)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scene::{ChangeSource, Origin};
+    use crate::tundra::values::Transform;
+    use crate::tundra::{ComponentData, ComponentId, Registry};
+
+    fn scene_with(components: &[u32], x: f32) -> (Scene, EntityId) {
+        let registry = Registry::builtin();
+        let mut data = Vec::new();
+        for (i, type_id) in components.iter().enumerate() {
+            let schema = registry.get(*type_id).unwrap();
+            let mut values = schema.default_values();
+            if *type_id == PLACEABLE {
+                values[0] = AttributeValue::Transform(Transform {
+                    pos: Float3::new(x, 0.0, 0.0),
+                    rot: Float3::new(0.0, 0.0, 0.0),
+                    scale: Float3::new(1.0, 1.0, 1.0),
+                });
+            }
+            data.push(ComponentData::with_values(ComponentId(i as u32 + 1), schema, values));
+        }
+        let mut scene = Scene::new(registry);
+        let id = scene
+            .create_entity(ChangeSource::Node, None, Origin::Local, false, None, data)
+            .unwrap()
+            .id;
+        (scene, id)
+    }
+
+    const TICK: Duration = Duration::from_millis(50);
+
+    #[test]
+    fn near_meshes_every_tick_far_ones_less_often_capped_at_five_seconds() {
+        let eye = Observer { position: Some(Float3::new(0.0, 0.0, 0.0)) };
+        let (near, id) = scene_with(&[PLACEABLE, MESH], 1.0);
+        assert_eq!(update_interval(&near, id, &eye, TICK), TICK);
+        // Unit box: area 6, priority 36 / d^2; at 30 m: 0.04 -> log2(2500) ~ 11.3 ticks.
+        let (mid, id) = scene_with(&[PLACEABLE, MESH], 30.0);
+        let interval = update_interval(&mid, id, &eye, TICK);
+        assert!(interval > TICK * 10 && interval < TICK * 13, "{interval:?}");
+        let (far, id) = scene_with(&[PLACEABLE, MESH], 1.0e6);
+        assert_eq!(update_interval(&far, id, &eye, TICK), MAX_UPDATE_INTERVAL);
+    }
+
+    #[test]
+    fn physics_is_more_relevant_and_unplaced_entities_are_always_due() {
+        let eye = Observer { position: Some(Float3::new(0.0, 0.0, 0.0)) };
+        let (plain, id) = scene_with(&[PLACEABLE, MESH], 30.0);
+        let (physics, pid) = scene_with(&[PLACEABLE, MESH, RIGID_BODY], 30.0);
+        assert!(update_interval(&physics, pid, &eye, TICK) < update_interval(&plain, id, &eye, TICK));
+        let (unplaced, uid) = scene_with(&[26], 0.0);
+        assert_eq!(update_interval(&unplaced, uid, &eye, TICK), TICK);
+        // Without an observer position everything is sent every tick.
+        let blind = Observer::default();
+        assert_eq!(update_interval(&plain, id, &blind, TICK), TICK);
+    }
+}
