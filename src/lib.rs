@@ -20,4 +20,5 @@
 pub mod cli;
 pub mod config;
 pub mod logging;
+pub mod peering;
 pub mod transport;

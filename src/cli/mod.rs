@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 
 pub mod inspect;
+pub mod keygen;
 
 /// lessgate: a federation gateway for realXtend Tundra worlds.
 #[derive(Debug, Parser)]
@@ -17,11 +18,14 @@ pub struct Cli {
 pub enum Command {
     /// Decode or encode protocol frames for reading by a person.
     Inspect(inspect::InspectArgs),
+    /// Create a node key and self-signed certificate; print the fingerprint peers pin.
+    Keygen(keygen::KeygenArgs),
 }
 
 /// Runs the parsed command line; the returned error is printed by `main`.
 pub fn dispatch(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     match cli.command {
         Command::Inspect(args) => inspect::run(args),
+        Command::Keygen(args) => keygen::run(args),
     }
 }

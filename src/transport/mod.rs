@@ -1,5 +1,6 @@
 //! The only code that does I/O: sockets, TLS, timers. Each driver moves bytes
 //! between the network and the pure protocol cores and keeps its loop small.
 
+pub mod identity;
 pub mod tls;
 pub mod websocket;
