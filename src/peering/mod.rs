@@ -6,9 +6,14 @@
 //! random seeds come in as arguments. The quinn and UDP drivers live in
 //! `crate::transport::peer`. The normative description is docs/peer-link.md.
 
+pub mod arbiter;
+pub mod backoff;
 pub mod bytes;
 pub mod control;
 pub mod fingerprint;
+pub mod handshake;
 pub mod hello;
+pub mod keys;
+pub mod negotiate;
 pub mod peer_file;
 pub mod reason;
