@@ -2,5 +2,6 @@
 //! between the network and the pure protocol cores and keeps its loop small.
 
 pub mod identity;
+pub mod peer_tls;
 pub mod tls;
 pub mod websocket;
