@@ -16,7 +16,7 @@ pub const MAGIC: [u8; 8] = *b"LESSPEER";
 pub const PROTOCOL_VERSION: u16 = 1;
 /// Envelope size: magic 8, version 2, flags 1, kind 1, body length 4.
 pub const ENVELOPE_LEN: usize = 16;
-/// Largest body. The largest version-1 Hello is about 3.4 KiB (a 1 KiB
+/// Largest body. The largest version-1 Hello body is 3 225 bytes (a 1 KiB
 /// schema URI and 32 features of 64 bytes); 16 KiB leaves room for later
 /// versions without letting a peer make the receiver buffer much.
 pub const MAX_BODY_LEN: usize = 16 * 1024;

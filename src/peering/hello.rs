@@ -308,6 +308,24 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn the_largest_hello_fits_the_body_limit() {
+        let mut hello = example();
+        hello.name = "n".repeat(MAX_PEER_NAME_LEN);
+        hello.schema_uri = "u".repeat(MAX_SCHEMA_URI_LEN);
+        hello.data_path = DataPath::Udp {
+            ip: Some(IpAddr::V6(Ipv6Addr::LOCALHOST)),
+            port: 1,
+        };
+        hello.features = (0..MAX_FEATURES).map(|i| format!("{i:0>64}")).collect();
+        let mut out = Vec::new();
+        hello.encode(&mut out);
+        // docs/peer-link.md section 5.2.
+        assert_eq!(out.len(), 3225);
+        assert!(out.len() <= crate::peering::control::MAX_BODY_LEN);
+        assert_eq!(Hello::decode(&out).unwrap(), hello);
+    }
+
+    #[test]
     fn every_truncation_and_trailing_byte_is_malformed() {
         let bytes = hex::decode(EXAMPLE_HEX).unwrap();
         for len in 0..bytes.len() {

@@ -39,11 +39,18 @@ pub enum PeerTlsError {
 
 /// Why a certificate was refused; carried inside the rustls error so both
 /// the local log and the TLS alert's reason text say what happened.
-#[derive(Debug, thiserror::Error)]
+#[derive(thiserror::Error)]
 #[error("certificate {fingerprint} is not pinned {context}")]
 pub struct NotPinned {
     pub fingerprint: Fingerprint,
     pub context: &'static str,
+}
+
+/// rustls and quinn print the error with `Debug`; show the sentence.
+impl std::fmt::Debug for NotPinned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
 }
 
 fn provider() -> Arc<CryptoProvider> {
