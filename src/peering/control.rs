@@ -306,6 +306,31 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        /// The decoder is total: any bytes give messages or an error.
+        #[test]
+        fn any_bytes_decode_without_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)) {
+            let mut buffer = ControlBuffer::default();
+            buffer.push(&bytes);
+            while let Ok(Some(_)) = buffer.next_message() {}
+        }
+
+        /// Any bytes after a valid envelope decode without panic too.
+        #[test]
+        fn any_body_decodes_without_panic(
+            kind in 0u8..6,
+            body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256),
+        ) {
+            let mut bytes = MAGIC.to_vec();
+            bytes.extend_from_slice(&PROTOCOL_VERSION.to_le_bytes());
+            bytes.push(0);
+            bytes.push(kind);
+            bytes.extend_from_slice(&(body.len() as u32).to_le_bytes());
+            bytes.extend_from_slice(&body);
+            let _ = decode_all(&bytes);
+        }
+    }
+
     #[test]
     fn messages_split_across_chunks_reassemble() {
         let mut stream = ControlMessage::Hello(example()).to_bytes();
