@@ -138,18 +138,13 @@ impl Handshake {
         }
     }
 
-    /// The peer finished its side of the control stream (or reset it).
+    /// The peer finished its side of the control stream without a Refuse
+    /// or Goodbye (section 6.1: answered with `unexpected-message`).
     pub fn handle_stream_end(&mut self) {
-        if self.state != State::Closed {
-            self.finish(
-                Reason::new(
-                    ReasonCode::UNEXPECTED_MESSAGE,
-                    "peer ended the control stream",
-                ),
-                Initiator::Remote,
-                None,
-            );
-        }
+        self.refuse(Reason::new(
+            ReasonCode::UNEXPECTED_MESSAGE,
+            "peer ended the control stream",
+        ));
     }
 
     /// The driver's handshake timer fired; ends the connection unless it is

@@ -174,6 +174,13 @@ fn timeout_and_stream_end_close_only_unfinished_handshakes() {
     assert_eq!(u16::from_le_bytes([sent[16], sent[17]]), 0x000b);
     dialer.handle_stream_end();
     assert_eq!(events(&mut dialer).len(), 1, "closed once");
+
+    let (_, listener_hello) = hellos();
+    let mut listener = Handshake::new(Role::Listener, listener_hello);
+    listener.handle_stream_end();
+    let sent = listener.poll_transmit().expect("a Refuse is sent");
+    assert_eq!(u16::from_le_bytes([sent[16], sent[17]]), 0x000c);
+    assert!(listener.is_closed());
 }
 
 #[test]
