@@ -18,7 +18,9 @@
 #![forbid(unsafe_code)]
 
 pub mod cli;
+pub mod clock;
 pub mod config;
+pub mod less;
 pub mod logging;
 pub mod peering;
 pub mod transport;

@@ -1,0 +1,383 @@
+//! The twelve LESS messages (draft section 3) and their encoding.
+//!
+//! `Message<S, D>` is a message sent by the owner of space `S` to the owner of
+//! space `D`: outgoing messages are `Message<Local, Remote>`, incoming ones
+//! `Message<Remote, Local>`. Each id field carries the space the draft names
+//! for it ("ID space is source of message" / "destination of message"), so a
+//! tweak can only name the receiver's objects and an update only the
+//! sender's. Decoding needs schemas; the receiver supplies them through
+//! [`DecodeContext`]. This module owns message shapes and bytes, not the
+//! rules about when a message may be sent or applied (that is the session's).
+
+use std::sync::Arc;
+
+use super::codec::{write_integer, write_u64, DecodeError, Reader, Unresolved};
+use super::ids::{InteractionId, ObjectId, PropertyId, PropertyKey, RequestId, Space, TypeId};
+use super::limits::MAX_ARGUMENTS;
+use super::property_list::{
+    decode_component_values, decode_field_values, decode_path, decode_subscriptions,
+    encode_component_values, encode_field_values, encode_path, encode_subscriptions,
+    ComponentSubscription, FieldValue, PropertyValue,
+};
+use super::schema::{ConnectionSchema, TypeSchema};
+use super::value::{decode_string, encode_string, Value};
+
+/// Message codes, serialized as INTEGER. 1-11 are the draft's;
+/// connection-control has none in the draft and takes 12, the first unused
+/// code (decision 3).
+pub mod code {
+    pub const INTRODUCE_TYPE: i64 = 1;
+    pub const SUBSCRIBE_TYPE: i64 = 2;
+    pub const UNSUBSCRIBE_TYPE: i64 = 3;
+    pub const INTRODUCE_ENTITY: i64 = 4;
+    pub const REMOVE_ENTITY: i64 = 5;
+    pub const UPDATE_ENTITY: i64 = 6;
+    pub const REQUEST_ENTITY: i64 = 7;
+    pub const METHOD_INVOCATION: i64 = 8;
+    pub const METHOD_RESULT: i64 = 9;
+    pub const INTERACTION: i64 = 10;
+    pub const TWEAK_ENTITY: i64 = 11;
+    pub const CONNECTION_CONTROL: i64 = 12;
+}
+
+/// A method-result status (draft: "0 means success ... HTTP status codes can
+/// be used for the error numbers").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MethodStatus(pub i64);
+
+impl MethodStatus {
+    pub const SUCCESS: MethodStatus = MethodStatus(0);
+    /// The arguments do not match the method's declared signature.
+    pub const BAD_REQUEST: MethodStatus = MethodStatus(400);
+    /// The application refused the call (a permission error, draft section 5).
+    pub const FORBIDDEN: MethodStatus = MethodStatus(403);
+    /// No such entity or method.
+    pub const NOT_FOUND: MethodStatus = MethodStatus(404);
+    /// The callee failed.
+    pub const INTERNAL_ERROR: MethodStatus = MethodStatus(500);
+
+    /// True for status 0.
+    pub fn is_success(self) -> bool {
+        self.0 == 0
+    }
+}
+
+/// A LESS message sent from the owner of space `S` to the owner of space `D`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Message<S: Space, D: Space> {
+    /// `1 typeid uri`: ID space is the source.
+    IntroduceType { type_id: TypeId<S>, uri: String },
+    /// `2 typeid component-property-id-list-list`: the typeid is the
+    /// destination's (it introduced the type).
+    SubscribeType {
+        type_id: TypeId<D>,
+        components: Vec<ComponentSubscription>,
+    },
+    /// `3 typeid`: the destination's type.
+    UnsubscribeType { type_id: TypeId<D> },
+    /// `4 typeid entity-id component-property-value-list-list`.
+    IntroduceEntity {
+        type_id: TypeId<S>,
+        entity: ObjectId<S>,
+        values: Vec<PropertyValue>,
+    },
+    /// `5 entity-id`.
+    RemoveEntity { entity: ObjectId<S> },
+    /// `6 entity-id component-property-value-list-list`.
+    UpdateEntity {
+        entity: ObjectId<S>,
+        values: Vec<PropertyValue>,
+    },
+    /// `7 entity-id`: an object of the destination.
+    RequestEntity { entity: ObjectId<D> },
+    /// `8 request-id entity-id component-id-path property-id argument-list`,
+    /// with exactly one argument-list (decision 4). The request id is the
+    /// invoker's; the entity is the destination's.
+    MethodInvocation {
+        request: RequestId<S>,
+        entity: ObjectId<D>,
+        method: PropertyKey,
+        arguments: Vec<Value>,
+    },
+    /// `9 request-id status return-value`: answers the destination's request.
+    /// A non-zero status carries a STRING describing the error.
+    MethodResult {
+        request: RequestId<D>,
+        status: MethodStatus,
+        value: Value,
+    },
+    /// `10 interaction-id property-value-list`.
+    Interaction {
+        interaction: InteractionId,
+        values: Vec<FieldValue>,
+    },
+    /// `11 entity-id component-id-path property-id value`: a change request
+    /// for an object of the destination.
+    TweakEntity {
+        entity: ObjectId<D>,
+        property: PropertyKey,
+        value: Value,
+    },
+    /// `12 property-value-list`, typed by the connection schema.
+    ConnectionControl { values: Vec<FieldValue> },
+}
+
+/// What the receiver knows, for typing CONTEXT-DEPENDENT-VARIANT values.
+/// Lookups that fail make the decoder return [`DecodeError::Unresolved`].
+pub trait DecodeContext<S: Space, D: Space> {
+    /// The schema of a type the sender introduced.
+    fn sender_type(&self, type_id: TypeId<S>) -> Option<Arc<TypeSchema>>;
+    /// The schema of the type of an entity the sender introduced.
+    fn sender_entity_type(&self, entity: ObjectId<S>) -> Option<Arc<TypeSchema>>;
+    /// The schema of the type of one of the receiver's own entities.
+    fn receiver_entity_type(&self, entity: ObjectId<D>) -> Option<Arc<TypeSchema>>;
+    /// The connection schema.
+    fn connection(&self) -> &ConnectionSchema;
+}
+
+impl<S: Space, D: Space> Message<S, D> {
+    /// This message's code.
+    pub fn code(&self) -> i64 {
+        match self {
+            Message::IntroduceType { .. } => code::INTRODUCE_TYPE,
+            Message::SubscribeType { .. } => code::SUBSCRIBE_TYPE,
+            Message::UnsubscribeType { .. } => code::UNSUBSCRIBE_TYPE,
+            Message::IntroduceEntity { .. } => code::INTRODUCE_ENTITY,
+            Message::RemoveEntity { .. } => code::REMOVE_ENTITY,
+            Message::UpdateEntity { .. } => code::UPDATE_ENTITY,
+            Message::RequestEntity { .. } => code::REQUEST_ENTITY,
+            Message::MethodInvocation { .. } => code::METHOD_INVOCATION,
+            Message::MethodResult { .. } => code::METHOD_RESULT,
+            Message::Interaction { .. } => code::INTERACTION,
+            Message::TweakEntity { .. } => code::TWEAK_ENTITY,
+            Message::ConnectionControl { .. } => code::CONNECTION_CONTROL,
+        }
+    }
+
+    /// True for the messages whose values follow the per-property rule and
+    /// may take effect out of order (decision 8): update-entity and tweak-entity.
+    pub fn carries_properties_only(&self) -> bool {
+        matches!(
+            self,
+            Message::UpdateEntity { .. } | Message::TweakEntity { .. }
+        )
+    }
+
+    /// Appends the message.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        write_integer(out, self.code());
+        match self {
+            Message::IntroduceType { type_id, uri } => {
+                write_u64(out, type_id.get());
+                encode_string(out, uri);
+            }
+            Message::SubscribeType {
+                type_id,
+                components,
+            } => {
+                write_u64(out, type_id.get());
+                encode_subscriptions(out, components);
+            }
+            Message::UnsubscribeType { type_id } => write_u64(out, type_id.get()),
+            Message::IntroduceEntity {
+                type_id,
+                entity,
+                values,
+            } => {
+                write_u64(out, type_id.get());
+                write_u64(out, entity.get());
+                encode_component_values(out, values);
+            }
+            Message::RemoveEntity { entity } => write_u64(out, entity.get()),
+            Message::UpdateEntity { entity, values } => {
+                write_u64(out, entity.get());
+                encode_component_values(out, values);
+            }
+            Message::RequestEntity { entity } => write_u64(out, entity.get()),
+            Message::MethodInvocation {
+                request,
+                entity,
+                method,
+                arguments,
+            } => {
+                write_u64(out, request.get());
+                write_u64(out, entity.get());
+                encode_path(out, &method.component);
+                write_u64(out, method.property.0);
+                write_integer(out, arguments.len() as i64);
+                arguments
+                    .iter()
+                    .for_each(|argument| argument.encode_standalone(out));
+            }
+            Message::MethodResult {
+                request,
+                status,
+                value,
+            } => {
+                write_u64(out, request.get());
+                write_integer(out, status.0);
+                value.encode_standalone(out);
+            }
+            Message::Interaction {
+                interaction,
+                values,
+            } => {
+                write_u64(out, interaction.0);
+                encode_field_values(out, values);
+            }
+            Message::TweakEntity {
+                entity,
+                property,
+                value,
+            } => {
+                write_u64(out, entity.get());
+                encode_path(out, &property.component);
+                write_u64(out, property.property.0);
+                value.encode(out);
+            }
+            Message::ConnectionControl { values } => encode_field_values(out, values),
+        }
+    }
+
+    /// The encoded message.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.encode(&mut out);
+        out
+    }
+
+    /// Reads one message. Unknown codes, undeclared properties and malformed
+    /// fields are errors; missing context is [`DecodeError::Unresolved`].
+    pub fn decode(
+        reader: &mut Reader<'_>,
+        context: &dyn DecodeContext<S, D>,
+    ) -> Result<Self, DecodeError> {
+        let message_code = reader.read_integer()?;
+        Ok(match message_code {
+            code::INTRODUCE_TYPE => Message::IntroduceType {
+                type_id: TypeId::new(reader.read_u64()?),
+                uri: decode_string(reader)?,
+            },
+            code::SUBSCRIBE_TYPE => Message::SubscribeType {
+                type_id: TypeId::new(reader.read_u64()?),
+                components: decode_subscriptions(reader)?,
+            },
+            code::UNSUBSCRIBE_TYPE => Message::UnsubscribeType {
+                type_id: TypeId::new(reader.read_u64()?),
+            },
+            code::INTRODUCE_ENTITY => {
+                let type_id = TypeId::new(reader.read_u64()?);
+                let entity = ObjectId::new(reader.read_u64()?);
+                let schema = context.sender_type(type_id).ok_or(DecodeError::Unresolved(
+                    Unresolved::SenderType(type_id.get()),
+                ))?;
+                Message::IntroduceEntity {
+                    type_id,
+                    entity,
+                    values: decode_component_values(reader, &schema)?,
+                }
+            }
+            code::REMOVE_ENTITY => Message::RemoveEntity {
+                entity: ObjectId::new(reader.read_u64()?),
+            },
+            code::UPDATE_ENTITY => {
+                let entity = ObjectId::new(reader.read_u64()?);
+                let schema = context
+                    .sender_entity_type(entity)
+                    .ok_or(DecodeError::Unresolved(Unresolved::SenderEntity(
+                        entity.get(),
+                    )))?;
+                Message::UpdateEntity {
+                    entity,
+                    values: decode_component_values(reader, &schema)?,
+                }
+            }
+            code::REQUEST_ENTITY => Message::RequestEntity {
+                entity: ObjectId::new(reader.read_u64()?),
+            },
+            code::METHOD_INVOCATION => {
+                let request = RequestId::new(reader.read_u64()?);
+                let entity = ObjectId::new(reader.read_u64()?);
+                let component = decode_path(reader)?;
+                let property = PropertyId(reader.read_u64()?);
+                let count =
+                    reader.read_count("argument count", MAX_ARGUMENTS.min(reader.remaining()))?;
+                let mut arguments = Vec::with_capacity(count);
+                for _ in 0..count {
+                    arguments.push(Value::decode_standalone(reader)?);
+                }
+                Message::MethodInvocation {
+                    request,
+                    entity,
+                    method: PropertyKey {
+                        component,
+                        property,
+                    },
+                    arguments,
+                }
+            }
+            code::METHOD_RESULT => {
+                let request = RequestId::new(reader.read_u64()?);
+                let status = MethodStatus(reader.read_integer()?);
+                let value = Value::decode_standalone(reader)?;
+                if !status.is_success() && !matches!(value, Value::String(_)) {
+                    return Err(DecodeError::Invalid(
+                        "failed method-result without a STRING",
+                    ));
+                }
+                Message::MethodResult {
+                    request,
+                    status,
+                    value,
+                }
+            }
+            code::INTERACTION => {
+                let interaction = InteractionId(reader.read_u64()?);
+                let schema = context.connection().interaction(interaction).ok_or(
+                    DecodeError::Unresolved(Unresolved::Interaction(interaction.0)),
+                )?;
+                Message::Interaction {
+                    interaction,
+                    values: decode_field_values(reader, |id| {
+                        schema.property(id).map(|f| &f.value_type)
+                    })?,
+                }
+            }
+            code::TWEAK_ENTITY => {
+                let entity = ObjectId::new(reader.read_u64()?);
+                let component = decode_path(reader)?;
+                let property = PropertyKey {
+                    component,
+                    property: PropertyId(reader.read_u64()?),
+                };
+                let schema =
+                    context
+                        .receiver_entity_type(entity)
+                        .ok_or(DecodeError::Unresolved(Unresolved::ReceiverEntity(
+                            entity.get(),
+                        )))?;
+                let value_type = schema
+                    .property_type(&property)
+                    .ok_or_else(|| DecodeError::UndeclaredProperty(property.to_string()))?;
+                Message::TweakEntity {
+                    entity,
+                    value: Value::decode(reader, value_type)?,
+                    property,
+                }
+            }
+            code::CONNECTION_CONTROL => {
+                let connection = context.connection();
+                Message::ConnectionControl {
+                    values: decode_field_values(reader, |id| {
+                        connection.control(id).map(|f| &f.value_type)
+                    })?,
+                }
+            }
+            other => return Err(DecodeError::UnknownMessageCode(other)),
+        })
+    }
+}
+
+#[cfg(test)]
+#[path = "message_tests.rs"]
+mod tests;

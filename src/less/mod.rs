@@ -1,0 +1,28 @@
+//! The LESS peer protocol (IETF draft-ietf-mmox-less-protocol-00, seed 001)
+//! as a deterministic core: values, messages, signed packets, the
+//! acknowledgement window and one session per peer link.
+//!
+//! Layers, bottom up: `codec` (INTEGER and the reader), `value_type` and
+//! `value`, `schema` (what type URIs mean), `property_list` and `message`,
+//! `signature` and `packet` (framing), `receive_window` and `send_window`
+//! (sequence bookkeeping), `rtt`, and `session`. Nothing here does I/O or
+//! reads a clock: time comes in as [`crate::clock::Time`]. The normative
+//! description of the wire format is docs/less-wire.md.
+
+pub mod codec;
+#[doc(hidden)]
+pub mod fuzz;
+pub mod ids;
+pub mod limits;
+pub mod message;
+pub mod packet;
+pub mod property_list;
+pub mod receive_window;
+pub mod rtt;
+pub mod schema;
+pub mod schema_toml;
+pub mod send_window;
+pub mod session;
+pub mod signature;
+pub mod value;
+pub mod value_type;

@@ -1,0 +1,118 @@
+//! Round-trip time estimation (RFC 6298's smoothed RTT and variance) and the
+//! timeouts derived from it. Owns arithmetic only; samples come from the
+//! send window.
+
+use std::time::Duration;
+
+/// Timer granularity: no timeout is shorter than this.
+pub const GRANULARITY: Duration = Duration::from_millis(1);
+/// Smallest retransmission timeout.
+pub const MIN_RTO: Duration = Duration::from_millis(10);
+/// Largest retransmission timeout, backoff included.
+pub const MAX_RTO: Duration = Duration::from_secs(10);
+
+/// Smoothed RTT and variance of one link.
+#[derive(Clone, Debug)]
+pub struct RttEstimator {
+    smoothed: Option<Duration>,
+    variance: Duration,
+    latest: Duration,
+    initial: Duration,
+}
+
+impl RttEstimator {
+    /// An estimator that assumes `initial` until the first sample.
+    pub fn new(initial: Duration) -> RttEstimator {
+        RttEstimator {
+            smoothed: None,
+            variance: initial / 2,
+            latest: initial,
+            initial,
+        }
+    }
+
+    /// Adds one sample.
+    pub fn update(&mut self, sample: Duration) {
+        self.latest = sample;
+        match self.smoothed {
+            None => {
+                self.smoothed = Some(sample);
+                self.variance = sample / 2;
+            }
+            Some(smoothed) => {
+                let deviation = if smoothed > sample {
+                    smoothed - sample
+                } else {
+                    sample - smoothed
+                };
+                self.variance = (self.variance * 3 + deviation) / 4;
+                self.smoothed = Some((smoothed * 7 + sample) / 8);
+            }
+        }
+    }
+
+    /// The smoothed RTT (the initial guess before any sample).
+    pub fn smoothed(&self) -> Duration {
+        self.smoothed.unwrap_or(self.initial)
+    }
+
+    /// The RTT variance.
+    pub fn variance(&self) -> Duration {
+        self.variance
+    }
+
+    /// The most recent sample.
+    pub fn latest(&self) -> Duration {
+        self.latest
+    }
+
+    /// True once a sample has been taken.
+    pub fn has_samples(&self) -> bool {
+        self.smoothed.is_some()
+    }
+
+    /// Retransmission timeout: `srtt + max(4 * rttvar, granularity) +
+    /// max_ack_delay`, within [`MIN_RTO`]..=[`MAX_RTO`].
+    pub fn rto(&self, max_ack_delay: Duration) -> Duration {
+        (self.smoothed() + (self.variance * 4).max(GRANULARITY) + max_ack_delay)
+            .clamp(MIN_RTO, MAX_RTO)
+    }
+
+    /// How long after a later packet is acknowledged an earlier unacknowledged
+    /// one counts as lost: 9/8 of the larger of smoothed and latest RTT.
+    pub fn loss_delay(&self) -> Duration {
+        (self.smoothed().max(self.latest) * 9 / 8).max(GRANULARITY)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn follows_rfc6298() {
+        let mut rtt = RttEstimator::new(Duration::from_millis(200));
+        assert_eq!(rtt.smoothed(), Duration::from_millis(200));
+        rtt.update(Duration::from_millis(100));
+        assert_eq!(rtt.smoothed(), Duration::from_millis(100));
+        assert_eq!(rtt.variance(), Duration::from_millis(50));
+        rtt.update(Duration::from_millis(180));
+        // var = (3*50 + 80)/4 = 57.5 ms; srtt = (7*100 + 180)/8 = 110 ms.
+        assert_eq!(rtt.variance(), Duration::from_micros(57_500));
+        assert_eq!(rtt.smoothed(), Duration::from_millis(110));
+        assert_eq!(
+            rtt.rto(Duration::from_millis(20)),
+            Duration::from_millis(110 + 230 + 20)
+        );
+        assert_eq!(rtt.loss_delay(), Duration::from_micros(202_500));
+    }
+
+    #[test]
+    fn timeouts_are_clamped() {
+        let mut rtt = RttEstimator::new(Duration::from_millis(1));
+        rtt.update(Duration::ZERO);
+        assert_eq!(rtt.rto(Duration::ZERO), MIN_RTO);
+        rtt.update(Duration::from_secs(100));
+        assert_eq!(rtt.rto(Duration::ZERO), MAX_RTO);
+    }
+}

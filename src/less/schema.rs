@@ -1,0 +1,316 @@
+//! Schema types: what a type URI means (components, possibly nested, with
+//! properties, nested components and methods), and the connection schema
+//! (connection-control properties and interaction kinds).
+//!
+//! Draft section 2: "The schema for the type of an object must be introduced
+//! into the state stream" by URI; both ends look the URI up in their own
+//! registry. Decoding a CONTEXT-DEPENDENT-VARIANT needs the property's value
+//! type, which only the schema gives. This module owns the model and lookups;
+//! loading from TOML lives in `schema_toml`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::ids::{ComponentId, ComponentPath, InteractionId, PropertyId, PropertyKey};
+use super::value_type::ValueType;
+
+/// A type: a URI and its top-level components.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TypeSchema {
+    pub uri: String,
+    pub components: Vec<ComponentSchema>,
+}
+
+/// A component: members share one id space (the draft's property-id).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ComponentSchema {
+    pub id: ComponentId,
+    pub name: String,
+    pub members: Vec<Member>,
+}
+
+/// One member of a component.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Member {
+    pub id: PropertyId,
+    pub name: String,
+    pub kind: MemberKind,
+}
+
+/// What a member is.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MemberKind {
+    /// A property holding a value of this type.
+    Property(ValueType),
+    /// A nested component. Draft: "The value for a property of type component
+    /// is in turn a property-value-list". Its `id` equals the member id.
+    Component(ComponentSchema),
+    /// A method, invoked with method-invocation. Argument and return types
+    /// are checked when declared.
+    Method(MethodSchema),
+}
+
+/// A method's declared signature.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MethodSchema {
+    pub arguments: Option<Vec<ValueType>>,
+    pub returns: Option<ValueType>,
+}
+
+impl ComponentSchema {
+    /// The member with id `id`.
+    pub fn member(&self, id: PropertyId) -> Option<&Member> {
+        self.members.iter().find(|member| member.id == id)
+    }
+
+    fn collect_properties<'a>(
+        &'a self,
+        path: &ComponentPath,
+        out: &mut Vec<(PropertyKey, &'a ValueType)>,
+    ) {
+        for member in &self.members {
+            match &member.kind {
+                MemberKind::Property(value_type) => out.push((
+                    PropertyKey {
+                        component: path.clone(),
+                        property: member.id,
+                    },
+                    value_type,
+                )),
+                MemberKind::Component(nested) => {
+                    if let Some(child) = path.child(nested.id) {
+                        nested.collect_properties(&child, out);
+                    }
+                }
+                MemberKind::Method(_) => {}
+            }
+        }
+    }
+}
+
+impl TypeSchema {
+    /// The component a path names, following nested components.
+    pub fn component(&self, path: &ComponentPath) -> Option<&ComponentSchema> {
+        let (first, rest) = path.elements().split_first()?;
+        let mut component = self.components.iter().find(|c| c.id == *first)?;
+        for nested_id in rest {
+            match &component.member(PropertyId(nested_id.0))?.kind {
+                MemberKind::Component(nested) => component = nested,
+                _ => return None,
+            }
+        }
+        Some(component)
+    }
+
+    /// The member a key names.
+    pub fn member(&self, key: &PropertyKey) -> Option<&Member> {
+        self.component(&key.component)?.member(key.property)
+    }
+
+    /// The value type of the property a key names (`None` for methods,
+    /// nested components and unknown keys).
+    pub fn property_type(&self, key: &PropertyKey) -> Option<&ValueType> {
+        match &self.member(key)?.kind {
+            MemberKind::Property(value_type) => Some(value_type),
+            _ => None,
+        }
+    }
+
+    /// The method a key names.
+    pub fn method(&self, key: &PropertyKey) -> Option<&MethodSchema> {
+        match &self.member(key)?.kind {
+            MemberKind::Method(method) => Some(method),
+            _ => None,
+        }
+    }
+
+    /// Every value property, nested ones included, in schema order.
+    pub fn properties(&self) -> Vec<(PropertyKey, &ValueType)> {
+        let mut out = Vec::new();
+        for component in &self.components {
+            component.collect_properties(&ComponentPath::top(component.id), &mut out);
+        }
+        out
+    }
+
+    /// The key of a member named by component names (outermost first) and a
+    /// member name: how applications refer to schema items.
+    pub fn key_by_name(&self, components: &[&str], member: &str) -> Option<PropertyKey> {
+        let (first, rest) = components.split_first()?;
+        let mut component = self.components.iter().find(|c| c.name == *first)?;
+        let mut path = vec![component.id];
+        for name in rest {
+            let nested = component.members.iter().find_map(|m| match &m.kind {
+                MemberKind::Component(nested) if m.name == *name => Some(nested),
+                _ => None,
+            })?;
+            path.push(nested.id);
+            component = nested;
+        }
+        let property = component.members.iter().find(|m| m.name == member)?.id;
+        Some(PropertyKey {
+            component: ComponentPath::new(path)?,
+            property,
+        })
+    }
+}
+
+/// Type schemas by URI.
+#[derive(Clone, Debug, Default)]
+pub struct SchemaRegistry {
+    types: HashMap<String, Arc<TypeSchema>>,
+}
+
+impl SchemaRegistry {
+    /// An empty registry.
+    pub fn new() -> SchemaRegistry {
+        SchemaRegistry::default()
+    }
+
+    /// Adds (or replaces) a type.
+    pub fn insert(&mut self, schema: TypeSchema) {
+        self.types.insert(schema.uri.clone(), Arc::new(schema));
+    }
+
+    /// The type with this URI.
+    pub fn get(&self, uri: &str) -> Option<&Arc<TypeSchema>> {
+        self.types.get(uri)
+    }
+
+    /// Every URI, sorted.
+    pub fn uris(&self) -> Vec<&str> {
+        let mut uris: Vec<&str> = self.types.keys().map(String::as_str).collect();
+        uris.sort_unstable();
+        uris
+    }
+}
+
+/// A flat, typed field: a connection-control property or an interaction property.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FieldSchema {
+    pub id: PropertyId,
+    pub name: String,
+    pub value_type: ValueType,
+}
+
+/// An interaction kind and its properties.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InteractionSchema {
+    pub id: InteractionId,
+    pub name: String,
+    pub properties: Vec<FieldSchema>,
+}
+
+/// The connection schema (draft section 2): what connection-control messages
+/// and interactions may carry. Both ends of a link agree on it at set-up.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConnectionSchema {
+    pub uri: String,
+    pub control: Vec<FieldSchema>,
+    pub interactions: Vec<InteractionSchema>,
+}
+
+/// Connection-control property 1, `update-rate`: the receiver of this
+/// property asks its peer to send at most this many packets per second
+/// (INTEGER, 0 = no limit). See docs/less-wire.md "Connection control".
+pub const UPDATE_RATE: PropertyId = PropertyId(1);
+
+/// The connection schema this project ships (schemas/less/connection.toml).
+pub const BUILTIN_CONNECTION_SCHEMA: &str = include_str!("../../schemas/less/connection.toml");
+
+impl ConnectionSchema {
+    /// The control property with id `id`.
+    pub fn control(&self, id: PropertyId) -> Option<&FieldSchema> {
+        self.control.iter().find(|field| field.id == id)
+    }
+
+    /// The interaction kind with id `id`.
+    pub fn interaction(&self, id: InteractionId) -> Option<&InteractionSchema> {
+        self.interactions
+            .iter()
+            .find(|interaction| interaction.id == id)
+    }
+
+    /// The shipped connection schema.
+    pub fn builtin() -> ConnectionSchema {
+        // The shipped file is parsed by a unit test, so this cannot fail.
+        super::schema_toml::connection_from_toml(BUILTIN_CONNECTION_SCHEMA)
+            .expect("schemas/less/connection.toml is valid (checked by tests)")
+    }
+}
+
+impl InteractionSchema {
+    /// The property with id `id`.
+    pub fn property(&self, id: PropertyId) -> Option<&FieldSchema> {
+        self.properties.iter().find(|field| field.id == id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> TypeSchema {
+        TypeSchema {
+            uri: "urn:test".into(),
+            components: vec![ComponentSchema {
+                id: ComponentId(1),
+                name: "body".into(),
+                members: vec![
+                    Member {
+                        id: PropertyId(1),
+                        name: "mass".into(),
+                        kind: MemberKind::Property(ValueType::Float32),
+                    },
+                    Member {
+                        id: PropertyId(2),
+                        name: "inner".into(),
+                        kind: MemberKind::Component(ComponentSchema {
+                            id: ComponentId(2),
+                            name: "inner".into(),
+                            members: vec![Member {
+                                id: PropertyId(5),
+                                name: "label".into(),
+                                kind: MemberKind::Property(ValueType::String),
+                            }],
+                        }),
+                    },
+                    Member {
+                        id: PropertyId(3),
+                        name: "kick".into(),
+                        kind: MemberKind::Method(MethodSchema::default()),
+                    },
+                ],
+            }],
+        }
+    }
+
+    #[test]
+    fn lookups_follow_nested_paths() {
+        let schema = sample();
+        let nested = schema.key_by_name(&["body", "inner"], "label").unwrap();
+        assert_eq!(nested.to_string(), "1/2.5");
+        assert_eq!(schema.property_type(&nested), Some(&ValueType::String));
+        assert_eq!(
+            schema.property_type(&PropertyKey::new(1, 1)),
+            Some(&ValueType::Float32)
+        );
+        assert_eq!(schema.property_type(&PropertyKey::new(1, 3)), None);
+        assert!(schema.method(&PropertyKey::new(1, 3)).is_some());
+        assert!(schema.member(&PropertyKey::new(9, 1)).is_none());
+        let keys: Vec<String> = schema
+            .properties()
+            .iter()
+            .map(|(k, _)| k.to_string())
+            .collect();
+        assert_eq!(keys, ["1.1", "1/2.5"]);
+    }
+
+    #[test]
+    fn builtin_connection_schema_declares_update_rate() {
+        let connection = ConnectionSchema::builtin();
+        let rate = connection.control(UPDATE_RATE).unwrap();
+        assert_eq!(rate.name, "update-rate");
+        assert_eq!(rate.value_type, ValueType::Integer);
+    }
+}

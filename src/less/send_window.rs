@@ -1,0 +1,391 @@
+//! The sender's side of the 64-packet window: packets sent and not yet
+//! acknowledged, acknowledgement processing, and loss detection.
+//!
+//! Draft section 2: "any packet sequence number must be re-sent if dropped";
+//! a re-send keeps the sequence number and gets a new timestamp. At most
+//! [`WINDOW`] packets are unacknowledged at once (draft section 4). A packet
+//! counts as lost when (decision 7) a packet transmitted three or more
+//! transmissions after it has been acknowledged, when a later transmission
+//! was acknowledged and 9/8 RTT have passed, or when its retransmission
+//! timeout (doubling per re-send) expires. Packets sent on the reliable
+//! stream are never declared lost. A zero bit in the peer's bitmask means
+//! "not acknowledged here", never "lost". This module owns sequence and
+//! timing bookkeeping; what a packet carries is the caller's `T`.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use super::receive_window::{EXTENDED_BASE, WINDOW};
+use super::rtt::{RttEstimator, MAX_RTO};
+use crate::clock::Time;
+
+/// Transmissions between a packet and an acknowledged later one that make it lost.
+pub const PACKET_THRESHOLD: u64 = 3;
+
+/// Backoff doublings are capped at 2^6.
+const MAX_BACKOFF_SHIFT: u32 = 6;
+
+/// Which path a packet took.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Path {
+    /// A UDP datagram (unreliable, re-sent when lost).
+    Datagram,
+    /// The link's reliable stream (never re-sent).
+    Stream,
+}
+
+/// One sent, unacknowledged packet.
+#[derive(Clone, Debug)]
+pub struct SentPacket<T> {
+    pub sequence: u64,
+    pub payload: T,
+    pub path: Path,
+    pub last_sent: Time,
+    pub transmissions: u32,
+    /// Position of the latest transmission in the link's transmission order.
+    pub send_order: u64,
+    /// True if it carries messages (the receiver acknowledges promptly).
+    pub ack_eliciting: bool,
+    /// Declared lost and waiting to be re-sent.
+    pub lost: bool,
+}
+
+/// The peer's acknowledgement fields named a sequence never sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("acknowledgement of sequence {0} which was never sent")]
+pub struct AckOfUnsent(pub u64);
+
+/// Timing parameters for loss detection.
+#[derive(Clone, Copy, Debug)]
+pub struct LossTiming {
+    /// The peer's longest delay before acknowledging a packet with messages.
+    pub max_ack_delay: Duration,
+    /// Packets without messages are acknowledged only with the peer's next
+    /// packet, at the latest its keepalive; their timeout adds this.
+    pub keepalive_interval: Duration,
+}
+
+/// Send-side sequence state of one direction of a link.
+#[derive(Debug)]
+pub struct SendWindow<T> {
+    /// Oldest unacknowledged sequence (or `next` if none).
+    base: u64,
+    next: u64,
+    packets: VecDeque<Option<SentPacket<T>>>,
+    /// Highest sequence the peer has reported receiving (its `H`).
+    peer_highest: u64,
+    send_order: u64,
+    largest_acked_order: Option<u64>,
+    /// Highest sequence acknowledged so far.
+    largest_acked: Option<u64>,
+    rtt: RttEstimator,
+}
+
+impl<T> SendWindow<T> {
+    /// A window whose first packet gets wire sequence `first`.
+    pub fn new(first: u8, initial_rtt: Duration) -> SendWindow<T> {
+        let base = EXTENDED_BASE + u64::from(first);
+        SendWindow {
+            base,
+            next: base,
+            packets: VecDeque::new(),
+            peer_highest: base - 1,
+            send_order: 0,
+            largest_acked_order: None,
+            largest_acked: None,
+            rtt: RttEstimator::new(initial_rtt),
+        }
+    }
+
+    /// The RTT estimator.
+    pub fn rtt(&self) -> &RttEstimator {
+        &self.rtt
+    }
+
+    /// Oldest unacknowledged sequence (the next one if all are acknowledged).
+    pub fn oldest_unacked(&self) -> u64 {
+        self.base
+    }
+
+    /// The sequence the next new packet gets.
+    pub fn next_sequence(&self) -> u64 {
+        self.next
+    }
+
+    /// Packets sent and not yet acknowledged.
+    pub fn in_flight(&self) -> usize {
+        self.packets.iter().filter(|p| p.is_some()).count()
+    }
+
+    /// True if a new sequence may be sent (fewer than 64 unacknowledged
+    /// sequences span the window).
+    pub fn can_send_new(&self) -> bool {
+        self.next < self.base + WINDOW
+    }
+
+    /// The unacknowledged packet with this sequence.
+    pub fn get(&self, sequence: u64) -> Option<&SentPacket<T>> {
+        let index = sequence.checked_sub(self.base)?;
+        self.packets.get(usize::try_from(index).ok()?)?.as_ref()
+    }
+
+    /// Mutable access to an unacknowledged packet.
+    pub fn get_mut(&mut self, sequence: u64) -> Option<&mut SentPacket<T>> {
+        let index = sequence.checked_sub(self.base)?;
+        self.packets.get_mut(usize::try_from(index).ok()?)?.as_mut()
+    }
+
+    /// Records a new packet under the next sequence; returns that sequence.
+    pub fn on_sent_new(&mut self, payload: T, path: Path, now: Time, ack_eliciting: bool) -> u64 {
+        let sequence = self.next;
+        self.next += 1;
+        self.send_order += 1;
+        self.packets.push_back(Some(SentPacket {
+            sequence,
+            payload,
+            path,
+            last_sent: now,
+            transmissions: 1,
+            send_order: self.send_order,
+            ack_eliciting,
+            lost: false,
+        }));
+        sequence
+    }
+
+    /// Records a re-send of an unacknowledged packet.
+    pub fn on_resent(&mut self, sequence: u64, now: Time) {
+        self.send_order += 1;
+        let order = self.send_order;
+        if let Some(packet) = self.get_mut(sequence) {
+            packet.last_sent = now;
+            packet.transmissions = packet.transmissions.saturating_add(1);
+            packet.send_order = order;
+            packet.lost = false;
+        }
+    }
+
+    /// The lowest sequence declared lost, waiting to be re-sent.
+    pub fn first_lost(&self) -> Option<u64> {
+        self.packets
+            .iter()
+            .flatten()
+            .find(|p| p.lost)
+            .map(|p| p.sequence)
+    }
+
+    /// The oldest unacknowledged datagram (re-sent early to carry
+    /// acknowledgements when the window is full).
+    pub fn oldest_datagram(&self) -> Option<u64> {
+        self.packets
+            .iter()
+            .flatten()
+            .find(|p| p.path == Path::Datagram)
+            .map(|p| p.sequence)
+    }
+
+    /// Processes the peer's acknowledgement fields (from a packet fresher than
+    /// any before it). Returns the packets newly acknowledged, oldest first.
+    pub fn on_ack(
+        &mut self,
+        ack_last: u8,
+        ack_bits: u64,
+        now: Time,
+    ) -> Result<Vec<SentPacket<T>>, AckOfUnsent> {
+        // The peer's H only grows, and cannot pass the last sequence sent,
+        // which is at most 65 ahead of the last H we processed.
+        let delta = u64::from(ack_last.wrapping_sub(self.peer_highest as u8));
+        let highest = self.peer_highest + delta;
+        if highest >= self.next {
+            return Err(AckOfUnsent(highest));
+        }
+        self.peer_highest = highest;
+        let mut acked = Vec::new();
+        let mut acknowledged = |sequence: u64, window: &mut Self| {
+            if let Some(index) = sequence.checked_sub(window.base) {
+                if let Some(slot) = window.packets.get_mut(index as usize) {
+                    if let Some(packet) = slot.take() {
+                        acked.push(packet);
+                    }
+                }
+            }
+        };
+        acknowledged(highest, self);
+        for bit in 0..WINDOW {
+            if ack_bits & (1 << bit) != 0 {
+                if let Some(sequence) = highest.checked_sub(1 + bit) {
+                    acknowledged(sequence, self);
+                }
+            }
+        }
+        while let Some(None) = self.packets.front() {
+            self.packets.pop_front();
+            self.base += 1;
+        }
+        if self.packets.is_empty() {
+            self.base = self.next;
+        }
+        acked.sort_by_key(|p| p.sequence);
+        if let Some(last) = acked.last() {
+            self.largest_acked = Some(self.largest_acked.unwrap_or(0).max(last.sequence));
+        }
+        if let Some(newest) = acked.iter().max_by_key(|p| p.send_order) {
+            self.largest_acked_order =
+                Some(self.largest_acked_order.unwrap_or(0).max(newest.send_order));
+            // Karn: only packets transmitted once give unambiguous samples;
+            // packets without messages are acknowledged late by design.
+            if newest.transmissions == 1 && newest.ack_eliciting {
+                self.rtt
+                    .update(now.saturating_duration_since(newest.last_sent));
+            }
+        }
+        Ok(acked)
+    }
+
+    fn timeout_of(&self, packet: &SentPacket<T>, timing: &LossTiming) -> Duration {
+        let mut base = self.rtt.rto(timing.max_ack_delay);
+        // A packet without messages is acknowledged with the peer's next
+        // packet, at the latest its keepalive, unless a later one has been
+        // acknowledged: then the peer is waiting for it and answers at once.
+        let blocking = self
+            .largest_acked
+            .is_some_and(|largest| largest > packet.sequence);
+        if !packet.ack_eliciting && !blocking {
+            base += timing.keepalive_interval;
+        }
+        let shift = packet
+            .transmissions
+            .saturating_sub(1)
+            .min(MAX_BACKOFF_SHIFT);
+        (base * (1 << shift)).min(MAX_RTO.max(base))
+    }
+
+    /// Declares lost every datagram that meets a loss condition at `now`;
+    /// returns how many were newly declared lost.
+    pub fn detect_losses(&mut self, now: Time, timing: &LossTiming) -> usize {
+        let loss_delay = self.rtt.loss_delay();
+        let largest = self.largest_acked_order;
+        let timeouts: Vec<Duration> = self
+            .packets
+            .iter()
+            .map(|slot| {
+                slot.as_ref()
+                    .map_or(Duration::ZERO, |p| self.timeout_of(p, timing))
+            })
+            .collect();
+        let mut newly_lost = 0;
+        for (slot, timeout) in self.packets.iter_mut().zip(timeouts) {
+            let Some(packet) = slot.as_mut() else {
+                continue;
+            };
+            if packet.lost || packet.path == Path::Stream {
+                continue;
+            }
+            let since = now.saturating_duration_since(packet.last_sent);
+            let overtaken = largest.is_some_and(|largest| largest > packet.send_order);
+            let by_count =
+                largest.is_some_and(|largest| largest >= packet.send_order + PACKET_THRESHOLD);
+            if by_count || (overtaken && since >= loss_delay) || since >= timeout {
+                packet.lost = true;
+                newly_lost += 1;
+            }
+        }
+        newly_lost
+    }
+
+    /// When [`Self::detect_losses`] should next run.
+    pub fn loss_deadline(&self, timing: &LossTiming) -> Option<Time> {
+        let loss_delay = self.rtt.loss_delay();
+        self.packets
+            .iter()
+            .flatten()
+            .filter(|p| !p.lost && p.path == Path::Datagram)
+            .map(|p| {
+                let overtaken = self
+                    .largest_acked_order
+                    .is_some_and(|largest| largest > p.send_order);
+                let timeout = self.timeout_of(p, timing);
+                let wait = if overtaken {
+                    timeout.min(loss_delay)
+                } else {
+                    timeout
+                };
+                p.last_sent + wait
+            })
+            .min()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TIMING: LossTiming = LossTiming {
+        max_ack_delay: Duration::from_millis(10),
+        keepalive_interval: Duration::from_millis(500),
+    };
+
+    fn ms(millis: u64) -> Time {
+        Time::from_millis(millis)
+    }
+
+    #[test]
+    fn window_holds_64_and_acks_free_it() {
+        let mut window: SendWindow<()> = SendWindow::new(250, Duration::from_millis(100));
+        for _ in 0..64 {
+            assert!(window.can_send_new());
+            window.on_sent_new((), Path::Datagram, ms(0), true);
+        }
+        assert!(!window.can_send_new());
+        // Peer received everything up to 250 + 63 (wire 57).
+        let acked = window
+            .on_ack(((250 + 63) % 256) as u8, u64::MAX, ms(50))
+            .unwrap();
+        assert_eq!(acked.len(), 64);
+        assert_eq!(window.in_flight(), 0);
+        assert!(window.can_send_new());
+        assert_eq!(window.rtt().smoothed(), Duration::from_millis(50));
+    }
+
+    #[test]
+    fn initial_ack_fields_acknowledge_nothing_and_unsent_is_an_error() {
+        let mut window: SendWindow<()> = SendWindow::new(0, Duration::from_millis(100));
+        assert!(window.on_ack(255, u64::MAX, ms(1)).unwrap().is_empty());
+        assert_eq!(
+            window.on_ack(0, 0, ms(1)).unwrap_err(),
+            AckOfUnsent(EXTENDED_BASE)
+        );
+    }
+
+    #[test]
+    fn packet_threshold_and_timeouts_declare_loss() {
+        let mut window: SendWindow<()> = SendWindow::new(0, Duration::from_millis(100));
+        for i in 0..5 {
+            window.on_sent_new((), Path::Datagram, ms(i), true);
+        }
+        // Ack sequence 3 only (H = 3, no bits): 0 is 3 transmissions older.
+        window.on_ack(3, 0, ms(40)).unwrap();
+        assert_eq!(window.detect_losses(ms(40), &TIMING), 1);
+        assert_eq!(window.first_lost(), Some(EXTENDED_BASE));
+        // 1 and 2 were overtaken: lost after 9/8 RTT (RTT sample 37 ms).
+        let deadline = window.loss_deadline(&TIMING).unwrap();
+        assert!(deadline > ms(40) && deadline <= ms(1 + 42));
+        assert_eq!(window.detect_losses(deadline, &TIMING), 1);
+        assert_eq!(window.detect_losses(ms(44), &TIMING), 1);
+        // 4 is only lost by timeout.
+        window.on_resent(EXTENDED_BASE, ms(50));
+        assert!(!window.get(EXTENDED_BASE).unwrap().lost);
+        assert_eq!(window.detect_losses(ms(1000), &TIMING), 2);
+    }
+
+    #[test]
+    fn zero_bits_do_not_declare_loss_and_stream_packets_never_lose() {
+        let mut window: SendWindow<()> = SendWindow::new(0, Duration::from_millis(100));
+        window.on_sent_new((), Path::Stream, ms(0), true);
+        window.on_sent_new((), Path::Datagram, ms(0), true);
+        window.on_ack(1, 0, ms(10)).unwrap();
+        assert_eq!(window.detect_losses(ms(100_000), &TIMING), 0);
+        assert_eq!(window.in_flight(), 1);
+        assert_eq!(window.oldest_datagram(), None);
+    }
+}

@@ -1,0 +1,1065 @@
+//! One LESS session: the state of one peer link, as a deterministic core.
+//!
+//! Shaped like quinn-proto's `Connection`: constructed with the negotiated
+//! parameters and `now`; inputs are `handle_datagram`, `handle_stream_frame`
+//! and `handle_timeout`; commands queue work (types, subscriptions,
+//! entities, property values coalesced until the next transmit, method calls
+//! and results, tweaks, interactions, connection control); outputs are
+//! `poll_transmit`, `poll_timeout` and `poll_event`. It never reads a clock,
+//! touches a socket or draws randomness. Sender bookkeeping lives in
+//! `outgoing` and `assemble`, receiver rules in `incoming`; this file wires
+//! them to the windows and the framing.
+
+mod assemble;
+mod config;
+mod event;
+mod incoming;
+mod outgoing;
+mod stats;
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::Duration;
+
+use tracing::{debug, info, trace, warn};
+
+pub use config::{ConfigError, FramingMode, SessionConfig};
+pub use event::{CloseReason, CommandError, Event, Path, Transmit};
+pub use outgoing::MAX_VALUE_LEN;
+pub use stats::{RejectReason, Stats};
+
+use assemble::{datagram_capacity, SentItem, OVERSIZE_CAPACITY};
+use incoming::{RemoteState, RemoteType, Violation};
+use outgoing::{check_value, LocalState, Pending};
+
+use crate::clock::Time;
+use crate::less::ids::{InteractionId, Local, ObjectId, PropertyKey, Remote, RequestId, TypeId};
+use crate::less::limits::{INTEGER_MAX_LEN, MAX_HELD_BYTES, MAX_QUEUED_EVENTS};
+use crate::less::message::{Message, MethodStatus};
+use crate::less::packet::{
+    open_datagram, open_stream_datagram, open_stream_packet, seal_datagram, seal_stream_datagram,
+    seal_stream_packet, DatagramFraming, OpenError, OpenedPacket, PACKET_HEADER_MAX_LEN,
+};
+use crate::less::property_list::{ComponentSubscription, FieldValue, PropertyValue};
+use crate::less::receive_window::{ReceiveWindow, Rejection};
+use crate::less::schema::{TypeSchema, UPDATE_RATE};
+use crate::less::send_window::{LossTiming, SendWindow};
+use crate::less::value::Value;
+
+/// One LESS peer link.
+#[derive(Debug)]
+pub struct Session {
+    config: SessionConfig,
+    local: LocalState,
+    remote: RemoteState,
+    send: SendWindow<Vec<SentItem>>,
+    receive: ReceiveWindow,
+    events: VecDeque<Event>,
+    stats: Stats,
+    closed: Option<CloseReason>,
+    /// Timestamp of our last transmission.
+    last_timestamp: Option<i64>,
+    /// Largest timestamp of any authentic packet from the peer.
+    peer_freshest: Option<i64>,
+    ack_pending: bool,
+    ack_deadline: Time,
+    eliciting_unacked: u32,
+    created: Time,
+    last_send: Option<Time>,
+    last_receive: Time,
+    bad_signature_run: u32,
+    /// The peer's update-rate request (packets per second), if any.
+    peer_update_rate: Option<u32>,
+    next_request: u64,
+}
+
+fn rejection(reason: Rejection) -> RejectReason {
+    match reason {
+        Rejection::Duplicate => RejectReason::Duplicate,
+        Rejection::OutOfWindow => RejectReason::OutOfWindow,
+        Rejection::Stale => RejectReason::Stale,
+    }
+}
+
+impl Session {
+    /// A session on a link set up at `now`.
+    pub fn new(config: SessionConfig, now: Time) -> Result<Session, ConfigError> {
+        config.validate()?;
+        Ok(Session {
+            send: SendWindow::new(config.local_first_sequence, config.initial_rtt),
+            receive: ReceiveWindow::new(config.remote_first_sequence),
+            config,
+            local: LocalState::default(),
+            remote: RemoteState::default(),
+            events: VecDeque::new(),
+            stats: Stats::default(),
+            closed: None,
+            last_timestamp: None,
+            peer_freshest: None,
+            ack_pending: false,
+            ack_deadline: Time::MAX,
+            eliciting_unacked: 0,
+            created: now,
+            last_send: None,
+            last_receive: now,
+            bad_signature_run: 0,
+            peer_update_rate: None,
+            next_request: 0,
+        })
+    }
+
+    // ----- getters -----
+
+    /// The configuration the session was built with.
+    pub fn config(&self) -> &SessionConfig {
+        &self.config
+    }
+
+    /// Counters, with the current RTT estimate.
+    pub fn stats(&self) -> Stats {
+        let mut stats = self.stats.clone();
+        stats.rtt = self.send.rtt().smoothed();
+        stats.rtt_variance = self.send.rtt().variance();
+        stats
+    }
+
+    /// Why the session ended, once it has.
+    pub fn close_reason(&self) -> Option<&CloseReason> {
+        self.closed.as_ref()
+    }
+
+    /// True once the session has ended.
+    pub fn is_closed(&self) -> bool {
+        self.closed.is_some()
+    }
+
+    /// Packets sent and not yet acknowledged (datagram mode).
+    pub fn in_flight(&self) -> usize {
+        self.send.in_flight()
+    }
+
+    /// The peer's update-rate request in force (packets per second).
+    pub fn peer_update_rate(&self) -> Option<u32> {
+        self.peer_update_rate
+    }
+
+    /// The URI and schema of a type the peer introduced.
+    pub fn remote_type(
+        &self,
+        type_id: TypeId<Remote>,
+    ) -> Option<(&str, Option<&std::sync::Arc<TypeSchema>>)> {
+        let remote_type = self.remote.types.get(&type_id)?;
+        Some((remote_type.uri.as_str(), remote_type.schema.as_ref()))
+    }
+
+    /// The type of an entity the peer introduced.
+    pub fn remote_entity_type(&self, entity: ObjectId<Remote>) -> Option<TypeId<Remote>> {
+        self.remote.entities.get(&entity).map(|e| e.type_id)
+    }
+
+    /// The properties of one of our types the peer is subscribed to.
+    pub fn peer_subscription(&self, type_id: TypeId<Local>) -> Option<Vec<PropertyKey>> {
+        let subscription = self.local.types.get(&type_id)?.subscription.as_ref()?;
+        Some(subscription.iter().cloned().collect())
+    }
+
+    /// True if `entity` may be passed to `introduce_entity` now.
+    pub fn object_id_available(&self, entity: ObjectId<Local>) -> bool {
+        self.local.id_available(entity)
+    }
+
+    // ----- commands -----
+
+    fn check_open(&self) -> Result<(), CommandError> {
+        match self.closed {
+            Some(_) => Err(CommandError::Closed),
+            None => Ok(()),
+        }
+    }
+
+    fn queue_message(&mut self, message: Message<Local, Remote>) -> Result<(), CommandError> {
+        if message.to_bytes().len() > OVERSIZE_CAPACITY {
+            return Err(CommandError::TooLarge);
+        }
+        self.local.pending.push_back(Pending::Message(message));
+        Ok(())
+    }
+
+    /// Introduces one of our types (by schema URI) to the peer.
+    pub fn introduce_type(&mut self, uri: &str) -> Result<TypeId<Local>, CommandError> {
+        self.check_open()?;
+        let schema = self
+            .config
+            .schemas
+            .get(uri)
+            .cloned()
+            .ok_or_else(|| CommandError::UnknownSchema(uri.to_string()))?;
+        Ok(self.local.introduce_type(schema))
+    }
+
+    /// Subscribes to properties of a type the peer introduced (replacing any
+    /// earlier subscription to it). Only these properties will be sent to us.
+    pub fn subscribe_type(
+        &mut self,
+        type_id: TypeId<Remote>,
+        properties: &[PropertyKey],
+    ) -> Result<(), CommandError> {
+        self.check_open()?;
+        let remote_type = self
+            .remote
+            .types
+            .get_mut(&type_id)
+            .ok_or(CommandError::UnknownType)?;
+        let schema = remote_type
+            .schema
+            .clone()
+            .ok_or_else(|| CommandError::UnknownSchema(remote_type.uri.clone()))?;
+        let keys: BTreeSet<PropertyKey> = properties.iter().cloned().collect();
+        if let Some(key) = keys.iter().find(|key| schema.property_type(key).is_none()) {
+            return Err(CommandError::UnknownProperty(key.clone()));
+        }
+        let mut by_component: BTreeMap<_, Vec<_>> = BTreeMap::new();
+        for key in &keys {
+            by_component
+                .entry(key.component.clone())
+                .or_default()
+                .push(key.property);
+        }
+        let components = by_component
+            .into_iter()
+            .map(|(component, properties)| ComponentSubscription {
+                component,
+                properties,
+            })
+            .collect();
+        remote_type.ever.extend(keys.iter().cloned());
+        remote_type.subscribed = Some(keys);
+        remote_type.was_subscribed = true;
+        self.queue_message(Message::SubscribeType {
+            type_id,
+            components,
+        })
+    }
+
+    /// Stops receiving a type; the peer removes its entities of it.
+    pub fn unsubscribe_type(&mut self, type_id: TypeId<Remote>) -> Result<(), CommandError> {
+        self.check_open()?;
+        let remote_type: &mut RemoteType = self
+            .remote
+            .types
+            .get_mut(&type_id)
+            .ok_or(CommandError::UnknownType)?;
+        remote_type.subscribed = None;
+        self.queue_message(Message::UnsubscribeType { type_id })
+    }
+
+    /// An object id that is free and safe to use (never one whose removal
+    /// the peer may not have seen yet).
+    pub fn allocate_object_id(&mut self) -> ObjectId<Local> {
+        self.local.allocate_object_id()
+    }
+
+    /// Presents a new entity; it is introduced once the peer subscribes to
+    /// its type, with the subscribed properties among `values`.
+    pub fn introduce_entity(
+        &mut self,
+        entity: ObjectId<Local>,
+        type_id: TypeId<Local>,
+        values: Vec<PropertyValue>,
+    ) -> Result<(), CommandError> {
+        self.check_open()?;
+        self.local.introduce_entity(entity, type_id, values)
+    }
+
+    /// Sets property values of one of our entities; sent coalesced (latest
+    /// value only) with the next transmit.
+    pub fn update_entity(
+        &mut self,
+        entity: ObjectId<Local>,
+        values: Vec<PropertyValue>,
+    ) -> Result<(), CommandError> {
+        self.check_open()?;
+        self.local.set_values(entity, values)
+    }
+
+    /// Sets one property value (see [`Self::update_entity`]).
+    pub fn set_property(
+        &mut self,
+        entity: ObjectId<Local>,
+        key: PropertyKey,
+        value: Value,
+    ) -> Result<(), CommandError> {
+        self.update_entity(entity, vec![PropertyValue { key, value }])
+    }
+
+    /// Removes one of our entities.
+    pub fn remove_entity(&mut self, entity: ObjectId<Local>) -> Result<(), CommandError> {
+        self.check_open()?;
+        self.local.remove_entity(entity)?;
+        self.remote
+            .tweak_stamps
+            .retain(|(target, _), _| *target != entity);
+        Ok(())
+    }
+
+    /// Asks the peer for a fresh snapshot of one of its entities.
+    pub fn request_entity(&mut self, entity: ObjectId<Remote>) -> Result<(), CommandError> {
+        self.check_open()?;
+        if !self.remote.entities.contains_key(&entity) {
+            return Err(CommandError::UnknownEntity);
+        }
+        self.queue_message(Message::RequestEntity { entity })
+    }
+
+    /// Invokes a method of a peer entity; the answer arrives as
+    /// [`Event::MethodResult`] with the returned request id.
+    pub fn invoke_method(
+        &mut self,
+        entity: ObjectId<Remote>,
+        method: PropertyKey,
+        arguments: Vec<Value>,
+    ) -> Result<RequestId<Local>, CommandError> {
+        self.check_open()?;
+        let target = self
+            .remote
+            .entities
+            .get(&entity)
+            .ok_or(CommandError::UnknownEntity)?;
+        let signature = target
+            .schema
+            .method(&method)
+            .ok_or_else(|| CommandError::UnknownMethod(method.clone()))?;
+        if let Some(declared) = &signature.arguments {
+            let matches = declared.len() == arguments.len()
+                && declared
+                    .iter()
+                    .zip(&arguments)
+                    .all(|(t, v)| v.conforms_to(t));
+            if !matches {
+                return Err(CommandError::TypeMismatch(method.to_string()));
+            }
+        } else if !arguments.iter().all(|v| v.conforms_to(&v.value_type())) {
+            return Err(CommandError::TypeMismatch(method.to_string()));
+        }
+        let request = RequestId::new(self.next_request + 1);
+        self.queue_message(Message::MethodInvocation {
+            request,
+            entity,
+            method,
+            arguments,
+        })?;
+        self.next_request += 1;
+        self.remote.outgoing_requests.insert(request, entity);
+        Ok(request)
+    }
+
+    /// Answers an invocation from the peer, exactly once. A non-zero status
+    /// (e.g. [`MethodStatus::FORBIDDEN`] for a refusal) carries a STRING.
+    pub fn send_method_result(
+        &mut self,
+        request: RequestId<Remote>,
+        status: MethodStatus,
+        value: Value,
+    ) -> Result<(), CommandError> {
+        self.check_open()?;
+        if !self.remote.incoming_requests.contains(&request) {
+            return Err(CommandError::UnknownRequest);
+        }
+        if !status.is_success() && !matches!(value, Value::String(_)) {
+            return Err(CommandError::FailureWithoutText);
+        }
+        if !value.conforms_to(&value.value_type()) {
+            return Err(CommandError::TypeMismatch("return value".into()));
+        }
+        self.queue_message(Message::MethodResult {
+            request,
+            status,
+            value,
+        })?;
+        self.remote.incoming_requests.remove(&request);
+        Ok(())
+    }
+
+    /// Asks the peer to change a property of one of its entities (coalesced:
+    /// only the latest tweak of a property is sent).
+    pub fn tweak_entity(
+        &mut self,
+        entity: ObjectId<Remote>,
+        property: PropertyKey,
+        value: Value,
+    ) -> Result<(), CommandError> {
+        self.check_open()?;
+        let target = self
+            .remote
+            .entities
+            .get(&entity)
+            .ok_or(CommandError::UnknownEntity)?;
+        check_value(&target.schema, &property, &value)?;
+        self.local.tweak(entity, property, value);
+        Ok(())
+    }
+
+    /// Reports an interaction declared in the connection schema.
+    pub fn send_interaction(
+        &mut self,
+        interaction: InteractionId,
+        values: Vec<FieldValue>,
+    ) -> Result<(), CommandError> {
+        self.check_open()?;
+        let schema = self
+            .config
+            .connection
+            .interaction(interaction)
+            .ok_or(CommandError::UnknownType)?;
+        for field in &values {
+            let declared = schema.property(field.id).ok_or_else(|| {
+                CommandError::TypeMismatch(format!("interaction property {}", field.id))
+            })?;
+            if !field.value.conforms_to(&declared.value_type) {
+                return Err(CommandError::TypeMismatch(declared.name.clone()));
+            }
+        }
+        self.queue_message(Message::Interaction {
+            interaction,
+            values,
+        })
+    }
+
+    /// Sends connection-control values declared in the connection schema.
+    pub fn send_connection_control(&mut self, values: Vec<FieldValue>) -> Result<(), CommandError> {
+        self.check_open()?;
+        for field in &values {
+            let declared = self.config.connection.control(field.id).ok_or_else(|| {
+                CommandError::TypeMismatch(format!("control property {}", field.id))
+            })?;
+            if !field.value.conforms_to(&declared.value_type) {
+                return Err(CommandError::TypeMismatch(declared.name.clone()));
+            }
+        }
+        self.queue_message(Message::ConnectionControl { values })
+    }
+
+    /// Asks the peer to send at most `packets_per_second` packets per second
+    /// (0: no limit).
+    pub fn request_update_rate(&mut self, packets_per_second: u32) -> Result<(), CommandError> {
+        self.send_connection_control(vec![FieldValue {
+            id: UPDATE_RATE,
+            value: Value::Integer(i64::from(packets_per_second)),
+        }])
+    }
+
+    /// Ends the session locally.
+    pub fn close(&mut self) {
+        self.close_with(CloseReason::Local);
+    }
+
+    fn close_with(&mut self, reason: CloseReason) {
+        if self.closed.is_some() {
+            return;
+        }
+        match &reason {
+            CloseReason::Local => info!("less session closed locally"),
+            CloseReason::IdleTimeout => info!("less session idle, closed"),
+            other => warn!(reason = %other, "less session closed: peer misbehaved"),
+        }
+        self.closed = Some(reason.clone());
+        self.events.push_back(Event::Closed { reason });
+    }
+
+    fn violation(&mut self, violation: Violation) {
+        self.close_with(match violation {
+            Violation::Framing(text) => CloseReason::Framing(text),
+            Violation::Logic(text) => CloseReason::Logic(text),
+        });
+    }
+
+    pub(super) fn push_event(&mut self, event: Event) {
+        self.events.push_back(event);
+    }
+
+    // ----- inputs -----
+
+    /// A UDP datagram from the peer.
+    pub fn handle_datagram(&mut self, now: Time, datagram: &[u8]) {
+        if self.closed.is_some() {
+            return;
+        }
+        self.stats.bytes_received += datagram.len() as u64;
+        if self.config.mode == FramingMode::Stream {
+            self.stats.reject(RejectReason::Malformed);
+            return;
+        }
+        match open_datagram(&self.config.keys.receive, datagram) {
+            Ok((framing, packet)) => self.receive_datagram(now, framing, packet),
+            Err(error) => self.open_failed(error),
+        }
+    }
+
+    /// One complete frame from the link's reliable stream, length prefix
+    /// included (see [`crate::less::packet::StreamDeframer`]).
+    pub fn handle_stream_frame(&mut self, now: Time, frame: &[u8]) {
+        if self.closed.is_some() {
+            return;
+        }
+        self.stats.bytes_received += frame.len() as u64;
+        match self.config.mode {
+            FramingMode::Datagram => match open_stream_datagram(&self.config.keys.receive, frame) {
+                Ok((framing, packet)) => self.receive_datagram(now, framing, packet),
+                Err(error) => self.open_failed(error),
+            },
+            FramingMode::Stream => match open_stream_packet(&self.config.keys.receive, frame) {
+                Ok(packet) => self.receive_stream_packet(now, packet),
+                Err(error) => self.open_failed(error),
+            },
+        }
+    }
+
+    fn open_failed(&mut self, error: OpenError) {
+        match error {
+            OpenError::Malformed(_) => self.stats.reject(RejectReason::Malformed),
+            OpenError::BadSignature => {
+                self.stats.reject(RejectReason::BadSignature);
+                self.bad_signature_run += 1;
+                let limit = self.config.max_bad_signature_run;
+                if limit > 0 && self.bad_signature_run >= limit {
+                    self.close_with(CloseReason::BadSignatureRun(self.bad_signature_run));
+                }
+            }
+            OpenError::Framing(decode) => self.close_with(CloseReason::Framing(decode.to_string())),
+        }
+    }
+
+    fn authentic(&mut self, now: Time) {
+        self.bad_signature_run = 0;
+        self.last_receive = now;
+    }
+
+    fn receive_stream_packet(&mut self, now: Time, packet: OpenedPacket<'_>) {
+        self.authentic(now);
+        if self
+            .peer_freshest
+            .is_some_and(|freshest| packet.timestamp <= freshest)
+        {
+            self.stats.reject(RejectReason::Stale);
+            return;
+        }
+        self.peer_freshest = Some(packet.timestamp);
+        self.stats.packets_received += 1;
+        trace!(
+            timestamp = packet.timestamp,
+            messages = packet.message_count,
+            "less packet"
+        );
+        if let Err(violation) =
+            self.apply_in_order(packet.timestamp, packet.message_count, packet.messages)
+        {
+            self.violation(violation);
+        }
+    }
+
+    fn receive_datagram(&mut self, now: Time, framing: DatagramFraming, packet: OpenedPacket<'_>) {
+        self.authentic(now);
+        let classified = self.receive.classify(framing.sequence, packet.timestamp);
+        // Acknowledgements count only from a transmission fresher than any
+        // before it: the peer computes them when it transmits, so the freshest
+        // carries the most; a replay carries old ones.
+        let honest = matches!(classified, Ok(_) | Err(Rejection::Duplicate));
+        if honest
+            && self
+                .peer_freshest
+                .map_or(true, |freshest| packet.timestamp > freshest)
+        {
+            self.peer_freshest = Some(packet.timestamp);
+            match self.send.on_ack(framing.ack_last, framing.ack_bits, now) {
+                Ok(acked) => self.on_acknowledged(acked),
+                Err(error) => return self.violation(Violation::Logic(error.to_string())),
+            }
+        }
+        let sequence = match classified {
+            Ok(sequence) => sequence,
+            Err(reason) => {
+                trace!(sequence = framing.sequence, ?reason, "less packet refused");
+                self.stats.reject(rejection(reason));
+                if reason == Rejection::Duplicate && packet.message_count > 0 {
+                    // The peer re-sent: our acknowledgement may have been lost.
+                    self.schedule_ack(now, true);
+                }
+                self.release_ids();
+                return;
+            }
+        };
+        let in_order = sequence == self.receive.lowest();
+        let overloaded = self.events.len() >= MAX_QUEUED_EVENTS
+            || (!in_order && self.remote.held_bytes + packet.messages.len() > MAX_HELD_BYTES);
+        if overloaded {
+            self.stats.reject(RejectReason::Overload);
+            return;
+        }
+        self.stats.packets_received += 1;
+        trace!(
+            sequence,
+            timestamp = packet.timestamp,
+            messages = packet.message_count,
+            in_order,
+            "less packet"
+        );
+        let had_gap = !self.remote.held.is_empty() || !in_order;
+        self.receive.insert(sequence, packet.timestamp);
+        // Packets with messages are acknowledged promptly; any packet that
+        // opens or fills a gap at once, since the peer's delivery waits on it.
+        if packet.message_count > 0 || had_gap {
+            self.schedule_ack(now, had_gap);
+        }
+        let result = if in_order {
+            self.apply_in_order(packet.timestamp, packet.message_count, packet.messages)
+                .and_then(|()| self.release_held(sequence + 1, self.receive.lowest()))
+        } else {
+            self.hold_out_of_order(
+                sequence,
+                packet.timestamp,
+                packet.message_count,
+                packet.messages,
+            )
+        };
+        if let Err(violation) = result {
+            return self.violation(violation);
+        }
+        self.release_ids();
+    }
+
+    fn schedule_ack(&mut self, now: Time, immediately: bool) {
+        self.eliciting_unacked += 1;
+        let deadline = if immediately || self.eliciting_unacked >= 2 {
+            now
+        } else {
+            now + self.config.max_ack_delay
+        };
+        self.ack_deadline = if self.ack_pending {
+            self.ack_deadline.min(deadline)
+        } else {
+            deadline
+        };
+        self.ack_pending = true;
+    }
+
+    fn on_acknowledged(&mut self, acked: Vec<crate::less::send_window::SentPacket<Vec<SentItem>>>) {
+        for packet in acked {
+            for item in packet.payload {
+                if let SentItem::Tweak { entity, key, .. } = item {
+                    let done = self
+                        .local
+                        .tweaks
+                        .get(&(entity, key.clone()))
+                        .is_some_and(|slot| {
+                            slot.last_packet == Some(packet.sequence) && !slot.dirty
+                        });
+                    if done {
+                        self.local.tweaks.remove(&(entity, key));
+                    }
+                }
+            }
+        }
+    }
+
+    fn release_ids(&mut self) {
+        self.local.release_acknowledged(
+            self.send.oldest_unacked(),
+            Some(self.receive.highest()),
+            self.receive.lowest(),
+        );
+    }
+
+    /// Runs timers: idle timeout, loss detection, id quarantine.
+    pub fn handle_timeout(&mut self, now: Time) {
+        if self.closed.is_some() {
+            return;
+        }
+        if now >= self.last_receive + self.config.idle_timeout {
+            return self.close_with(CloseReason::IdleTimeout);
+        }
+        match self.config.mode {
+            FramingMode::Datagram => {
+                let lost = self.send.detect_losses(now, &self.loss_timing());
+                if lost > 0 {
+                    debug!(lost, "less packets lost");
+                }
+                self.stats.packets_lost += lost as u64;
+            }
+            FramingMode::Stream => self
+                .local
+                .release_quarantined(now, self.config.stream_id_quarantine),
+        }
+    }
+
+    fn loss_timing(&self) -> LossTiming {
+        LossTiming {
+            max_ack_delay: self.config.max_ack_delay,
+            keepalive_interval: self.config.keepalive_interval,
+        }
+    }
+
+    // ----- outputs -----
+
+    /// The next event, in the order things took effect.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    fn pace_time(&self) -> Option<Time> {
+        let rate = self.peer_update_rate?;
+        let interval = Duration::from_secs(1) / rate;
+        Some(self.last_send? + interval)
+    }
+
+    fn keepalive_time(&self) -> Time {
+        self.last_send.unwrap_or(self.created) + self.config.keepalive_interval
+    }
+
+    /// When `handle_timeout` (and then `poll_transmit`) should next run.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        if self.closed.is_some() {
+            return None;
+        }
+        let mut deadline =
+            (self.last_receive + self.config.idle_timeout).min(self.keepalive_time());
+        if self.ack_pending {
+            deadline = deadline.min(self.ack_deadline);
+        }
+        match self.config.mode {
+            FramingMode::Datagram => {
+                if let Some(loss) = self.send.loss_deadline(&self.loss_timing()) {
+                    deadline = deadline.min(loss);
+                }
+            }
+            FramingMode::Stream => {
+                if let Some(end) = self
+                    .local
+                    .next_quarantine_end(self.config.stream_id_quarantine)
+                {
+                    deadline = deadline.min(end);
+                }
+            }
+        }
+        let waiting = self.local.has_new_data() || self.send.first_lost().is_some();
+        if let Some(pace) = self.pace_time().filter(|_| waiting) {
+            deadline = deadline.min(pace);
+        }
+        Some(deadline)
+    }
+
+    /// The next frame to send, if any is due at `now`.
+    pub fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
+        if self.closed.is_some() || self.pace_time().is_some_and(|pace| now < pace) {
+            return None;
+        }
+        let ack_due = self.ack_pending && now >= self.ack_deadline;
+        let keepalive_due = now >= self.keepalive_time();
+        match self.config.mode {
+            FramingMode::Stream => {
+                if self.local.has_new_data() || keepalive_due {
+                    return self.transmit_stream(now, keepalive_due);
+                }
+                None
+            }
+            FramingMode::Datagram => {
+                if let Some(sequence) = self.send.first_lost() {
+                    return self.transmit_resend(now, sequence);
+                }
+                if self.send.can_send_new() {
+                    if self.local.has_new_data() {
+                        if let Some(transmit) = self.transmit_new(now, ack_due || keepalive_due) {
+                            return Some(transmit);
+                        }
+                    }
+                    if ack_due || keepalive_due {
+                        return self.transmit_new(now, true);
+                    }
+                    return None;
+                }
+                // Window full: acknowledgements ride on a re-send.
+                if ack_due || keepalive_due {
+                    let oldest = self.send.oldest_datagram()?;
+                    return self.transmit_resend(now, oldest);
+                }
+                None
+            }
+        }
+    }
+
+    fn next_timestamp(&mut self, now: Time) -> i64 {
+        let quantum = self.config.timestamp_quantum.as_micros().max(1);
+        let clock = i64::try_from(u128::from(now.as_micros()) / quantum).unwrap_or(i64::MAX);
+        let timestamp = match self.last_timestamp {
+            Some(last) => clock.max(last.saturating_add(1)),
+            None => clock,
+        };
+        self.last_timestamp = Some(timestamp);
+        timestamp
+    }
+
+    fn framing(&self, sequence: u64) -> DatagramFraming {
+        let (ack_last, ack_bits) = self.receive.ack_fields();
+        DatagramFraming {
+            sequence: sequence as u8,
+            ack_last,
+            ack_bits,
+        }
+    }
+
+    fn sent(&mut self, now: Time, transmit: &Transmit, resend: bool) {
+        self.stats.packets_sent += 1;
+        self.stats.bytes_sent += transmit.bytes.len() as u64;
+        if resend {
+            self.stats.packets_resent += 1;
+        }
+        if transmit.path == Path::Stream {
+            self.stats.stream_frames_sent += 1;
+        }
+        self.last_send = Some(now);
+        self.ack_pending = false;
+        self.ack_deadline = Time::MAX;
+        self.eliciting_unacked = 0;
+    }
+
+    fn transmit_new(&mut self, now: Time, allow_empty: bool) -> Option<Transmit> {
+        let sequence = self.send.next_sequence();
+        let body = self
+            .local
+            .assemble_new(Some(sequence), datagram_capacity(self.config.mtu), now);
+        if body.count == 0 && !allow_empty {
+            return None;
+        }
+        let timestamp = self.next_timestamp(now);
+        let framing = self.framing(sequence);
+        let key = &self.config.keys.send;
+        let (path, bytes) = if body.oversize {
+            let bytes = seal_stream_datagram(key, &framing, timestamp, body.count, &body.messages);
+            (Path::Stream, bytes)
+        } else {
+            (
+                Path::Datagram,
+                seal_datagram(key, &framing, timestamp, body.count, &body.messages),
+            )
+        };
+        self.send.on_sent_new(body.items, path, now, body.count > 0);
+        trace!(
+            sequence,
+            timestamp,
+            messages = body.count,
+            ?path,
+            "less packet sent"
+        );
+        let transmit = Transmit { path, bytes };
+        self.sent(now, &transmit, false);
+        Some(transmit)
+    }
+
+    fn transmit_resend(&mut self, now: Time, sequence: u64) -> Option<Transmit> {
+        let items = self.send.get(sequence)?.payload.clone();
+        let body = self
+            .local
+            .assemble_resend(sequence, &items, datagram_capacity(self.config.mtu));
+        let timestamp = self.next_timestamp(now);
+        let framing = self.framing(sequence);
+        let bytes = seal_datagram(
+            &self.config.keys.send,
+            &framing,
+            timestamp,
+            body.count,
+            &body.messages,
+        );
+        if let Some(packet) = self.send.get_mut(sequence) {
+            packet.payload = body.items;
+            packet.ack_eliciting = body.count > 0;
+        }
+        self.send.on_resent(sequence, now);
+        trace!(
+            sequence,
+            timestamp,
+            messages = body.count,
+            "less packet re-sent"
+        );
+        let transmit = Transmit {
+            path: Path::Datagram,
+            bytes,
+        };
+        self.sent(now, &transmit, true);
+        Some(transmit)
+    }
+
+    fn transmit_stream(&mut self, now: Time, allow_empty: bool) -> Option<Transmit> {
+        let capacity = self.config.mtu - INTEGER_MAX_LEN - PACKET_HEADER_MAX_LEN;
+        let body = self.local.assemble_new(None, capacity, now);
+        if body.count == 0 && !allow_empty {
+            return None;
+        }
+        // No acknowledgements on a stream: a sent tweak is done.
+        for item in &body.items {
+            if let SentItem::Tweak { entity, key, .. } = item {
+                if self
+                    .local
+                    .tweaks
+                    .get(&(*entity, key.clone()))
+                    .is_some_and(|slot| !slot.dirty)
+                {
+                    self.local.tweaks.remove(&(*entity, key.clone()));
+                }
+            }
+        }
+        let timestamp = self.next_timestamp(now);
+        let bytes = seal_stream_packet(
+            &self.config.keys.send,
+            timestamp,
+            body.count,
+            &body.messages,
+        );
+        let transmit = Transmit {
+            path: Path::Stream,
+            bytes,
+        };
+        self.sent(now, &transmit, false);
+        Some(transmit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::less::packet::open_datagram;
+    use crate::less::schema::ConnectionSchema;
+    use crate::less::schema_toml::types_from_toml;
+    use crate::less::signature::{LinkRole, SessionKeys};
+    use std::sync::Arc;
+
+    const SECRET: [u8; 32] = [1; 32];
+
+    fn session(mode: FramingMode) -> Session {
+        let registry =
+            types_from_toml(include_str!("../../../schemas/less/test-types.toml")).unwrap();
+        let mut config = SessionConfig::new(
+            SessionKeys::derive(&SECRET, LinkRole::Initiator),
+            250,
+            40,
+            Arc::new(registry),
+            Arc::new(ConnectionSchema::builtin()),
+        );
+        config.mode = mode;
+        Session::new(config, Time::ZERO).unwrap()
+    }
+
+    fn peer_key() -> crate::less::signature::MacKey {
+        SessionKeys::derive(&SECRET, LinkRole::Acceptor).receive
+    }
+
+    /// Drains transmits at `now`, returning (sequence, timestamp, message count).
+    fn drain(session: &mut Session, now: Time) -> Vec<(u8, i64, usize)> {
+        let mut out = Vec::new();
+        while let Some(transmit) = session.poll_transmit(now) {
+            assert_eq!(transmit.path, Path::Datagram);
+            let (framing, packet) = open_datagram(&peer_key(), &transmit.bytes).unwrap();
+            out.push((framing.sequence, packet.timestamp, packet.message_count));
+        }
+        out
+    }
+
+    #[test]
+    fn keepalive_is_an_empty_packet_with_initial_acks() {
+        let mut session = session(FramingMode::Datagram);
+        assert!(drain(&mut session, Time::ZERO).is_empty());
+        let keepalive = session.poll_timeout().unwrap();
+        assert_eq!(keepalive, Time::from_millis(1000));
+        let sent = session.poll_transmit(keepalive).unwrap();
+        let (framing, packet) = open_datagram(&peer_key(), &sent.bytes).unwrap();
+        assert_eq!(
+            (framing.sequence, framing.ack_last, framing.ack_bits),
+            (250, 39, u64::MAX)
+        );
+        assert_eq!((packet.timestamp, packet.message_count), (1000, 0));
+    }
+
+    #[test]
+    fn window_caps_unacknowledged_packets_and_timestamps_always_increase() {
+        let mut session = session(FramingMode::Datagram);
+        session.introduce_type("urn:lessgate:test:crate").unwrap();
+        for round in 0..100 {
+            session
+                .queue_message(Message::IntroduceType {
+                    type_id: TypeId::new(1000 + round),
+                    uri: "x".repeat(1000),
+                })
+                .unwrap();
+        }
+        let mut sent = drain(&mut session, Time::ZERO);
+        assert_eq!(sent.len(), 64, "the window holds 64 packets");
+        let mut now = Time::ZERO;
+        while now < Time::from_millis(10_000) {
+            now = session.poll_timeout().unwrap();
+            session.handle_timeout(now);
+            sent.extend(drain(&mut session, now));
+        }
+        assert!(!session.is_closed());
+        let sequences: std::collections::BTreeSet<u8> = sent.iter().map(|s| s.0).collect();
+        assert_eq!(sequences.len(), 64, "re-sends reuse their sequence numbers");
+        assert!(
+            sent.windows(2).all(|pair| pair[1].1 > pair[0].1),
+            "timestamps strictly increase"
+        );
+        assert!(session.stats().packets_resent > 0);
+    }
+
+    #[test]
+    fn silence_closes_after_the_idle_timeout() {
+        let mut session = session(FramingMode::Stream);
+        let mut now = Time::ZERO;
+        while !session.is_closed() {
+            now = session.poll_timeout().unwrap();
+            session.handle_timeout(now);
+            while session.poll_transmit(now).is_some() {}
+        }
+        assert_eq!(now, Time::from_millis(15_000));
+        assert_eq!(session.close_reason(), Some(&CloseReason::IdleTimeout));
+        assert!(matches!(session.poll_event(), Some(Event::Closed { .. })));
+        assert_eq!(
+            session.introduce_type("urn:lessgate:test:crate"),
+            Err(CommandError::Closed)
+        );
+    }
+
+    #[test]
+    fn commands_are_validated() {
+        let mut session = session(FramingMode::Datagram);
+        assert!(matches!(
+            session.introduce_type("urn:nope"),
+            Err(CommandError::UnknownSchema(_))
+        ));
+        let type_id = session.introduce_type("urn:lessgate:test:crate").unwrap();
+        let entity = session.allocate_object_id();
+        let bad = vec![PropertyValue {
+            key: PropertyKey::new(2, 2),
+            value: Value::String("not an integer".into()),
+        }];
+        assert!(matches!(
+            session.introduce_entity(entity, type_id, bad),
+            Err(CommandError::TypeMismatch(_))
+        ));
+        session.introduce_entity(entity, type_id, vec![]).unwrap();
+        assert_eq!(
+            session.introduce_entity(entity, type_id, vec![]),
+            Err(CommandError::IdInUse)
+        );
+        assert!(matches!(
+            session.set_property(entity, PropertyKey::new(9, 9), Value::Null),
+            Err(CommandError::UnknownProperty(_))
+        ));
+        assert_eq!(
+            session.request_entity(ObjectId::new(5)),
+            Err(CommandError::UnknownEntity)
+        );
+        assert_eq!(
+            session.send_method_result(RequestId::new(1), MethodStatus::SUCCESS, Value::Null),
+            Err(CommandError::UnknownRequest)
+        );
+        session.remove_entity(entity).unwrap();
+        // Never introduced to the peer: free again at once.
+        assert!(session.object_id_available(entity));
+    }
+}

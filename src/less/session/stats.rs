@@ -1,0 +1,84 @@
+//! Counters of one session: traffic each way, loss, RTT, and frames refused
+//! by reason. Owns numbers only.
+
+use std::time::Duration;
+
+/// Why an incoming frame had no effect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RejectReason {
+    /// The signature did not verify (forged, corrupted or truncated in the MAC'd part).
+    BadSignature,
+    /// The bytes before the signature did not parse.
+    Malformed,
+    /// The sequence was already received (duplicate or replay of a recent packet).
+    Duplicate,
+    /// The sequence is outside the 64-packet window.
+    OutOfWindow,
+    /// The timestamp is not above the replay floor (a replay from an earlier
+    /// lap, or a non-increasing timestamp on a stream).
+    Stale,
+    /// Refused for now (receive buffers full); the sender will re-send it.
+    Overload,
+}
+
+/// Session counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Transmissions (new packets and re-sends), datagrams and stream frames.
+    pub packets_sent: u64,
+    pub bytes_sent: u64,
+    /// Transmissions that were re-sends.
+    pub packets_resent: u64,
+    /// Transmissions that took the reliable stream.
+    pub stream_frames_sent: u64,
+    /// Packets accepted.
+    pub packets_received: u64,
+    /// Bytes of every frame handed in, accepted or not.
+    pub bytes_received: u64,
+    /// Packets declared lost.
+    pub packets_lost: u64,
+    pub rejected_bad_signature: u64,
+    pub rejected_malformed: u64,
+    pub rejected_duplicate: u64,
+    pub rejected_out_of_window: u64,
+    pub rejected_stale: u64,
+    pub rejected_overload: u64,
+    /// Smoothed RTT and its variance.
+    pub rtt: Duration,
+    pub rtt_variance: Duration,
+}
+
+impl Stats {
+    /// Counts one refused frame.
+    pub fn reject(&mut self, reason: RejectReason) {
+        let counter = match reason {
+            RejectReason::BadSignature => &mut self.rejected_bad_signature,
+            RejectReason::Malformed => &mut self.rejected_malformed,
+            RejectReason::Duplicate => &mut self.rejected_duplicate,
+            RejectReason::OutOfWindow => &mut self.rejected_out_of_window,
+            RejectReason::Stale => &mut self.rejected_stale,
+            RejectReason::Overload => &mut self.rejected_overload,
+        };
+        *counter += 1;
+    }
+
+    /// Frames refused for any reason.
+    pub fn rejected(&self) -> u64 {
+        self.rejected_bad_signature
+            + self.rejected_malformed
+            + self.rejected_duplicate
+            + self.rejected_out_of_window
+            + self.rejected_stale
+            + self.rejected_overload
+    }
+
+    /// Fraction of new packets declared lost (0 with nothing sent).
+    pub fn loss_rate(&self) -> f64 {
+        let new_packets = self.packets_sent.saturating_sub(self.packets_resent);
+        if new_packets == 0 {
+            0.0
+        } else {
+            self.packets_lost as f64 / new_packets as f64
+        }
+    }
+}
