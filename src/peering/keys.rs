@@ -46,3 +46,42 @@ mod tests {
         assert!(EXPORTER_LABEL.starts_with(b"EXPORTER-"));
     }
 }
+
+#[cfg(test)]
+mod vector_tests {
+    use super::*;
+    use crate::less::signature::{
+        LinkRole, MacKey, SessionKeys, ACCEPTOR_TO_INITIATOR_CONTEXT, INITIATOR_TO_ACCEPTOR_CONTEXT,
+    };
+
+    /// docs/peer-link.md appendix B: an exported secret of 32 bytes 0x42.
+    #[test]
+    fn derivation_matches_the_spec_vector() {
+        let secret = [0x42u8; EXPORTED_SECRET_LEN];
+        assert_eq!(
+            INITIATOR_TO_ACCEPTOR_CONTEXT,
+            "lessgate LESS 1 packet MAC initiator to acceptor"
+        );
+        assert_eq!(
+            ACCEPTOR_TO_INITIATOR_CONTEXT,
+            "lessgate LESS 1 packet MAC acceptor to initiator"
+        );
+        let dialer_to_listener = blake3::derive_key(INITIATOR_TO_ACCEPTOR_CONTEXT, &secret);
+        let listener_to_dialer = blake3::derive_key(ACCEPTOR_TO_INITIATOR_CONTEXT, &secret);
+        assert_eq!(
+            hex::encode(dialer_to_listener),
+            "f5c43eb221b41744ba44ab65cded1168a274edcdeddf347302f0e8074119d00c"
+        );
+        assert_eq!(
+            hex::encode(listener_to_dialer),
+            "db1f1ca7a6980774f319572a095fd4609cd39d7c04158401a589b7491eadeb06"
+        );
+        let dialer = SessionKeys::derive(&secret, LinkRole::Initiator);
+        let listener = SessionKeys::derive(&secret, LinkRole::Acceptor);
+        assert_eq!(dialer.send, MacKey::new(dialer_to_listener));
+        assert_eq!(dialer.receive, MacKey::new(listener_to_dialer));
+        assert_eq!(dialer.send, listener.receive);
+        assert_eq!(dialer.receive, listener.send);
+        assert_ne!(dialer.send, dialer.receive);
+    }
+}

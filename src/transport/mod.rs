@@ -2,6 +2,7 @@
 //! between the network and the pure protocol cores and keeps its loop small.
 
 pub mod identity;
+pub mod peer;
 pub mod peer_tls;
 pub mod tls;
 pub mod websocket;
