@@ -1,5 +1,5 @@
 //! The Hello message: what each node declares about itself and the LESS
-//! session it will run (docs/peer-link.md section 5.3).
+//! session it will run (docs/peer-link.md section 5.2).
 //!
 //! This module owns the Hello body's byte layout and the checks on its
 //! values. It must not decide how two Hellos combine; `negotiate` does that.
@@ -189,7 +189,7 @@ impl Hello {
     }
 
     /// Checks the values a receiver must refuse as `incompatible`
-    /// (docs/peer-link.md section 5.3); returns the reason text.
+    /// (docs/peer-link.md sections 5.2 and 6.2); returns the reason text.
     pub fn check(&self) -> Result<(), String> {
         if self.node.0.is_nil() {
             return Err("node uuid is nil".to_owned());

@@ -1,5 +1,5 @@
 //! Combining two Hellos into the parameters of one link's LESS session
-//! (docs/peer-link.md section 5.5).
+//! (docs/peer-link.md section 6.2).
 //!
 //! Pure: both Hellos in, [`Negotiated`] or the reason for refusing out. The
 //! MAC keys are not here: they come from the TLS session (`keys`).

@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use tracing::{debug, info, warn};
 
-use super::connection::{finish_control, lost_reason, release, Control, Prepared};
+use super::connection::{release, Prepared};
+use super::control::{finish_control, lost_reason, Control};
 use super::link::{lock, Frame, LinkId, LinkShared, PeerLink};
 use super::{PeerEvent, Shared};
 use crate::clock::Time;
