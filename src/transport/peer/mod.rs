@@ -6,6 +6,18 @@
 //! network, keep timers, and report [`PeerEvent`]s. The federation layer sees
 //! only events and [`PeerLink`] handles.
 //!
+//! Who runs a link's LESS session is a choice ([`SessionOwnership`]):
+//! - `Application`: the node owns each `Session` (built from
+//!   [`PeerLink::take_session_config`]) and runs it with its own clock, as
+//!   the pure federation core does; the driver only moves frames
+//!   ([`PeerEvent::Frame`] in, [`PeerLink::transmit`] out) and keeps a
+//!   liveness fallback. This keeps every session of a node in one
+//!   single-threaded, deterministic place, testable under fake time.
+//! - `Driver` (default): the driver runs the session behind a mutex; the
+//!   application calls session commands through [`PeerLink::with_session`]
+//!   and receives [`PeerEvent::Session`] events. Convenient for tools and
+//!   tests that do not keep state of their own.
+//!
 //! ```text
 //!  dialer (per peer) ──connect──┐         ┌── accept loop
 //!                               ▼         ▼
