@@ -2,7 +2,8 @@
 //!
 //! Every error names the file, the key and what is wrong, so an operator can
 //! fix it without reading code. Defaults make an empty file a working
-//! standalone node. Peer files (`peers/*.toml`) are read by the peering layer.
+//! standalone node. Peer files (`peers/*.toml`) are read by the peering layer
+//! (`crate::peering::peer_file`), with the same error shape.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -16,6 +17,14 @@ pub const DEFAULT_TUNDRA_PORT: u16 = 2345;
 pub const DEFAULT_TICK_HZ: u32 = 20;
 /// Tundra clamps `--netrate` to a period of at least 0.01 s.
 const MAX_TICK_HZ: u32 = 100;
+/// Default peer-link datagram size: fits the IPv6 minimum MTU (1280) less
+/// IPv6 and UDP headers with room to spare, so no path fragments it.
+pub const DEFAULT_PEER_MTU: u16 = 1200;
+/// Smallest peer-link MTU: the LESS core's minimum (largest header plus a
+/// useful payload).
+pub const MIN_PEER_MTU: u16 = 128;
+/// Largest UDP payload over IPv4.
+pub const MAX_PEER_MTU: u16 = 65_507;
 
 /// A configuration error, always with the file it came from.
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +54,9 @@ pub struct NodeConfig {
     pub tundra: TundraSection,
     pub limits: Limits,
     pub log: LogSection,
+    /// Peer links; `None` when the file has no `[peering]` section (a
+    /// standalone node).
+    pub peering: Option<PeeringSection>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -54,6 +66,9 @@ pub struct NodeSection {
     pub name: String,
     /// Network ticks per second for client sync and peer packets.
     pub tick_hz: u32,
+    /// The node's identity among peers (sent in the peer-link hello and used
+    /// to settle simultaneous dials); required with `[peering]`.
+    pub uuid: Option<uuid::Uuid>,
 }
 
 impl Default for NodeSection {
@@ -61,7 +76,80 @@ impl Default for NodeSection {
         NodeSection {
             name: "lessgate".to_owned(),
             tick_hz: DEFAULT_TICK_HZ,
+            uuid: None,
         }
+    }
+}
+
+/// How LESS packets travel on a peer link (docs/peer-link.md section 7).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PeerLinkMode {
+    /// Datagrams on the node's UDP data socket; oversize packets on a QUIC stream.
+    #[default]
+    Udp,
+    /// Every packet on a QUIC stream of the control connection (no UDP socket).
+    Stream,
+}
+
+/// The `[peering]` section: the peer-link listeners, identity and timers.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PeeringSection {
+    /// QUIC listen address for peer control connections.
+    pub control_listen: SocketAddr,
+    /// UDP listen address for LESS datagrams (mode `udp`).
+    pub data_listen: SocketAddr,
+    /// PEM certificate made by `lessgate keygen`.
+    pub certificate: PathBuf,
+    /// PEM private key of `certificate`.
+    pub private_key: PathBuf,
+    /// Directory of `*.toml` peer files.
+    pub peers_dir: PathBuf,
+    /// Largest LESS datagram this node sends or accepts.
+    pub mtu: u16,
+    /// `udp` or `stream`.
+    pub mode: PeerLinkMode,
+    /// First reconnect delay; doubles per failure up to `reconnect_max_ms`.
+    pub reconnect_min_ms: u64,
+    /// Ceiling of the reconnect delay.
+    pub reconnect_max_ms: u64,
+    /// A link with no valid packet for this long is ended.
+    pub liveness_timeout_ms: u64,
+    /// A handshake not finished within this long is abandoned.
+    pub handshake_timeout_ms: u64,
+    /// Seconds between per-link stats lines (0 turns them off).
+    pub stats_interval_secs: u64,
+}
+
+impl Default for PeeringSection {
+    fn default() -> Self {
+        PeeringSection {
+            control_listen: SocketAddr::from(([127, 0, 0, 1], 7400)),
+            data_listen: SocketAddr::from(([127, 0, 0, 1], 7401)),
+            certificate: PathBuf::from("identity/node.cert.pem"),
+            private_key: PathBuf::from("identity/node.key.pem"),
+            peers_dir: PathBuf::from("peers"),
+            mtu: DEFAULT_PEER_MTU,
+            mode: PeerLinkMode::Udp,
+            reconnect_min_ms: 500,
+            reconnect_max_ms: 30_000,
+            liveness_timeout_ms: 10_000,
+            handshake_timeout_ms: 5_000,
+            stats_interval_secs: 10,
+        }
+    }
+}
+
+impl PeeringSection {
+    /// The liveness timeout as a duration.
+    pub fn liveness_timeout(&self) -> Duration {
+        Duration::from_millis(self.liveness_timeout_ms)
+    }
+
+    /// The handshake timeout as a duration.
+    pub fn handshake_timeout(&self) -> Duration {
+        Duration::from_millis(self.handshake_timeout_ms)
     }
 }
 
@@ -172,6 +260,7 @@ struct RawConfig {
     limits: Limits,
     #[serde(default)]
     log: LogSection,
+    peering: Option<PeeringSection>,
 }
 
 impl Default for NodeConfig {
@@ -222,6 +311,9 @@ impl NodeConfig {
                 "tls_cert and tls_key must be given together",
             ));
         }
+        if let Some(peering) = &raw.peering {
+            Self::validate_peering(&raw.node, peering, &invalid)?;
+        }
         if raw.limits.max_frame_bytes < 1024 {
             return Err(invalid("limits.max_frame_bytes", "must be at least 1024"));
         }
@@ -240,9 +332,50 @@ impl NodeConfig {
             tundra: raw.tundra,
             limits: raw.limits,
             log: raw.log,
+            peering: raw.peering,
         };
         config.resolve_paths();
         Ok(config)
+    }
+
+    fn validate_peering(
+        node: &NodeSection,
+        peering: &PeeringSection,
+        invalid: &dyn Fn(&'static str, &str) -> ConfigError,
+    ) -> Result<(), ConfigError> {
+        match node.uuid {
+            None => return Err(invalid("node.uuid", "required when [peering] is set")),
+            Some(uuid) if uuid.is_nil() => {
+                return Err(invalid("node.uuid", "must not be the nil UUID"))
+            }
+            Some(_) => {}
+        }
+        if peering.mtu < MIN_PEER_MTU || peering.mtu > MAX_PEER_MTU {
+            return Err(invalid("peering.mtu", "must be between 128 and 65507"));
+        }
+        if peering.reconnect_min_ms == 0 {
+            return Err(invalid("peering.reconnect_min_ms", "must be at least 1"));
+        }
+        if peering.reconnect_max_ms < peering.reconnect_min_ms {
+            return Err(invalid(
+                "peering.reconnect_max_ms",
+                "must not be less than reconnect_min_ms",
+            ));
+        }
+        // Below a few ticks a single delayed packet would end the link.
+        if peering.liveness_timeout_ms < 200 {
+            return Err(invalid(
+                "peering.liveness_timeout_ms",
+                "must be at least 200",
+            ));
+        }
+        if peering.handshake_timeout_ms < 100 {
+            return Err(invalid(
+                "peering.handshake_timeout_ms",
+                "must be at least 100",
+            ));
+        }
+        Ok(())
     }
 
     /// Makes file paths in the config relative to the config file's folder.
@@ -260,6 +393,17 @@ impl NodeConfig {
         {
             if path.is_relative() {
                 *path = base.join(&*path);
+            }
+        }
+        if let Some(peering) = &mut self.peering {
+            for path in [
+                &mut peering.certificate,
+                &mut peering.private_key,
+                &mut peering.peers_dir,
+            ] {
+                if path.is_relative() {
+                    *path = base.join(&*path);
+                }
             }
         }
     }
@@ -324,6 +468,52 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("tundra.tls_cert"), "{error}");
+    }
+
+    const PEERING: &str = "[node]\nuuid = \"6f1c2a8e-0d4b-4f57-9a38-3b1f2d6c7e01\"\n\
+                           [peering]\ncontrol_listen = \"127.0.0.1:7101\"\n";
+
+    #[test]
+    fn peering_section_parses_with_defaults_and_resolves_paths() {
+        let config = NodeConfig::parse(Path::new("/srv/a/node.toml"), PEERING).unwrap();
+        let peering = config.peering.unwrap();
+        assert_eq!(peering.control_listen.port(), 7101);
+        assert_eq!(peering.mtu, DEFAULT_PEER_MTU);
+        assert_eq!(peering.mode, PeerLinkMode::Udp);
+        assert_eq!(peering.peers_dir, Path::new("/srv/a/peers"));
+        assert_eq!(
+            peering.certificate,
+            Path::new("/srv/a/identity/node.cert.pem")
+        );
+        assert!(NodeConfig::default().peering.is_none());
+    }
+
+    #[test]
+    fn peering_needs_a_uuid() {
+        let error = NodeConfig::parse(Path::new("n.toml"), "[peering]\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            error,
+            "n.toml: key `node.uuid`: required when [peering] is set"
+        );
+    }
+
+    #[test]
+    fn peering_values_are_checked() {
+        for (extra, key) in [
+            ("mtu = 64\n", "peering.mtu"),
+            ("mode = \"tcp\"\n", "mode"),
+            ("reconnect_max_ms = 1\n", "peering.reconnect_max_ms"),
+            ("liveness_timeout_ms = 5\n", "peering.liveness_timeout_ms"),
+        ] {
+            let text = format!("{PEERING}{extra}");
+            let error = NodeConfig::parse(Path::new("n.toml"), &text)
+                .unwrap_err()
+                .to_string();
+            assert!(error.starts_with("n.toml:"), "{error}");
+            assert!(error.contains(key), "{extra}: {error}");
+        }
     }
 
     #[test]

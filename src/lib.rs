@@ -24,6 +24,7 @@ pub mod federation;
 pub mod less;
 pub mod logging;
 pub mod node;
+pub mod peering;
 pub mod scene;
 pub mod server;
 pub mod transport;

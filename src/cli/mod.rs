@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 
 pub mod inspect;
+pub mod keygen;
 pub mod run;
 
 /// lessgate: a federation gateway for realXtend Tundra worlds.
@@ -21,6 +22,8 @@ pub enum Command {
     Run(run::RunArgs),
     /// Decode or encode protocol frames for reading by a person.
     Inspect(inspect::InspectArgs),
+    /// Create a node key and self-signed certificate; print the fingerprint peers pin.
+    Keygen(keygen::KeygenArgs),
 }
 
 /// Runs the parsed command line; the returned error is printed by `main`.
@@ -29,5 +32,6 @@ pub fn dispatch(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         None => run::run(run::RunArgs::default()),
         Some(Command::Run(args)) => run::run(args),
         Some(Command::Inspect(args)) => inspect::run(args),
+        Some(Command::Keygen(args)) => keygen::run(args),
     }
 }

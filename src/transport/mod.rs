@@ -1,5 +1,8 @@
 //! The only code that does I/O: sockets, TLS, timers. Each driver moves bytes
 //! between the network and the pure protocol cores and keeps its loop small.
 
+pub mod identity;
+pub mod peer;
+pub mod peer_tls;
 pub mod tls;
 pub mod websocket;

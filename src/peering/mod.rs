@@ -1,0 +1,19 @@
+//! The peer link's pure parts: identities and pinning, peer files, the
+//! control-stream codec and handshake state machine, key derivation, link
+//! arbitration, reconnect backoff and liveness.
+//!
+//! Nothing here opens a socket, reads a clock or draws randomness: time and
+//! random seeds come in as arguments. The quinn and UDP drivers live in
+//! `crate::transport::peer`. The normative description is docs/peer-link.md.
+
+pub mod arbiter;
+pub mod backoff;
+pub mod bytes;
+pub mod control;
+pub mod fingerprint;
+pub mod handshake;
+pub mod hello;
+pub mod keys;
+pub mod negotiate;
+pub mod peer_file;
+pub mod reason;

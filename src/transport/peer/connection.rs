@@ -1,0 +1,346 @@
+//! One QUIC connection with a peer: TLS outcome, the control-stream
+//! handshake, then hand-over to the data loop (docs/peer-link.md section 6).
+//!
+//! The protocol decisions are `peering::handshake`'s; this file performs
+//! them: it writes what the state machine queues, reads the stream, runs the
+//! handshake timer, asks the registry to arbitrate, builds the LESS session
+//! from the negotiated parameters and the TLS exporter, and closes the
+//! connection the way docs/peer-link.md section 8.3 prescribes.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tokio::sync::Notify;
+use tracing::{info, info_span, warn, Instrument};
+
+use super::control::{finish_control, lost_reason, Control};
+use super::link::{LinkId, LinkShared, SessionOwnership};
+use super::{data, PeerEvent, Shared};
+use crate::less::session::{FramingMode, Session, SessionConfig};
+use crate::less::signature::{LinkRole, SessionKeys};
+use crate::peering::arbiter::LinkFacts;
+use crate::peering::control::PROTOCOL_VERSION;
+use crate::peering::handshake::{Closure, Handshake, HandshakeEvent, Initiator};
+use crate::peering::keys::{Role, EXPORTED_SECRET_LEN, EXPORTER_CONTEXT, EXPORTER_LABEL};
+use crate::peering::negotiate::{LinkFraming, Negotiated};
+use crate::peering::peer_file::PeerConfig;
+use crate::peering::reason::{Reason, ReasonCode};
+use crate::transport::peer_tls;
+
+/// Control-stream read size; control messages are small.
+const READ_CHUNK: usize = 4096;
+
+/// What the dialer learns from a finished connection.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Outcome {
+    pub(super) established: bool,
+}
+
+/// Completes an incoming connection's TLS handshake and runs it.
+pub(super) async fn accept(shared: Arc<Shared>, incoming: quinn::Incoming) {
+    let remote = incoming.remote_address();
+    let connection = match incoming.await {
+        Ok(connection) => connection,
+        Err(error) => {
+            let reason = Reason::new(ReasonCode::NONE, format!("tls handshake failed: {error}"));
+            warn!(%remote, %reason, "refused incoming peer connection");
+            shared
+                .emit(PeerEvent::Refused {
+                    peer: None,
+                    remote,
+                    role: Role::Listener,
+                    reason,
+                    initiator: Initiator::Local,
+                    peer_version: None,
+                })
+                .await;
+            return;
+        }
+    };
+    // The client verifier accepted only pinned fingerprints, so this finds
+    // the peer unless the configuration is inconsistent.
+    let peer = peer_tls::peer_fingerprint(&connection)
+        .and_then(|fingerprint| shared.config.peers.by_fingerprint(&fingerprint))
+        .cloned();
+    let Some(peer) = peer else {
+        connection.close(ReasonCode::INTERNAL.0.into(), b"unknown peer");
+        return;
+    };
+    run(shared, connection, Role::Listener, peer).await;
+}
+
+/// Runs a connection whose TLS handshake succeeded, to its end.
+pub(super) async fn run(
+    shared: Arc<Shared>,
+    connection: quinn::Connection,
+    role: Role,
+    peer: PeerConfig,
+) -> Outcome {
+    let link = shared.next_link_id();
+    let span = info_span!("peer_link", peer = %peer.name, %link, %role);
+    drive(shared, connection, role, peer, link)
+        .instrument(span)
+        .await
+}
+
+/// The LESS session and routing prepared when this node commits.
+pub(super) struct Prepared {
+    pub(super) shared: Arc<LinkShared>,
+    pub(super) negotiated: Negotiated,
+    pub(super) peer_data: Option<SocketAddr>,
+    pub(super) inbound: Option<tokio::sync::mpsc::Receiver<Vec<u8>>>,
+    pub(super) supersede: Arc<Notify>,
+}
+
+async fn drive(
+    shared: Arc<Shared>,
+    connection: quinn::Connection,
+    role: Role,
+    peer: PeerConfig,
+    link: LinkId,
+) -> Outcome {
+    let remote = connection.remote_address();
+    let deadline = tokio::time::Instant::now() + shared.config.handshake_timeout;
+    let streams = match role {
+        Role::Dialer => tokio::time::timeout_at(deadline, connection.open_bi()).await,
+        Role::Listener => tokio::time::timeout_at(deadline, connection.accept_bi()).await,
+    };
+    let (send, recv) = match streams {
+        Ok(Ok(streams)) => streams,
+        Ok(Err(error)) => {
+            let reason = lost_reason(&error);
+            return refused(&shared, &connection, &peer, role, reason, Initiator::Remote).await;
+        }
+        Err(_) => {
+            let reason = Reason::new(ReasonCode::HANDSHAKE_TIMEOUT, "no control stream in time");
+            connection.close(reason.code.0.into(), reason.text.as_bytes());
+            return refused(&shared, &connection, &peer, role, reason, Initiator::Local).await;
+        }
+    };
+    let mut control = Control {
+        handshake: Handshake::new(role, shared.local_hello()),
+        send,
+        recv,
+        buffer: vec![0u8; READ_CHUNK],
+    };
+    let mut shutdown = shared.shutdown.clone();
+    let mut prepared: Option<Prepared> = None;
+    loop {
+        let mut closure = None;
+        let mut established = false;
+        while let Some(event) = control.handshake.poll_event() {
+            match event {
+                HandshakeEvent::PeerDeclared => {
+                    let negotiated = control.handshake.negotiated().cloned();
+                    match negotiated.map(|n| prepare(&shared, &connection, role, &peer, link, n)) {
+                        Some(Ok(ready)) => {
+                            prepared = Some(ready);
+                            control.handshake.commit();
+                        }
+                        Some(Err(reason)) => control.handshake.refuse(reason),
+                        None => control.handshake.refuse(Reason::new(
+                            ReasonCode::INTERNAL,
+                            "no negotiated parameters",
+                        )),
+                    }
+                }
+                HandshakeEvent::Established => established = true,
+                HandshakeEvent::Closed(end) => closure = Some(end),
+            }
+        }
+        let flushed = control.flush().await;
+        if let Some(closure) = closure {
+            finish_control(&mut control, &connection, &closure).await;
+            release(&shared, &peer, link, prepared.as_ref());
+            report_refusal(&shared, &peer, remote, role, &closure).await;
+            return Outcome { established: false };
+        }
+        if let Err(error) = flushed {
+            let reason = Reason::new(
+                ReasonCode::INTERNAL,
+                format!("control write failed: {error}"),
+            );
+            release(&shared, &peer, link, prepared.as_ref());
+            return refused(&shared, &connection, &peer, role, reason, Initiator::Remote).await;
+        }
+        if established {
+            break;
+        }
+        tokio::select! {
+            read = control.recv.read(&mut control.buffer) => {
+                if let Err(reason) = control.handle_read(read) {
+                    release(&shared, &peer, link, prepared.as_ref());
+                    return refused(&shared, &connection, &peer, role, reason, Initiator::Remote).await;
+                }
+            }
+            _ = tokio::time::sleep_until(deadline) => control.handshake.handle_timeout(),
+            // Committed, then replaced by a connection arbitration prefers.
+            _ = async { prepared.as_ref()?.supersede.notified().await; Some(()) }, if prepared.is_some() => {
+                control.handshake.refuse(Reason::new(
+                    ReasonCode::DUPLICATE_LINK,
+                    "superseded by another connection with this node",
+                ));
+            }
+            _ = super::stopped(&mut shutdown) => control.handshake.refuse(
+                Reason::new(ReasonCode::SHUTDOWN, "node shutting down"),
+            ),
+        }
+    }
+    let Some(prepared) = prepared else {
+        // Established implies committed, and commit stores `prepared`.
+        connection.close(ReasonCode::INTERNAL.0.into(), b"internal");
+        return Outcome { established: false };
+    };
+    data::run(shared, connection, peer, link, control, prepared).await;
+    Outcome { established: true }
+}
+
+/// Arbitrates, derives the keys and builds the session; on success this
+/// node has committed to the connection.
+fn prepare(
+    shared: &Arc<Shared>,
+    connection: &quinn::Connection,
+    role: Role,
+    peer: &PeerConfig,
+    link: LinkId,
+    negotiated: Negotiated,
+) -> Result<Prepared, Reason> {
+    let config = &shared.config;
+    let mut secret = [0u8; EXPORTED_SECRET_LEN];
+    connection
+        .export_keying_material(&mut secret, EXPORTER_LABEL, EXPORTER_CONTEXT)
+        .map_err(|_| Reason::new(ReasonCode::INTERNAL, "tls exporter unavailable"))?;
+    let link_role = match role {
+        Role::Dialer => LinkRole::Initiator,
+        Role::Listener => LinkRole::Acceptor,
+    };
+    let mut session_config = SessionConfig::new(
+        SessionKeys::derive(&secret, link_role),
+        negotiated.local.initial_sequence,
+        negotiated.peer.initial_sequence,
+        config.schemas.clone(),
+        config.connection_schema.clone(),
+    );
+    session_config.mode = match negotiated.framing {
+        LinkFraming::Datagram => FramingMode::Datagram,
+        LinkFraming::Stream => FramingMode::Stream,
+    };
+    session_config.mtu = usize::from(negotiated.mtu);
+    session_config.timestamp_quantum = config.timestamp_quantum;
+    session_config.idle_timeout = config.liveness_timeout;
+    // Four keepalives per liveness period: one lost packet never ends a link.
+    session_config.keepalive_interval =
+        (config.liveness_timeout / 4).max(std::time::Duration::from_millis(1));
+    session_config
+        .validate()
+        .map_err(|error| Reason::new(ReasonCode::INCOMPATIBLE, error.to_string()))?;
+    let link_shared = match config.sessions {
+        SessionOwnership::Driver => {
+            let session = Session::new(session_config, shared.now())
+                .map_err(|error| Reason::new(ReasonCode::INCOMPATIBLE, error.to_string()))?;
+            LinkShared::driven(session)
+        }
+        SessionOwnership::Application => LinkShared::handed(session_config),
+    };
+
+    let local_node = config.node;
+    let facts = LinkFacts {
+        dialer: match role {
+            Role::Dialer => local_node,
+            Role::Listener => negotiated.peer.node,
+        },
+        peer_incarnation: negotiated.peer.incarnation,
+    };
+    let supersede = Arc::new(Notify::new());
+    match shared
+        .registry
+        .commit(&peer.name, link, facts, supersede.clone())
+    {
+        Ok(Some(replaced)) => info!(%replaced, "this connection supersedes an older one"),
+        Ok(None) => {}
+        Err(survivor) => {
+            return Err(Reason::new(
+                ReasonCode::DUPLICATE_LINK,
+                format!("another connection with this node survives ({survivor})"),
+            ))
+        }
+    }
+    let peer_data = negotiated.peer_data_address(connection.remote_address());
+    let inbound = peer_data.map(|address| shared.routes.register(address, link));
+    Ok(Prepared {
+        shared: Arc::new(link_shared),
+        negotiated,
+        peer_data,
+        inbound,
+        supersede,
+    })
+}
+
+/// Undoes a commit: registry entry and datagram route.
+pub(super) fn release(
+    shared: &Shared,
+    peer: &PeerConfig,
+    link: LinkId,
+    prepared: Option<&Prepared>,
+) {
+    shared.registry.release(&peer.name, link);
+    if let Some(address) = prepared.and_then(|prepared| prepared.peer_data) {
+        shared.routes.unregister(address, link);
+    }
+}
+
+async fn report_refusal(
+    shared: &Shared,
+    peer: &PeerConfig,
+    remote: SocketAddr,
+    role: Role,
+    closure: &Closure,
+) {
+    match (closure.initiator, closure.peer_version) {
+        (Initiator::Remote, Some(version)) if version != PROTOCOL_VERSION => warn!(
+            reason = %closure.reason,
+            "peer {} speaks peer-link version {version}, this node speaks {PROTOCOL_VERSION}: \
+             upgrade the node with the older version",
+            peer.name
+        ),
+        // Losing arbitration is the normal end of a simultaneous dial.
+        _ if closure.reason.code == ReasonCode::DUPLICATE_LINK => {
+            info!(reason = %closure.reason, "connection not kept: another link survives")
+        }
+        (Initiator::Remote, _) => warn!(reason = %closure.reason, "peer refused the link"),
+        (Initiator::Local, _) => warn!(reason = %closure.reason, "refused the peer"),
+    }
+    shared
+        .emit(PeerEvent::Refused {
+            peer: Some(peer.name.clone()),
+            remote,
+            role,
+            reason: closure.reason.clone(),
+            initiator: closure.initiator,
+            peer_version: closure.peer_version,
+        })
+        .await;
+}
+
+/// Ends a connection that failed before the state machine closed it.
+async fn refused(
+    shared: &Shared,
+    connection: &quinn::Connection,
+    peer: &PeerConfig,
+    role: Role,
+    reason: Reason,
+    initiator: Initiator,
+) -> Outcome {
+    connection.close(
+        quinn::VarInt::from_u32(u32::from(reason.code.0)),
+        reason.text.as_bytes(),
+    );
+    let closure = Closure {
+        reason,
+        initiator,
+        peer_version: None,
+        was_established: false,
+    };
+    report_refusal(shared, peer, connection.remote_address(), role, &closure).await;
+    Outcome { established: false }
+}

@@ -1,0 +1,391 @@
+//! The data phase of an established link: drives the LESS session with
+//! datagrams, stream frames, commands and timers; watches the control stream
+//! for Goodbye; reports events and periodic stats (docs/peer-link.md
+//! sections 7 and 8).
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use tracing::{debug, info, warn};
+
+use super::connection::{release, Prepared};
+use super::control::{finish_control, lost_reason, Control};
+use super::link::{lock, Frame, LinkId, LinkShared, PeerLink};
+use super::{PeerEvent, Shared};
+use crate::clock::Time;
+use crate::less::packet::StreamDeframer;
+use crate::less::session::{CloseReason, Event, Path, Transmit};
+use crate::peering::handshake::{Closure, HandshakeEvent, Initiator};
+use crate::peering::peer_file::PeerConfig;
+use crate::peering::reason::{Reason, ReasonCode};
+
+/// Read size for the peer's data stream.
+const STREAM_CHUNK: usize = 16 * 1024;
+/// Datagrams handled per wake-up before transmitting, so a flood cannot
+/// starve acknowledgements.
+const DATAGRAM_BATCH: usize = 64;
+
+/// The reason a link ends when its session closes.
+fn session_end_reason(reason: &CloseReason, shared: &Shared) -> Reason {
+    match reason {
+        CloseReason::Local => Reason::new(ReasonCode::SHUTDOWN, "session closed locally"),
+        CloseReason::IdleTimeout => Reason::new(
+            ReasonCode::LIVENESS_TIMEOUT,
+            format!(
+                "no valid packet for {} ms",
+                shared.config.liveness_timeout.as_millis()
+            ),
+        ),
+        other => Reason::new(ReasonCode::PROTOCOL_ERROR, other.to_string()),
+    }
+}
+
+/// Writes one transmit; datagram errors are logged and left to LESS
+/// re-sends, stream errors end the link.
+struct Outputs {
+    udp: Option<Arc<tokio::net::UdpSocket>>,
+    peer_data: Option<SocketAddr>,
+    stream: Option<quinn::SendStream>,
+}
+
+impl Outputs {
+    async fn send(
+        &mut self,
+        connection: &quinn::Connection,
+        path: Path,
+        bytes: &[u8],
+    ) -> Result<(), Reason> {
+        match (path, &self.udp, self.peer_data) {
+            (Path::Datagram, Some(socket), Some(address)) => {
+                if let Err(error) = socket.send_to(bytes, address).await {
+                    debug!(%error, "datagram send failed");
+                }
+                Ok(())
+            }
+            _ => {
+                if self.stream.is_none() {
+                    let stream = connection
+                        .open_uni()
+                        .await
+                        .map_err(|error| lost_reason(&error))?;
+                    self.stream = Some(stream);
+                }
+                let Some(stream) = self.stream.as_mut() else {
+                    return Ok(());
+                };
+                stream.write_all(bytes).await.map_err(|error| {
+                    Reason::new(
+                        ReasonCode::INTERNAL,
+                        format!("data stream write failed: {error}"),
+                    )
+                })
+            }
+        }
+    }
+}
+
+fn stats_line(link: &LinkShared) {
+    let traffic = *lock(&link.traffic);
+    let stats = match link.session().as_ref() {
+        Some(session) => Some(session.stats()),
+        None => lock(&link.reported).clone(),
+    };
+    let stats = stats.unwrap_or_default();
+    info!(
+        rtt_ms = stats.rtt.as_secs_f64() * 1000.0,
+        loss = stats.loss_rate(),
+        packets_sent = traffic.packets_sent,
+        bytes_sent = traffic.bytes_sent,
+        packets_received = traffic.packets_received,
+        bytes_received = traffic.bytes_received,
+        packets_resent = stats.packets_resent,
+        rejected = stats.rejected(),
+        entities_sent = link.entities_out.load(Ordering::Relaxed),
+        entities_received = link.entities_in.load(Ordering::Relaxed),
+        "link stats"
+    );
+}
+
+/// What one pass of the loop must send and report.
+struct Due {
+    transmits: Vec<Transmit>,
+    events: Vec<Event>,
+    /// When to run timers next.
+    timeout: Option<Time>,
+}
+
+/// Collects outputs: from the session the driver runs, or from the
+/// application's outbox (then the only timer is the driver's own liveness
+/// fallback: no frame at all from the peer for the liveness timeout).
+fn due(link: &LinkShared, now: Time, last_inbound: Time, shared: &Shared) -> Due {
+    match link.session().as_mut() {
+        Some(session) => Due {
+            transmits: std::iter::from_fn(|| session.poll_transmit(now)).collect(),
+            events: std::iter::from_fn(|| session.poll_event()).collect(),
+            timeout: session.poll_timeout(),
+        },
+        None => Due {
+            transmits: lock(&link.outbox).drain(..).collect(),
+            events: Vec::new(),
+            timeout: Some(last_inbound + shared.config.liveness_timeout),
+        },
+    }
+}
+
+/// Hands a received frame to the driver-run session, or to the application.
+async fn deliver(shared: &Shared, link: &LinkShared, id: LinkId, peer: &PeerConfig, frame: Frame) {
+    {
+        let mut traffic = lock(&link.traffic);
+        traffic.packets_received += 1;
+        traffic.bytes_received += match &frame {
+            Frame::Datagram(bytes) | Frame::Stream(bytes) => bytes.len() as u64,
+        };
+    }
+    let now = shared.now();
+    let frame = match link.session().as_mut() {
+        Some(session) => {
+            match &frame {
+                Frame::Datagram(bytes) => session.handle_datagram(now, bytes),
+                Frame::Stream(bytes) => session.handle_stream_frame(now, bytes),
+            }
+            None
+        }
+        None => Some(frame),
+    };
+    if let Some(frame) = frame {
+        shared
+            .emit(PeerEvent::Frame {
+                link: id,
+                peer: peer.name.clone(),
+                frame,
+            })
+            .await;
+    }
+}
+
+/// Runs an established link until it ends, then reports `LinkDown`.
+pub(super) async fn run(
+    shared: Arc<Shared>,
+    connection: quinn::Connection,
+    peer: PeerConfig,
+    link: LinkId,
+    mut control: Control,
+    mut prepared: Prepared,
+) {
+    let handle = PeerLink {
+        id: link,
+        peer: peer.name.clone(),
+        config: Arc::new(peer.clone()),
+        hello: Arc::new(prepared.negotiated.peer.clone()),
+        framing: prepared.negotiated.framing,
+        role: control.handshake.role(),
+        shared: prepared.shared.clone(),
+    };
+    info!(
+        peer_node = %handle.peer_node(),
+        peer_name = %handle.peer_hello().name,
+        remote = %connection.remote_address(),
+        peer_data = ?prepared.peer_data,
+        framing = ?prepared.negotiated.framing,
+        mtu = prepared.negotiated.mtu,
+        "link up"
+    );
+    shared.emit(PeerEvent::LinkUp(handle)).await;
+    let link_shared = prepared.shared.clone();
+    let mut outputs = Outputs {
+        udp: shared.udp.clone(),
+        peer_data: prepared.peer_data,
+        stream: None,
+    };
+    let mut inbound = prepared.inbound.take();
+    let mut peer_stream: Option<quinn::RecvStream> = None;
+    let mut deframer = StreamDeframer::new();
+    let mut stream_buffer = vec![0u8; STREAM_CHUNK];
+    let mut shutdown = shared.shutdown.clone();
+    let mut stats = shared
+        .config
+        .stats_interval
+        .map(|period| tokio::time::interval_at(tokio::time::Instant::now() + period, period));
+    let mut last_inbound = shared.now();
+    let closure = loop {
+        // Outputs first: everything the last input or command queued.
+        let now = shared.now();
+        let Due {
+            transmits,
+            events,
+            timeout,
+        } = due(&link_shared, now, last_inbound, &shared);
+        let mut end = None;
+        for transmit in transmits {
+            match outputs
+                .send(&connection, transmit.path, &transmit.bytes)
+                .await
+            {
+                Ok(()) => {
+                    let mut traffic = lock(&link_shared.traffic);
+                    traffic.packets_sent += 1;
+                    traffic.bytes_sent += transmit.bytes.len() as u64;
+                }
+                Err(reason) => {
+                    end = Some(reason);
+                    break;
+                }
+            }
+        }
+        for event in events {
+            if let Event::Closed { reason } = &event {
+                end.get_or_insert_with(|| session_end_reason(reason, &shared));
+                continue;
+            }
+            shared
+                .emit(PeerEvent::Session {
+                    link,
+                    peer: peer.name.clone(),
+                    event,
+                })
+                .await;
+        }
+        let requested = lock(&link_shared.close_request).take();
+        if let Some(reason) = end.or(requested) {
+            control.handshake.goodbye(reason);
+        }
+        if let Some(closure) = drain_control(&mut control).await {
+            break closure;
+        }
+
+        let deadline = timeout.map(|time| shared.instant(time));
+        tokio::select! {
+            _ = super::stopped(&mut shutdown) => control.handshake.goodbye(
+                Reason::new(ReasonCode::SHUTDOWN, "node shutting down"),
+            ),
+            _ = prepared.supersede.notified() => control.handshake.goodbye(Reason::new(
+                ReasonCode::DUPLICATE_LINK,
+                "superseded by another connection with this node",
+            )),
+            read = control.recv.read(&mut control.buffer) => {
+                if let Err(reason) = control.handle_read(read) {
+                    break Closure { reason, initiator: Initiator::Remote, peer_version: None, was_established: true };
+                }
+            }
+            datagram = async { inbound.as_mut()?.recv().await }, if inbound.is_some() => {
+                match datagram {
+                    Some(datagram) => {
+                        last_inbound = shared.now();
+                        deliver(&shared, &link_shared, link, &peer, Frame::Datagram(datagram)).await;
+                        for _ in 1..DATAGRAM_BATCH {
+                            let Some(more) = inbound.as_mut().and_then(|queue| queue.try_recv().ok()) else {
+                                break;
+                            };
+                            deliver(&shared, &link_shared, link, &peer, Frame::Datagram(more)).await;
+                        }
+                    }
+                    // The route was taken over by a newer connection.
+                    None => inbound = None,
+                }
+            }
+            accepted = connection.accept_uni(), if peer_stream.is_none() => match accepted {
+                Ok(stream) => peer_stream = Some(stream),
+                Err(error) => {
+                    break Closure { reason: lost_reason(&error), initiator: Initiator::Remote, peer_version: None, was_established: true };
+                }
+            },
+            read = async { peer_stream.as_mut()?.read(&mut stream_buffer).await.transpose() }, if peer_stream.is_some() => {
+                match read {
+                    Some(Ok(len)) => {
+                        deframer.push(&stream_buffer[..len]);
+                        last_inbound = shared.now();
+                        loop {
+                            match deframer.next_frame() {
+                                Ok(Some(frame)) => deliver(&shared, &link_shared, link, &peer, Frame::Stream(frame)).await,
+                                Ok(None) => break,
+                                Err(error) => {
+                                    control.handshake.goodbye(Reason::new(
+                                        ReasonCode::PROTOCOL_ERROR,
+                                        format!("data stream framing: {error}"),
+                                    ));
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                    // The peer finished or reset its data stream; the control
+                    // stream says why, if anything.
+                    None | Some(Err(_)) => peer_stream = None,
+                }
+            }
+            _ = link_shared.wake.notified() => {}
+            _ = async { tokio::time::sleep_until(deadline?).await; Some(()) }, if deadline.is_some() => {
+                let now = shared.now();
+                let driven = match link_shared.session().as_mut() {
+                    Some(session) => {
+                        session.handle_timeout(now);
+                        true
+                    }
+                    None => false,
+                };
+                if !driven && now >= last_inbound + shared.config.liveness_timeout {
+                    control.handshake.goodbye(Reason::new(
+                        ReasonCode::LIVENESS_TIMEOUT,
+                        format!("no frame for {} ms", shared.config.liveness_timeout.as_millis()),
+                    ));
+                }
+            }
+            _ = async { stats.as_mut()?.tick().await; Some(()) }, if stats.is_some() => {
+                stats_line(&link_shared);
+            }
+            error = connection.closed() => {
+                break Closure { reason: lost_reason(&error), initiator: Initiator::Remote, peer_version: None, was_established: true };
+            }
+        }
+    };
+    link_shared.ended.store(true, Ordering::Release);
+    if let Some(session) = link_shared.session().as_mut() {
+        session.close();
+    }
+    finish_control(&mut control, &connection, &closure).await;
+    release(&shared, &peer, link, Some(&prepared));
+    if let Some(stream) = outputs.stream.as_mut() {
+        let _ = stream.finish();
+    }
+    stats_line(&link_shared);
+    match closure.initiator {
+        Initiator::Local => info!(reason = %closure.reason, "link down: goodbye sent"),
+        Initiator::Remote => info!(reason = %closure.reason, "link down: peer ended it"),
+    }
+    if closure.reason.code != ReasonCode::SHUTDOWN
+        && closure.reason.code != ReasonCode::DUPLICATE_LINK
+    {
+        warn!(reason = %closure.reason, "link lost");
+    }
+    shared
+        .emit(PeerEvent::LinkDown {
+            link,
+            peer: peer.name.clone(),
+            closure,
+        })
+        .await;
+}
+
+/// Writes queued control messages and returns the closure once the state
+/// machine has closed.
+async fn drain_control(control: &mut Control) -> Option<Closure> {
+    let mut closure = None;
+    while let Some(event) = control.handshake.poll_event() {
+        if let HandshakeEvent::Closed(end) = event {
+            closure = Some(end);
+        }
+    }
+    if let Err(error) = control.flush().await {
+        return Some(closure.unwrap_or(Closure {
+            reason: Reason::new(
+                ReasonCode::INTERNAL,
+                format!("control write failed: {error}"),
+            ),
+            initiator: Initiator::Remote,
+            peer_version: None,
+            was_established: true,
+        }));
+    }
+    closure
+}

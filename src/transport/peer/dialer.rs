@@ -1,0 +1,140 @@
+//! One dialer per peer with a control address: dials while no connection
+//! with the peer is committed, and after a failure or a lost link waits an
+//! exponentially growing, jittered delay (docs/peer-link.md section 8.1).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+use tracing::{info, info_span, warn, Instrument};
+
+use super::{connection, PeerEvent, Shared};
+use crate::peering::backoff::Backoff;
+use crate::peering::handshake::Initiator;
+use crate::peering::keys::Role;
+use crate::peering::peer_file::PeerConfig;
+use crate::peering::reason::{Reason, ReasonCode};
+use crate::transport::peer_tls::{self, SERVER_NAME};
+
+/// Dials `peer` at `address` until shutdown.
+pub(super) async fn run(
+    shared: Arc<Shared>,
+    peer: PeerConfig,
+    address: SocketAddr,
+    seed: u64,
+    alive: mpsc::Sender<()>,
+) {
+    let _alive = alive;
+    let span = info_span!("peer_dialer", peer = %peer.name, %address);
+    async move {
+        let config = &shared.config;
+        let client = match peer_tls::client_config(
+            &config.identity,
+            peer.fingerprint,
+            config.liveness_timeout,
+        ) {
+            Ok(client) => client,
+            Err(error) => {
+                warn!(%error, "cannot dial: tls configuration failed");
+                return;
+            }
+        };
+        let mut backoff = Backoff::new(config.reconnect_min, config.reconnect_max, seed);
+        let mut shutdown = shared.shutdown.clone();
+        let mut changes = shared.registry.subscribe();
+        loop {
+            // Wait until no connection with the peer is committed: one link
+            // per peer, whoever dialled it.
+            while shared.registry.is_linked(&peer.name) {
+                tokio::select! {
+                    _ = super::stopped(&mut shutdown) => return,
+                    changed = changes.changed() => if changed.is_err() { return },
+                }
+            }
+            if *shutdown.borrow() {
+                return;
+            }
+            info!(attempt = backoff.failures() + 1, "dialling");
+            // Shutdown is watched inside: while connecting here, and by the
+            // connection itself once it runs (it must say goodbye, not vanish).
+            let established = dial(&shared, &client, &peer, address).await;
+            if established {
+                backoff.reset();
+            }
+            if *shutdown.borrow() {
+                return;
+            }
+            let delay = backoff.next_delay();
+            info!(
+                delay_ms = delay.as_millis() as u64,
+                "reconnecting after delay"
+            );
+            tokio::select! {
+                _ = super::stopped(&mut shutdown) => return,
+                _ = tokio::time::sleep(delay) => {}
+            }
+        }
+    }
+    .instrument(span)
+    .await
+}
+
+/// One attempt; true if it reached an established link.
+async fn dial(
+    shared: &Arc<Shared>,
+    client: &quinn::ClientConfig,
+    peer: &PeerConfig,
+    address: SocketAddr,
+) -> bool {
+    let connecting = match shared
+        .endpoint
+        .connect_with(client.clone(), address, SERVER_NAME)
+    {
+        Ok(connecting) => connecting,
+        Err(error) => {
+            refuse(shared, peer, address, format!("cannot dial: {error}")).await;
+            return false;
+        }
+    };
+    let mut shutdown = shared.shutdown.clone();
+    let connected = tokio::select! {
+        _ = super::stopped(&mut shutdown) => return false,
+        connected = tokio::time::timeout(shared.config.handshake_timeout, connecting) => connected,
+    };
+    match connected {
+        Ok(Ok(connection)) => {
+            connection::run(shared.clone(), connection, Role::Dialer, peer.clone())
+                .await
+                .established
+        }
+        Ok(Err(error)) => {
+            refuse(
+                shared,
+                peer,
+                address,
+                format!("tls handshake failed: {error}"),
+            )
+            .await;
+            false
+        }
+        Err(_) => {
+            refuse(shared, peer, address, "no answer in time".to_owned()).await;
+            false
+        }
+    }
+}
+
+async fn refuse(shared: &Shared, peer: &PeerConfig, remote: SocketAddr, text: String) {
+    let reason = Reason::new(ReasonCode::NONE, text);
+    warn!(%reason, "dial failed");
+    shared
+        .emit(PeerEvent::Refused {
+            peer: Some(peer.name.clone()),
+            remote,
+            role: Role::Dialer,
+            reason,
+            initiator: Initiator::Local,
+            peer_version: None,
+        })
+        .await;
+}

@@ -1,0 +1,126 @@
+//! The driver's configuration: built from the node file (`[peering]`, the
+//! identity files and the peer files) or by hand in tests, validated before
+//! any socket opens.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::link::SessionOwnership;
+use crate::config::{ConfigError, NodeConfig, PeerLinkMode};
+use crate::less::schema::{ConnectionSchema, SchemaRegistry};
+use crate::peering::hello::NodeId;
+use crate::peering::peer_file::PeerSet;
+use crate::transport::identity::{self, NodeIdentity};
+use crate::transport::peer_tls::PeerTlsError;
+use crate::transport::tls::TlsError;
+
+/// Everything the driver needs, validated.
+#[derive(Debug, Clone)]
+pub struct PeerNodeConfig {
+    pub node: NodeId,
+    pub name: String,
+    pub identity: NodeIdentity,
+    pub peers: PeerSet,
+    pub control_listen: SocketAddr,
+    pub data_listen: SocketAddr,
+    pub mode: PeerLinkMode,
+    pub mtu: u16,
+    pub tick_hz: u16,
+    /// Duration of one unit of this node's packet timestamps.
+    pub timestamp_quantum: Duration,
+    pub reconnect_min: Duration,
+    pub reconnect_max: Duration,
+    /// No valid LESS packet for this long ends a link.
+    pub liveness_timeout: Duration,
+    pub handshake_timeout: Duration,
+    /// Period of the per-link stats line; `None` turns it off.
+    pub stats_interval: Option<Duration>,
+    pub schemas: Arc<SchemaRegistry>,
+    pub connection_schema: Arc<ConnectionSchema>,
+    /// Optional features this node offers in its Hello.
+    pub features: Vec<String>,
+    /// Seeds incarnation, initial sequence numbers and backoff jitter.
+    pub seed: u64,
+    /// Whether the driver or the application runs each link's LESS session.
+    pub sessions: SessionOwnership,
+}
+
+/// Why the peer-link driver could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum PeerStartError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Identity(#[from] TlsError),
+    #[error(transparent)]
+    Tls(#[from] PeerTlsError),
+    #[error("cannot bind {what} {address}: {source}")]
+    Bind {
+        what: &'static str,
+        address: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("peer-link socket: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl PeerNodeConfig {
+    /// Builds the driver configuration from a node file with a `[peering]`
+    /// section: loads the identity and the peer files. The seed comes from
+    /// the operating system.
+    pub fn from_node_config(
+        config: &NodeConfig,
+        schemas: Arc<SchemaRegistry>,
+        connection_schema: Arc<ConnectionSchema>,
+    ) -> Result<PeerNodeConfig, PeerStartError> {
+        let file = config.source.clone().unwrap_or_else(|| "<defaults>".into());
+        let invalid = |key, message: &str| ConfigError::Invalid {
+            file: file.clone(),
+            key,
+            message: message.to_owned(),
+        };
+        let peering = config
+            .peering
+            .as_ref()
+            .ok_or_else(|| invalid("peering", "the [peering] section is missing"))?;
+        let node = config
+            .node
+            .uuid
+            .ok_or_else(|| invalid("node.uuid", "required when [peering] is set"))?;
+        let identity = identity::load(&peering.certificate, &peering.private_key)?;
+        let peers = PeerSet::load_dir(&peering.peers_dir)?;
+        if let Some(own) = peers.by_fingerprint(&identity.fingerprint) {
+            return Err(ConfigError::Invalid {
+                file: own.source.clone(),
+                key: "fingerprint",
+                message: "is this node's own certificate".to_owned(),
+            }
+            .into());
+        }
+        Ok(PeerNodeConfig {
+            node: NodeId(node),
+            name: config.node.name.clone(),
+            identity,
+            peers,
+            control_listen: peering.control_listen,
+            data_listen: peering.data_listen,
+            mode: peering.mode,
+            mtu: peering.mtu,
+            // NodeConfig bounds tick_hz to 1..=100.
+            tick_hz: u16::try_from(config.node.tick_hz).unwrap_or(u16::MAX),
+            timestamp_quantum: Duration::from_millis(1),
+            reconnect_min: Duration::from_millis(peering.reconnect_min_ms),
+            reconnect_max: Duration::from_millis(peering.reconnect_max_ms),
+            liveness_timeout: peering.liveness_timeout(),
+            handshake_timeout: peering.handshake_timeout(),
+            stats_interval: (peering.stats_interval_secs > 0)
+                .then(|| Duration::from_secs(peering.stats_interval_secs)),
+            schemas,
+            connection_schema,
+            features: Vec::new(),
+            seed: rand::random(),
+            sessions: SessionOwnership::Driver,
+        })
+    }
+}
