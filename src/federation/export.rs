@@ -167,7 +167,7 @@ fn export_component(link: &mut Link, entity: EntityId, component: &Component) {
         return;
     }
     let (uri, type_name) = component_type(component);
-    if !link.policy.export.allows(&type_name) {
+    if !link.policy.exports(&type_name) {
         return;
     }
     let Some(exported) = link.exported.get(&entity) else {

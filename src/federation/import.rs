@@ -227,7 +227,7 @@ impl Federation {
         schema: Option<std::sync::Arc<crate::less::schema::TypeSchema>>,
         scene: &mut Scene,
     ) {
-        let accept = |link: &Link, name: &str| link.policy.accept.allows(name);
+        let accept = |link: &Link, name: &str| link.policy.accepts(name);
         let Some(link) = self.links.get(&link_id) else {
             return;
         };

@@ -12,30 +12,39 @@ use crate::less::ids::{Local, ObjectId, Remote, RequestId, TypeId};
 use crate::less::session::Session;
 use crate::tundra::{ComponentId, EntityId};
 
-/// Which component types cross a link in one direction.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum TypeFilter {
-    /// Every type.
-    #[default]
-    All,
-    /// Only these Tundra type names (without `EC_`).
-    Only(Vec<String>),
-}
-
-impl TypeFilter {
-    pub fn allows(&self, type_name: &str) -> bool {
-        match self {
-            TypeFilter::All => true,
-            TypeFilter::Only(names) => names.iter().any(|n| n.eq_ignore_ascii_case(type_name)),
-        }
-    }
-}
+pub use crate::peering::peer_file::TypeFilter;
 
 /// What the operator allows on a link (the peer file's export/accept lists).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LinkPolicy {
     pub export: TypeFilter,
     pub accept: TypeFilter,
+}
+
+impl LinkPolicy {
+    /// Whether a component type (name without `EC_`) may be exported; peer
+    /// files may name types with or without the prefix.
+    pub fn exports(&self, type_name: &str) -> bool {
+        allows(&self.export, type_name)
+    }
+
+    /// Whether a component type from the peer is accepted.
+    pub fn accepts(&self, type_name: &str) -> bool {
+        allows(&self.accept, type_name)
+    }
+}
+
+fn allows(filter: &TypeFilter, type_name: &str) -> bool {
+    filter.allows(type_name) || filter.allows(&format!("EC_{type_name}"))
+}
+
+impl Default for LinkPolicy {
+    fn default() -> Self {
+        LinkPolicy {
+            export: TypeFilter::All,
+            accept: TypeFilter::All,
+        }
+    }
 }
 
 /// An entity this node exports on the link.

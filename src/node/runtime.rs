@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Instant;
 
 use tokio::net::TcpListener;
@@ -14,8 +15,15 @@ use tracing::{debug, error, info};
 use super::Node;
 use crate::clock::Time;
 use crate::config::NodeConfig;
+use crate::federation::{schemas::schema_registry, Link, LinkId as FederationLink, LinkPolicy};
+use crate::less::schema::ConnectionSchema;
+use crate::less::session::Session;
+use crate::peering::reason::{Reason, ReasonCode};
 use crate::scene::{ClientId, Scene};
 use crate::server::{ServerConfig, ServerEvent, TundraServer};
+use crate::transport::peer::{
+    Frame, PeerEvent, PeerLink, PeerNode, PeerNodeConfig, PeerStartError, SessionOwnership,
+};
 use crate::transport::tls;
 use crate::transport::websocket::{self, ClientEvent, ClientHandle, ListenerOptions};
 use crate::tundra::Registry;
@@ -32,6 +40,8 @@ pub enum StartError {
     },
     #[error(transparent)]
     Tls(#[from] tls::TlsError),
+    #[error(transparent)]
+    Peering(#[from] PeerStartError),
 }
 
 /// Maps the process clock onto protocol time.
@@ -55,6 +65,7 @@ pub struct Running {
     config: NodeConfig,
     listener: Option<TcpListener>,
     tls: Option<tokio_rustls::TlsAcceptor>,
+    peers: Option<(PeerNode, mpsc::Receiver<PeerEvent>)>,
 }
 
 /// Loads the scene and binds the listener; errors say what to fix.
@@ -96,12 +107,32 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
         )?)),
         _ => None,
     };
+    // The node's federation identity: configured with [peering], else
+    // fresh per run (a standalone node has no peers to remember it).
+    let id = config.node.uuid.unwrap_or_else(uuid::Uuid::new_v4);
+    let peers = match &config.peering {
+        Some(_) => {
+            let schemas = Arc::new(schema_registry(scene.registry()));
+            let mut peer_config = PeerNodeConfig::from_node_config(
+                &config,
+                schemas,
+                Arc::new(ConnectionSchema::builtin()),
+            )?;
+            // The federation core drives the sessions; the driver moves frames.
+            peer_config.sessions = SessionOwnership::Application;
+            let (peer_node, events) = PeerNode::start(peer_config).await?;
+            info!(control = %peer_node.control_address(), data = ?peer_node.data_address(), fingerprint = %peer_node.fingerprint(), "peer links listening");
+            Some((peer_node, events))
+        }
+        None => None,
+    };
     Ok(Running {
         tundra_addr,
-        node: Node::new(scene, server, uuid::Uuid::new_v4()),
+        node: Node::new(scene, server, id),
         config,
         listener: Some(listener),
         tls,
+        peers,
     })
 }
 
@@ -125,6 +156,14 @@ impl Running {
         }
         info!(url = %self.tundra_url(), node = %self.config.node.name, "listening for Tundra clients");
         let mut handles: HashMap<ClientId, ClientHandle> = HashMap::new();
+        let (peer_node, mut peer_events) = match self.peers.take() {
+            Some((node, events)) => (Some(node), Some(events)),
+            None => (None, None),
+        };
+        let mut links: HashMap<FederationLink, PeerLink> = HashMap::new();
+        // LESS timers (acks, re-sends, keepalives) are checked at this pace.
+        let mut link_timer = tokio::time::interval(std::time::Duration::from_millis(5));
+        link_timer.set_missed_tick_behavior(MissedTickBehavior::Skip);
         let mut tick = tokio::time::interval(self.config.tick_period());
         tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
         let stats_period =
@@ -154,11 +193,37 @@ impl Running {
                         break;
                     }
                 },
+                event = next_peer_event(&mut peer_events) => match event {
+                    Some(event) => self.handle_peer_event(event, &mut links, &clock),
+                    None => peer_events = None,
+                },
+                _ = link_timer.tick(), if !links.is_empty() => {
+                    let now = clock.now();
+                    let due: Vec<FederationLink> = self
+                        .node
+                        .federation
+                        .links_mut()
+                        .filter(|l| l.session.poll_timeout().is_some_and(|t| t <= now))
+                        .map(|l| {
+                            l.session.handle_timeout(now);
+                            l.id
+                        })
+                        .collect();
+                    for link in due {
+                        self.link_events(link, &mut links);
+                    }
+                }
                 _ = tick.tick() => {
                     let backlog = |id: ClientId| handles.get(&id).map_or(0, ClientHandle::queued_bytes);
                     self.node.handle_tick(clock.now(), &backlog);
                 }
                 _ = stats.tick(), if self.config.log.stats_interval_secs > 0 => {
+                    for link in self.node.federation.links() {
+                        if let Some(peer) = links.get(&link.id) {
+                            peer.report_stats(link.session.stats());
+                            peer.set_entity_counts(link.exported.len() as u64, link.mirror.entities.len() as u64);
+                        }
+                    }
                     let s = self.node.server.stats();
                     info!(
                         clients = self.node.server.authenticated_clients().count(),
@@ -175,9 +240,104 @@ impl Running {
                 }
             }
             self.drain(&mut handles);
+            self.flush_links(&clock, &mut links);
         }
         for handle in handles.values() {
             handle.close("node shutting down");
+        }
+        if let Some(peer_node) = peer_node {
+            peer_node.shutdown().await;
+        }
+    }
+
+    fn handle_peer_event(
+        &mut self,
+        event: PeerEvent,
+        links: &mut HashMap<FederationLink, PeerLink>,
+        clock: &Clock,
+    ) {
+        match event {
+            PeerEvent::LinkUp(peer) => {
+                let id = federation_link(peer.id().0);
+                let Some(config) = peer.take_session_config() else {
+                    return;
+                };
+                match Session::new(config, clock.now()) {
+                    Ok(session) => {
+                        let policy = LinkPolicy {
+                            export: peer.peer_config().export.clone(),
+                            accept: peer.peer_config().accept.clone(),
+                        };
+                        let link = Link::new(
+                            id,
+                            peer.peer_node().0,
+                            peer.peer().to_string(),
+                            policy,
+                            session,
+                        );
+                        links.insert(id, peer);
+                        self.node.handle_link_up(link);
+                    }
+                    Err(error) => peer.close(Reason::new(ReasonCode::INTERNAL, error.to_string())),
+                }
+            }
+            PeerEvent::Frame { link, frame, .. } => {
+                let id = federation_link(link.0);
+                let now = clock.now();
+                if let Some(l) = self.node.federation.link_mut(id) {
+                    match frame {
+                        Frame::Datagram(bytes) => l.session.handle_datagram(now, &bytes),
+                        Frame::Stream(bytes) => l.session.handle_stream_frame(now, &bytes),
+                    }
+                }
+                self.link_events(id, links);
+            }
+            PeerEvent::LinkDown {
+                link,
+                peer,
+                closure,
+            } => {
+                let id = federation_link(link.0);
+                info!(%peer, ?closure, "peer link down");
+                links.remove(&id);
+                self.node.handle_link_down(id);
+            }
+            PeerEvent::Refused {
+                peer,
+                remote,
+                reason,
+                ..
+            } => {
+                debug!(?peer, %remote, %reason, "peer connection refused");
+            }
+            PeerEvent::Session { .. } => {}
+        }
+    }
+
+    /// Applies a link's session events; a closed session ends the link.
+    fn link_events(&mut self, id: FederationLink, links: &mut HashMap<FederationLink, PeerLink>) {
+        if let Some(reason) = self.node.handle_link_events(id) {
+            if let Some(peer) = links.remove(&id) {
+                peer.close(Reason::new(ReasonCode::PROTOCOL_ERROR, reason.to_string()));
+            }
+        }
+    }
+
+    /// Hands every session's pending packets to its link.
+    fn flush_links(&mut self, clock: &Clock, links: &mut HashMap<FederationLink, PeerLink>) {
+        if links.is_empty() {
+            return;
+        }
+        let now = clock.now();
+        for link in self.node.federation.links_mut() {
+            let Some(peer) = links.get(&link.id) else {
+                continue;
+            };
+            while let Some(transmit) = link.session.poll_transmit(now) {
+                if peer.transmit(transmit).is_err() {
+                    break;
+                }
+            }
         }
     }
 
@@ -200,5 +360,17 @@ impl Running {
                 other => debug!(?other, "server event"),
             }
         }
+    }
+}
+
+/// Peer links are numbered by the driver; the federation uses the same number.
+fn federation_link(id: u64) -> FederationLink {
+    FederationLink(id as u32)
+}
+
+async fn next_peer_event(events: &mut Option<mpsc::Receiver<PeerEvent>>) -> Option<PeerEvent> {
+    match events {
+        Some(events) => events.recv().await,
+        None => std::future::pending().await,
     }
 }

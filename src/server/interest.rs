@@ -115,7 +115,11 @@ mod tests {
                     scale: Float3::new(1.0, 1.0, 1.0),
                 });
             }
-            data.push(ComponentData::with_values(ComponentId(i as u32 + 1), schema, values));
+            data.push(ComponentData::with_values(
+                ComponentId(i as u32 + 1),
+                schema,
+                values,
+            ));
         }
         let mut scene = Scene::new(registry);
         let id = scene
@@ -129,7 +133,9 @@ mod tests {
 
     #[test]
     fn near_meshes_every_tick_far_ones_less_often_capped_at_five_seconds() {
-        let eye = Observer { position: Some(Float3::new(0.0, 0.0, 0.0)) };
+        let eye = Observer {
+            position: Some(Float3::new(0.0, 0.0, 0.0)),
+        };
         let (near, id) = scene_with(&[PLACEABLE, MESH], 1.0);
         assert_eq!(update_interval(&near, id, &eye, TICK), TICK);
         // Unit box: area 6, priority 36 / d^2; at 30 m: 0.04 -> log2(2500) ~ 11.3 ticks.
@@ -142,10 +148,14 @@ mod tests {
 
     #[test]
     fn physics_is_more_relevant_and_unplaced_entities_are_always_due() {
-        let eye = Observer { position: Some(Float3::new(0.0, 0.0, 0.0)) };
+        let eye = Observer {
+            position: Some(Float3::new(0.0, 0.0, 0.0)),
+        };
         let (plain, id) = scene_with(&[PLACEABLE, MESH], 30.0);
         let (physics, pid) = scene_with(&[PLACEABLE, MESH, RIGID_BODY], 30.0);
-        assert!(update_interval(&physics, pid, &eye, TICK) < update_interval(&plain, id, &eye, TICK));
+        assert!(
+            update_interval(&physics, pid, &eye, TICK) < update_interval(&plain, id, &eye, TICK)
+        );
         let (unplaced, uid) = scene_with(&[26], 0.0);
         assert_eq!(update_interval(&unplaced, uid, &eye, TICK), TICK);
         // Without an observer position everything is sent every tick.

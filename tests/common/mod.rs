@@ -134,6 +134,13 @@ impl TundraClient {
         }
     }
 
+    /// The next message within `limit`, or `None` (also when closed).
+    pub async fn recv_within(&mut self, limit: Duration) -> Option<Message> {
+        tokio::time::timeout(limit, self.recv())
+            .await
+            .unwrap_or_default()
+    }
+
     /// Receives until a message matches, returning it (others are skipped).
     pub async fn recv_until(&mut self, mut want: impl FnMut(&Message) -> bool) -> Message {
         loop {
