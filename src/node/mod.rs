@@ -21,6 +21,12 @@ pub struct Node {
     pub federation: Federation,
     /// Server events after the federation saw them, for the driver to log.
     pub server_events: std::collections::VecDeque<ServerEvent>,
+    /// EntityActions this node executed as the entity's authority, coming
+    /// from peers (for the driver to log or hand to a world server).
+    pub executed_actions: std::collections::VecDeque<(
+        crate::tundra::EntityId,
+        crate::tundra::messages::EntityAction,
+    )>,
 }
 
 impl Node {
@@ -30,6 +36,7 @@ impl Node {
             server,
             federation: Federation::new(id),
             server_events: Default::default(),
+            executed_actions: Default::default(),
         }
     }
 
@@ -105,6 +112,9 @@ impl Node {
                     }
                     FederationEvent::ActionForAuthority { entity, action } => {
                         debug!(%entity, name = %action.name, "entity action executed by its authority");
+                        if self.executed_actions.len() < 1024 {
+                            self.executed_actions.push_back((entity, action));
+                        }
                     }
                 }
             }

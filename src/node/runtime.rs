@@ -342,6 +342,9 @@ impl Running {
     }
 
     fn drain(&mut self, handles: &mut HashMap<ClientId, ClientHandle>) {
+        while let Some((entity, action)) = self.node.executed_actions.pop_front() {
+            info!(%entity, name = %action.name, "entity action from a peer executed here, its authority");
+        }
         while let Some((client, frame)) = self.node.server.poll_transmit() {
             if let Some(handle) = handles.get(&client) {
                 handle.send(frame);

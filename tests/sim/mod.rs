@@ -322,7 +322,9 @@ impl Sim {
             node.handle_link_events(packet.link);
         }
         // Timers and transmits.
-        let keys: Vec<(usize, LinkId)> = self.wiring.keys().copied().collect();
+        // Sorted, so a seed always gives the same run.
+        let mut keys: Vec<(usize, LinkId)> = self.wiring.keys().copied().collect();
+        keys.sort();
         for (node, link) in keys {
             let Some(&(peer, peer_link, model, up)) = self.wiring.get(&(node, link)) else {
                 continue;
