@@ -188,9 +188,21 @@ impl Federation {
                 if link.mirror.entities.contains_key(&entity) {
                     self.handle_entity_object(link_id, entity, &values, false, scene);
                 } else if let Some(object) = link.mirror.components.get_mut(&entity) {
+                    let before = object.owner;
                     if let Err(error) = mirror::apply_component_values(object, &values) {
                         warn!(link = %link_id, %error, "bad component update");
                         return None;
+                    }
+                    // An owner may arrive in an update (a re-send carries only
+                    // values no later packet carried): attach it then.
+                    let after = object.owner;
+                    if before != after {
+                        if let Some(old) = before.and_then(|o| link.mirror.entities.get_mut(&o)) {
+                            old.components.remove(&entity);
+                        }
+                        if let Some(new) = after.and_then(|o| link.mirror.entities.get_mut(&o)) {
+                            new.components.insert(entity);
+                        }
                     }
                     self.apply_component_update(link_id, entity, &values, scene);
                 }
