@@ -136,14 +136,25 @@ mod tests {
         let eye = Observer {
             position: Some(Float3::new(0.0, 0.0, 0.0)),
         };
-        let (near, id) = scene_with(&[PLACEABLE, MESH], 1.0);
+        // Unit box at 0.5 m: priority 36 / 0.25 = 144, log2(100/144) < 1.
+        let (near, id) = scene_with(&[PLACEABLE, MESH], 0.5);
         assert_eq!(update_interval(&near, id, &eye, TICK), TICK);
         // Unit box: area 6, priority 36 / d^2; at 30 m: 0.04 -> log2(2500) ~ 11.3 ticks.
         let (mid, id) = scene_with(&[PLACEABLE, MESH], 30.0);
         let interval = update_interval(&mid, id, &eye, TICK);
         assert!(interval > TICK * 10 && interval < TICK * 13, "{interval:?}");
+        // At 1000 km: log2(100 / 3.6e-11) ~ 41.3 ticks; slower, never above 5 s.
         let (far, id) = scene_with(&[PLACEABLE, MESH], 1.0e6);
-        assert_eq!(update_interval(&far, id, &eye, TICK), MAX_UPDATE_INTERVAL);
+        let far_interval = update_interval(&far, id, &eye, TICK);
+        assert!(
+            far_interval > interval && far_interval <= MAX_UPDATE_INTERVAL,
+            "{far_interval:?}"
+        );
+        // With a one-second tick that is 41 s: capped at MinUpdateRate's 5 s.
+        assert_eq!(
+            update_interval(&far, id, &eye, Duration::from_secs(1)),
+            MAX_UPDATE_INTERVAL
+        );
     }
 
     #[test]
