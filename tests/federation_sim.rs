@@ -342,3 +342,58 @@ fn parents_references_and_dynamic_attributes_are_renumbered() {
     assert_eq!(speed.dynamic_name.as_deref(), Some("speed"));
     assert_eq!(speed.value, AttributeValue::Real(3.5));
 }
+
+#[test]
+fn peers_actions_reach_every_client_of_every_node_once() {
+    let mut sim = Sim::new(3, 8);
+    sim.connect(0, 1, LinkModel::CLEAN);
+    sim.connect(1, 2, LinkModel::CLEAN);
+    sim.connect(2, 0, LinkModel::CLEAN);
+    let clients: Vec<_> = (0..3).map(|n| sim.add_client(n)).collect();
+    let bystander = sim.add_client(2);
+    sim.create_box(0, clients[0], 1, "bell", 0.0);
+    sim.run(SETTLE);
+    let bell = sim.find(2, clients[2], "bell")[0];
+    sim.send(
+        2,
+        clients[2],
+        &Message::EntityAction(EntityAction {
+            entity_id: bell,
+            name: "Ring".into(),
+            execution_type: exec_type::PEERS,
+            parameters: vec!["twice".into()],
+        }),
+    );
+    sim.run(SETTLE);
+    let rings = |sim: &Sim, node: usize, client| {
+        sim.clients[node][&client]
+            .actions
+            .iter()
+            .filter(|a| a.name == "Ring")
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    for (node, client) in clients.iter().copied().enumerate().take(2) {
+        let got = rings(&sim, node, client);
+        assert_eq!(
+            got.len(),
+            1,
+            "node {node}'s client gets the action once, whatever the paths"
+        );
+        assert_eq!(
+            got[0].entity_id,
+            sim.find(node, client, "bell")[0],
+            "in its node's ids"
+        );
+        assert_eq!(got[0].execution_type, exec_type::LOCAL);
+    }
+    assert_eq!(
+        rings(&sim, 2, bystander).len(),
+        1,
+        "the sender's neighbours on its own node too"
+    );
+    assert!(
+        rings(&sim, 2, clients[2]).is_empty(),
+        "never back to the sender"
+    );
+}

@@ -40,6 +40,11 @@ impl Federation {
                     self.forward_action(action, None);
                 }
             }
+            ServerEvent::PeersAction { action, .. } => {
+                if let Some(global) = self.by_scene.get(&action.entity_id).copied() {
+                    self.flood_action(global, action);
+                }
+            }
             _ => {}
         }
     }

@@ -26,6 +26,9 @@ pub enum FederationEvent {
         entity: EntityId,
         action: EntityAction,
     },
+    /// An EntityAction with the Peers bit from a client on another node:
+    /// deliver it to this node's clients as Local.
+    ActionForClients(EntityAction),
 }
 
 /// One entity the federation tracks.
@@ -48,6 +51,7 @@ pub struct Federation {
     pub(super) by_scene: HashMap<EntityId, GlobalId>,
     pub(super) next_serial: u64,
     pub(super) events: VecDeque<FederationEvent>,
+    pub(super) floods: super::flood::FloodMemory,
 }
 
 impl Federation {
@@ -59,6 +63,7 @@ impl Federation {
             by_scene: HashMap::new(),
             next_serial: 1,
             events: VecDeque::new(),
+            floods: Default::default(),
         }
     }
 

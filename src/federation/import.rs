@@ -226,6 +226,10 @@ impl Federation {
             } => self.handle_method_result(link_id, request, status, value),
             Event::Closed { reason } => return Some(reason),
             Event::TypeSubscribed { .. } | Event::TypeUnsubscribed { .. } => {}
+            Event::Interaction {
+                interaction,
+                values,
+            } if interaction == super::flood::ENTITY_ACTION => self.handle_flood(link_id, &values),
             Event::Interaction { .. } | Event::ConnectionControl { .. } => {}
         }
         None

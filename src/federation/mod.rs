@@ -9,6 +9,7 @@
 mod authority;
 mod core;
 mod export;
+mod flood;
 pub mod ids;
 mod import;
 pub mod link;

@@ -110,6 +110,7 @@ impl Node {
                     FederationEvent::TypeRegistered(type_id) => {
                         self.server.handle_type_registered(type_id, None)
                     }
+                    FederationEvent::ActionForClients(action) => self.server.deliver_action(action),
                     FederationEvent::ActionForAuthority { entity, action } => {
                         debug!(%entity, name = %action.name, "entity action executed by its authority");
                         if self.executed_actions.len() < 1024 {

@@ -69,6 +69,12 @@ pub enum ServerEvent {
         client: ClientId,
         action: EntityAction,
     },
+    /// An EntityAction with the Peers bit, already queued for this node's
+    /// other clients; the federation takes it to every other node's.
+    PeersAction {
+        client: ClientId,
+        action: EntityAction,
+    },
 }
 
 /// Counters for the stats line and `/metrics`.
@@ -178,6 +184,14 @@ impl TundraServer {
             {
                 client.pending_types.push(type_id);
             }
+        }
+    }
+
+    /// Queues an action for every logged-in client, sent after its next
+    /// scene sync (an action from another node's client).
+    pub fn deliver_action(&mut self, action: EntityAction) {
+        for client in self.clients.values_mut().filter(|c| c.is_authenticated()) {
+            client.pending_actions.push(action.clone());
         }
     }
 

@@ -402,6 +402,8 @@ impl TundraServer {
             {
                 other.pending_actions.push(action.clone());
             }
+            self.events
+                .push_back(ServerEvent::PeersAction { client, action });
         }
     }
 }

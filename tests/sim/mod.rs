@@ -64,6 +64,8 @@ pub struct SimClient {
     pub registry: Registry,
     /// Entities this client created, by unacked id, until the reply names them.
     pending: HashMap<u32, Vec<ComponentData>>,
+    /// EntityActions the node sent this client.
+    pub actions: Vec<lessgate::tundra::messages::EntityAction>,
 }
 
 struct Packet {
@@ -186,6 +188,7 @@ impl Sim {
                 view: ClientView::default(),
                 registry: registry(),
                 pending: HashMap::new(),
+                actions: Vec::new(),
             },
         );
         self.deliver_client_frames(node);
@@ -496,6 +499,7 @@ fn apply(client: &mut SimClient, message: Message) {
                 }
             }
         }
+        Message::EntityAction(action) => client.actions.push(action),
         Message::RegisterComponentType(register) => {
             register.register(&mut client.registry);
         }
