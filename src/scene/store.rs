@@ -1,6 +1,7 @@
 //! The scene store: validated mutations, id allocation, the change journal.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::change::{Change, ChangeKind, ChangeSource};
 use super::entity::{Attribute, Component, ComponentContent, Entity, Origin};
@@ -264,17 +265,34 @@ impl Scene {
         }
     }
 
-    fn component_mut(
+    /// The schema and slots of a component of a known type; an opaque
+    /// component's attributes cannot be addressed.
+    fn slots_mut(
         &mut self,
         entity: EntityId,
         component: ComponentId,
-    ) -> Result<&mut Component, SceneError> {
-        self.entities
+    ) -> Result<
+        (
+            &Arc<crate::tundra::ComponentSchema>,
+            &mut Vec<Option<Attribute>>,
+        ),
+        SceneError,
+    > {
+        let target = self
+            .entities
             .get_mut(&entity)
             .ok_or(SceneError::UnknownEntity(entity))?
             .components
             .get_mut(&component)
-            .ok_or(SceneError::UnknownComponent(entity, component))
+            .ok_or(SceneError::UnknownComponent(entity, component))?;
+        match &mut target.content {
+            ComponentContent::Known { schema, slots } => Ok((schema, slots)),
+            ComponentContent::Opaque(_) => Err(SceneError::OpaqueComponent(
+                entity,
+                component,
+                target.type_id,
+            )),
+        }
     }
 
     /// Sets one attribute; returns whether the value changed (an equal value
@@ -287,14 +305,7 @@ impl Scene {
         index: u8,
         value: AttributeValue,
     ) -> Result<bool, SceneError> {
-        let target = self.component_mut(entity, component)?;
-        let type_id = target.type_id;
-        let slots = match &mut target.content {
-            ComponentContent::Known { slots, .. } => slots,
-            ComponentContent::Opaque(_) => {
-                return Err(SceneError::OpaqueComponent(entity, component, type_id))
-            }
-        };
+        let (_, slots) = self.slots_mut(entity, component)?;
         let slot = slots
             .get_mut(usize::from(index))
             .and_then(Option::as_mut)
@@ -328,17 +339,10 @@ impl Scene {
         component: ComponentId,
         attribute: DynamicAttribute,
     ) -> Result<(), SceneError> {
-        let target = self.component_mut(entity, component)?;
-        let type_id = target.type_id;
-        let (schema, slots) = match &mut target.content {
-            ComponentContent::Known { schema, slots } => (schema, slots),
-            ComponentContent::Opaque(_) => {
-                return Err(SceneError::OpaqueComponent(entity, component, type_id))
-            }
-        };
+        let (schema, slots) = self.slots_mut(entity, component)?;
         let index = usize::from(attribute.index);
         if !schema.dynamic_attributes {
-            return Err(SceneError::NotDynamic(type_id));
+            return Err(SceneError::NotDynamic(schema.type_id));
         }
         if index < schema.attributes.len() || slots.get(index).is_some_and(Option::is_some) {
             return Err(SceneError::AttributeExists(
@@ -367,14 +371,7 @@ impl Scene {
         component: ComponentId,
         index: u8,
     ) -> Result<(), SceneError> {
-        let target = self.component_mut(entity, component)?;
-        let type_id = target.type_id;
-        let (schema, slots) = match &mut target.content {
-            ComponentContent::Known { schema, slots } => (schema, slots),
-            ComponentContent::Opaque(_) => {
-                return Err(SceneError::OpaqueComponent(entity, component, type_id))
-            }
-        };
+        let (schema, slots) = self.slots_mut(entity, component)?;
         let position = usize::from(index);
         if position < schema.attributes.len() {
             return Err(SceneError::StaticAttribute(entity, component, index));
