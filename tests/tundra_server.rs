@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{TestNode, TundraClient};
+use common::{name_component, TestNode, TundraClient};
 use lessgate::config::NodeConfig;
 use lessgate::tundra::messages::{
     exec_type, EditAttributes, EditAttributesBlock, EntityAction, RegisterComponentType,
@@ -16,7 +16,6 @@ use lessgate::tundra::{
 };
 
 const PLACEABLE: u32 = 20;
-const NAME: u32 = 26;
 
 fn placeable(id: u32, x: f32) -> ComponentData {
     let registry = Registry::builtin();
@@ -27,14 +26,6 @@ fn placeable(id: u32, x: f32) -> ComponentData {
         rot: Float3::new(0.0, 0.0, 0.0),
         scale: Float3::new(1.0, 1.0, 1.0),
     });
-    ComponentData::with_values(ComponentId(0x4000_0000 | id), schema, values)
-}
-
-fn name(id: u32, text: &str) -> ComponentData {
-    let registry = Registry::builtin();
-    let schema = registry.get(NAME).unwrap();
-    let mut values = schema.default_values();
-    values[0] = AttributeValue::String(text.to_owned());
     ComponentData::with_values(ComponentId(0x4000_0000 | id), schema, values)
 }
 
@@ -176,7 +167,7 @@ async fn create_edit_remove_propagate_without_echo() {
         .await;
 
     let entity = alice
-        .create_entity(1, vec![placeable(1, 1.0), name(2, "box")])
+        .create_entity(1, vec![placeable(1, 1.0), name_component(2, "box")])
         .await;
     assert!(entity.is_replicated());
 
@@ -275,7 +266,9 @@ async fn late_joiner_gets_full_scene_and_custom_types_first() {
         ],
     );
     let first = alice.create_entity(1, vec![placeable(1, 3.0), my]).await;
-    let second = alice.create_entity(2, vec![name(2, "second")]).await;
+    let second = alice
+        .create_entity(2, vec![name_component(2, "second")])
+        .await;
 
     let (mut late, before) = TundraClient::login(&node.url, "late", 4).await;
     assert!(before
@@ -313,7 +306,9 @@ async fn peers_actions_reach_other_clients_as_local() {
     let node = TestNode::start(NodeConfig::default()).await;
     let (mut alice, _) = TundraClient::login(&node.url, "alice", 4).await;
     let (mut bob, _) = TundraClient::login(&node.url, "bob", 4).await;
-    let entity = alice.create_entity(1, vec![name(1, "door")]).await;
+    let entity = alice
+        .create_entity(1, vec![name_component(1, "door")])
+        .await;
     alice
         .send(&Message::EntityAction(EntityAction {
             entity_id: entity,
@@ -349,7 +344,9 @@ async fn garbage_closes_only_the_sender() {
     let _ = alice
         .recv_until(|m| matches!(m, Message::ClientLeft(_)))
         .await;
-    let entity = alice.create_entity(1, vec![name(1, "still here")]).await;
+    let entity = alice
+        .create_entity(1, vec![name_component(1, "still here")])
+        .await;
     assert!(entity.is_replicated());
     node.stop().await;
 }
@@ -361,18 +358,12 @@ async fn messages_before_login_are_dropped() {
     let mut stranger = TundraClient::connect(&node.url).await;
     stranger.protocol = lessgate::tundra::ProtocolVersion(3);
     stranger
-        .send(&Message::CreateEntity(
-            lessgate::tundra::messages::CreateEntity {
-                scene_id: 0,
-                entity_id: EntityId(0x4000_0001),
-                temporary: false,
-                parent: None,
-                components: vec![name(1, "sneaky")],
-            },
-        ))
+        .send_create(1, vec![name_component(1, "sneaky")])
         .await;
     // Alice's own creation is the first entity anyone sees.
-    let mine = alice.create_entity(5, vec![name(1, "mine")]).await;
+    let mine = alice
+        .create_entity(5, vec![name_component(1, "mine")])
+        .await;
     let (mut bob, _) = TundraClient::login(&node.url, "bob", 4).await;
     let created = bob
         .recv_until(|m| matches!(m, Message::CreateEntity(_)))

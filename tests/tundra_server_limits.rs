@@ -3,24 +3,14 @@
 
 mod common;
 
-use common::{TestNode, TundraClient};
+use common::{name_component, TestNode, TundraClient};
 use lessgate::config::NodeConfig;
 use lessgate::tundra::messages::{exec_type, EditAttributes, EditAttributesBlock, EntityAction};
-use lessgate::tundra::{
-    AttributeEdit, AttributeValue, ComponentData, ComponentId, EntityId, Message, Registry,
-};
+use lessgate::tundra::{AttributeEdit, AttributeValue, ComponentId, EntityId, Message, Registry};
 
 const NAME: u32 = 26;
 
-fn name(id: u32, text: &str) -> ComponentData {
-    let registry = Registry::builtin();
-    let schema = registry.get(NAME).unwrap();
-    let mut values = schema.default_values();
-    values[0] = AttributeValue::String(text.to_owned());
-    ComponentData::with_values(ComponentId(0x4000_0000 | id), schema, values)
-}
-
-fn rename(entity: EntityId, component: ComponentId, text: String) -> Message {
+fn rename_component(entity: EntityId, component: ComponentId, text: String) -> Message {
     let slots = Registry::builtin().get(NAME).unwrap().slot_types();
     let edit = AttributeEdit {
         index: 0,
@@ -47,7 +37,7 @@ async fn client_that_stops_reading_is_dropped_and_others_carry_on() {
         .await;
     let mut entities = Vec::new();
     for i in 1..=8 {
-        let id = writer.create_entity(i, vec![name(1, "n")]).await;
+        let id = writer.create_entity(i, vec![name_component(1, "n")]).await;
         entities.push(id);
     }
     // Every round changes every name to 12 KB of new text; the sleeper's
@@ -60,7 +50,7 @@ async fn client_that_stops_reading_is_dropped_and_others_carry_on() {
             .collect();
         for entity in &entities {
             writer
-                .send(&rename(*entity, ComponentId(1), text.clone()))
+                .send(&rename_component(*entity, ComponentId(1), text.clone()))
                 .await;
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
@@ -79,7 +69,9 @@ async fn client_that_stops_reading_is_dropped_and_others_carry_on() {
     }
     assert!(left, "the client that never reads is disconnected");
     // The writer still works.
-    let id = writer.create_entity(99, vec![name(1, "after")]).await;
+    let id = writer
+        .create_entity(99, vec![name_component(1, "after")])
+        .await;
     assert!(id.is_replicated());
     node.stop().await;
 }
@@ -91,7 +83,7 @@ async fn message_rate_limit_closes_the_flooder() {
     let node = TestNode::start(config).await;
     let (mut flooder, _) = TundraClient::login(&node.url, "flooder", 4).await;
     let (mut calm, _) = TundraClient::login(&node.url, "calm", 4).await;
-    let entity = calm.create_entity(1, vec![name(1, "x")]).await;
+    let entity = calm.create_entity(1, vec![name_component(1, "x")]).await;
     for _ in 0..200 {
         flooder
             .send(&Message::EntityAction(EntityAction {
@@ -133,19 +125,9 @@ async fn entity_limit_refuses_further_creations() {
     config.limits.max_entities_per_client = 2;
     let node = TestNode::start(config).await;
     let (mut alice, _) = TundraClient::login(&node.url, "alice", 3).await;
-    let first = alice.create_entity(1, vec![name(1, "one")]).await;
-    let second = alice.create_entity(2, vec![name(1, "two")]).await;
-    alice
-        .send(&Message::CreateEntity(
-            lessgate::tundra::messages::CreateEntity {
-                scene_id: 0,
-                entity_id: EntityId(0x4000_0003),
-                temporary: false,
-                parent: None,
-                components: vec![name(1, "three")],
-            },
-        ))
-        .await;
+    let first = alice.create_entity(1, vec![name_component(1, "one")]).await;
+    let second = alice.create_entity(2, vec![name_component(1, "two")]).await;
+    alice.send_create(3, vec![name_component(1, "three")]).await;
     // A marker after the refused creation: a late joiner sees the two
     // entities, then nothing but what follows.
     let (mut late, _) = TundraClient::login(&node.url, "late", 3).await;

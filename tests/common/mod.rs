@@ -167,12 +167,8 @@ impl TundraClient {
         message.register(&mut self.registry);
     }
 
-    /// Creates an entity from components, as a client does: an unacked id.
-    pub async fn create_entity(
-        &mut self,
-        unacked: u32,
-        components: Vec<ComponentData>,
-    ) -> EntityId {
+    /// Sends a CreateEntity under an unacked id without waiting for a reply.
+    pub async fn send_create(&mut self, unacked: u32, components: Vec<ComponentData>) {
         self.send(&Message::CreateEntity(CreateEntity {
             scene_id: 0,
             entity_id: EntityId(0x4000_0000 | unacked),
@@ -181,6 +177,15 @@ impl TundraClient {
             components,
         }))
         .await;
+    }
+
+    /// Creates an entity from components, as a client does: an unacked id.
+    pub async fn create_entity(
+        &mut self,
+        unacked: u32,
+        components: Vec<ComponentData>,
+    ) -> EntityId {
+        self.send_create(unacked, components).await;
         match self
             .recv_until(|m| matches!(m, Message::CreateEntityReply(_)))
             .await
@@ -193,4 +198,17 @@ impl TundraClient {
             _ => unreachable!(),
         }
     }
+}
+
+/// A Name component under unacked id `id` holding `text`.
+pub fn name_component(id: u32, text: &str) -> ComponentData {
+    let registry = Registry::builtin();
+    let schema = registry.get(26).expect("Name is a built-in type");
+    let mut values = schema.default_values();
+    values[0] = lessgate::tundra::AttributeValue::String(text.to_owned());
+    ComponentData::with_values(
+        lessgate::tundra::ComponentId(0x4000_0000 | id),
+        schema,
+        values,
+    )
 }
