@@ -54,6 +54,8 @@ pub struct NodeConfig {
     pub tundra: TundraSection,
     pub limits: Limits,
     pub log: LogSection,
+    /// The operator's HTTP endpoint: web viewer, `/status`, `/metrics`.
+    pub http: HttpSection,
     /// Peer links; `None` when the file has no `[peering]` section (a
     /// standalone node).
     pub peering: Option<PeeringSection>,
@@ -249,6 +251,15 @@ impl Default for LogSection {
     }
 }
 
+/// `[http]`: where the node serves its web viewer, `/status` (JSON) and
+/// `/metrics` (Prometheus text).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpSection {
+    /// Address to listen on; none (the default) serves no HTTP.
+    pub listen: Option<SocketAddr>,
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawConfig {
@@ -260,6 +271,8 @@ struct RawConfig {
     limits: Limits,
     #[serde(default)]
     log: LogSection,
+    #[serde(default)]
+    http: HttpSection,
     peering: Option<PeeringSection>,
 }
 
@@ -332,6 +345,7 @@ impl NodeConfig {
             tundra: raw.tundra,
             limits: raw.limits,
             log: raw.log,
+            http: raw.http,
             peering: raw.peering,
         };
         config.resolve_paths();

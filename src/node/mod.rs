@@ -3,6 +3,7 @@
 //! simulations drive it with fake time.
 
 pub mod runtime;
+pub mod status;
 
 use tracing::{debug, info};
 use uuid::Uuid;

@@ -8,10 +8,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use tokio::net::TcpListener;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::time::MissedTickBehavior;
 use tracing::{debug, error, info};
 
+use super::status::{NodeStatus, STATUS_PERIOD};
 use super::Node;
 use crate::clock::Time;
 use crate::config::NodeConfig;
@@ -53,6 +54,11 @@ impl Clock {
         Clock(Instant::now())
     }
 
+    /// Time since the node started.
+    pub fn elapsed(&self) -> std::time::Duration {
+        self.0.elapsed()
+    }
+
     pub fn now(&self) -> Time {
         Time::from_micros(u64::try_from(self.0.elapsed().as_micros()).unwrap_or(u64::MAX))
     }
@@ -66,6 +72,7 @@ pub struct Running {
     listener: Option<TcpListener>,
     tls: Option<tokio_rustls::TlsAcceptor>,
     peers: Option<(PeerNode, mpsc::Receiver<PeerEvent>)>,
+    status: watch::Sender<NodeStatus>,
 }
 
 /// Loads the scene and binds the listener; errors say what to fix.
@@ -133,6 +140,7 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
         listener: Some(listener),
         tls,
         peers,
+        status: watch::Sender::new(NodeStatus::default()),
     })
 }
 
@@ -141,6 +149,11 @@ impl Running {
     pub fn tundra_url(&self) -> String {
         let scheme = if self.tls.is_some() { "wss" } else { "ws" };
         format!("{scheme}://{}", self.tundra_addr)
+    }
+
+    /// The node's status, refreshed every [`STATUS_PERIOD`] while it runs.
+    pub fn status(&self) -> watch::Receiver<NodeStatus> {
+        self.status.subscribe()
     }
 
     /// Runs until `shutdown` completes.
@@ -170,6 +183,9 @@ impl Running {
             std::time::Duration::from_secs(self.config.log.stats_interval_secs.max(1));
         let mut stats =
             tokio::time::interval_at(tokio::time::Instant::now() + stats_period, stats_period);
+        let mut status_timer = tokio::time::interval(STATUS_PERIOD);
+        status_timer.set_missed_tick_behavior(MissedTickBehavior::Skip);
+        let tundra_url = self.tundra_url();
         tokio::pin!(shutdown);
         loop {
             tokio::select! {
@@ -233,6 +249,10 @@ impl Running {
                         refused = s.refused_messages,
                         "node stats"
                     );
+                }
+                _ = status_timer.tick() => {
+                    let status = NodeStatus::collect(&self.node, &self.config.node.name, &tundra_url, clock.elapsed());
+                    self.status.send_replace(status);
                 }
                 _ = &mut shutdown => {
                     info!("shutting down");

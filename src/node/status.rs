@@ -1,0 +1,183 @@
+//! A snapshot of one node for operators: clients, entities by origin, and
+//! the health of each peer link. The runtime publishes one every
+//! [`STATUS_PERIOD`]; the HTTP endpoints (`/status`, `/metrics`) and the
+//! periodic stats line read it. Owns no state of its own.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Serialize;
+use uuid::Uuid;
+
+use super::Node;
+
+/// How often the runtime refreshes the published snapshot.
+pub const STATUS_PERIOD: Duration = Duration::from_millis(500);
+
+/// Everything `/status` shows.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct NodeStatus {
+    /// The node's short name (`[node] name`).
+    pub node: String,
+    /// Its federation identity.
+    pub uuid: Uuid,
+    /// Where Tundra WebSocket clients connect.
+    pub tundra_url: String,
+    pub uptime_secs: f64,
+    /// Logged-in Tundra clients.
+    pub clients: usize,
+    /// Entities in the scene, local and remote.
+    pub entities: usize,
+    /// Entities presented here per origin node, this node included.
+    pub origins: Vec<OriginStatus>,
+    pub server: ServerCounters,
+    /// Peer links that are up now.
+    pub links: Vec<LinkStatus>,
+}
+
+/// Entities of one origin node.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct OriginStatus {
+    pub uuid: Uuid,
+    /// Known when the origin is this node or a direct peer.
+    pub name: Option<String>,
+    pub entities: usize,
+}
+
+/// Counters of the Tundra side.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct ServerCounters {
+    pub frames_in: u64,
+    pub frames_out: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub refused_messages: u64,
+    pub clients_closed_for_misbehaviour: u64,
+}
+
+/// Health of one peer link.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LinkStatus {
+    /// The peer's name as its peer file gives it.
+    pub peer: String,
+    pub peer_uuid: Uuid,
+    pub rtt_ms: f64,
+    pub rtt_variance_ms: f64,
+    pub packets_sent: u64,
+    pub bytes_sent: u64,
+    pub packets_resent: u64,
+    pub packets_received: u64,
+    pub bytes_received: u64,
+    pub packets_lost: u64,
+    /// Frames refused, by reason (bad_signature, malformed, duplicate,
+    /// out_of_window, stale, overload).
+    pub rejected: BTreeMap<&'static str, u64>,
+    /// Entities this node sends on the link.
+    pub exported_entities: usize,
+    /// Entities the peer presents to this node on the link.
+    pub mirrored_entities: usize,
+}
+
+impl NodeStatus {
+    /// Reads a snapshot off the pure node.
+    pub fn collect(node: &Node, name: &str, tundra_url: &str, uptime: Duration) -> NodeStatus {
+        let own = node.federation.node_id();
+        let peer_names: BTreeMap<Uuid, &str> = node
+            .federation
+            .links()
+            .map(|l| (l.peer, l.peer_name.as_str()))
+            .collect();
+        let mut by_origin = node.federation.entities_by_origin();
+        // Local entities that are not (yet) federated still belong to this node.
+        let remote: usize = by_origin
+            .iter()
+            .filter(|(origin, _)| **origin != own)
+            .map(|(_, n)| n)
+            .sum();
+        by_origin.insert(own, node.scene.len().saturating_sub(remote));
+        let origins = by_origin
+            .into_iter()
+            .map(|(uuid, entities)| OriginStatus {
+                uuid,
+                name: if uuid == own {
+                    Some(name.to_owned())
+                } else {
+                    peer_names.get(&uuid).map(|n| (*n).to_owned())
+                },
+                entities,
+            })
+            .collect();
+        let s = node.server.stats();
+        let links = node
+            .federation
+            .links()
+            .map(|l| {
+                let st = l.session.stats();
+                LinkStatus {
+                    peer: l.peer_name.clone(),
+                    peer_uuid: l.peer,
+                    rtt_ms: st.rtt.as_secs_f64() * 1e3,
+                    rtt_variance_ms: st.rtt_variance.as_secs_f64() * 1e3,
+                    packets_sent: st.packets_sent,
+                    bytes_sent: st.bytes_sent,
+                    packets_resent: st.packets_resent,
+                    packets_received: st.packets_received,
+                    bytes_received: st.bytes_received,
+                    packets_lost: st.packets_lost,
+                    rejected: BTreeMap::from([
+                        ("bad_signature", st.rejected_bad_signature),
+                        ("malformed", st.rejected_malformed),
+                        ("duplicate", st.rejected_duplicate),
+                        ("out_of_window", st.rejected_out_of_window),
+                        ("stale", st.rejected_stale),
+                        ("overload", st.rejected_overload),
+                    ]),
+                    exported_entities: l.exported.len(),
+                    mirrored_entities: l.mirror.entities.len(),
+                }
+            })
+            .collect();
+        NodeStatus {
+            node: name.to_owned(),
+            uuid: own,
+            tundra_url: tundra_url.to_owned(),
+            uptime_secs: uptime.as_secs_f64(),
+            clients: node.server.authenticated_clients().count(),
+            entities: node.scene.len(),
+            origins,
+            server: ServerCounters {
+                frames_in: s.frames_in,
+                frames_out: s.frames_out,
+                bytes_in: s.bytes_in,
+                bytes_out: s.bytes_out,
+                refused_messages: s.refused_messages,
+                clients_closed_for_misbehaviour: s.clients_closed_for_misbehaviour,
+            },
+            links,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scene::Scene;
+    use crate::server::{ServerConfig, TundraServer};
+    use crate::tundra::Registry;
+
+    #[test]
+    fn an_empty_standalone_node_reports_itself_as_the_only_origin() {
+        let server = TundraServer::new(ServerConfig::default());
+        let id = Uuid::from_u128(7);
+        let node = Node::new(Scene::new(Registry::builtin()), server, id);
+        let status = NodeStatus::collect(&node, "alpha", "ws://127.0.0.1:2345", Duration::ZERO);
+        assert_eq!(status.node, "alpha");
+        assert_eq!(status.entities, 0);
+        assert_eq!(status.origins.len(), 1);
+        assert_eq!(status.origins[0].uuid, id);
+        assert_eq!(status.origins[0].name.as_deref(), Some("alpha"));
+        assert!(status.links.is_empty());
+        let json = serde_json::to_value(&status).unwrap();
+        assert_eq!(json["tundra_url"], "ws://127.0.0.1:2345");
+    }
+}
