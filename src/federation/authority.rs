@@ -312,7 +312,13 @@ impl Federation {
                     let _ = link.session.send_method_result(request, status, value);
                 }
             }
-            None => debug!(link = %link_id, status = status.0, "action answered by its authority"),
+            None => {
+                debug!(link = %link_id, status = status.0, "action answered by its authority");
+                self.events.push_back(FederationEvent::ActionAnswered {
+                    status,
+                    detail: value,
+                });
+            }
         }
     }
 }

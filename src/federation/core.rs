@@ -29,6 +29,12 @@ pub enum FederationEvent {
     /// An EntityAction with the Peers bit from a client on another node:
     /// deliver it to this node's clients as Local.
     ActionForClients(EntityAction),
+    /// The authority answered an EntityAction that one of this node's
+    /// clients sent to a remote entity (the method-result came back).
+    ActionAnswered {
+        status: crate::less::message::MethodStatus,
+        detail: crate::less::value::Value,
+    },
 }
 
 /// One entity the federation tracks.

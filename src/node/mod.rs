@@ -28,6 +28,12 @@ pub struct Node {
         crate::tundra::EntityId,
         crate::tundra::messages::EntityAction,
     )>,
+    /// Answers of remote authorities to EntityActions this node's clients
+    /// sent (Tundra has no reply message; kept for the driver to log).
+    pub action_results: std::collections::VecDeque<(
+        crate::less::message::MethodStatus,
+        crate::less::value::Value,
+    )>,
 }
 
 impl Node {
@@ -38,6 +44,7 @@ impl Node {
             federation: Federation::new(id),
             server_events: Default::default(),
             executed_actions: Default::default(),
+            action_results: Default::default(),
         }
     }
 
@@ -116,6 +123,11 @@ impl Node {
                         debug!(%entity, name = %action.name, "entity action executed by its authority");
                         if self.executed_actions.len() < 1024 {
                             self.executed_actions.push_back((entity, action));
+                        }
+                    }
+                    FederationEvent::ActionAnswered { status, detail } => {
+                        if self.action_results.len() < 1024 {
+                            self.action_results.push_back((status, detail));
                         }
                     }
                 }

@@ -365,6 +365,13 @@ impl Running {
         while let Some((entity, action)) = self.node.executed_actions.pop_front() {
             info!(%entity, name = %action.name, "entity action from a peer executed here, its authority");
         }
+        while let Some((status, detail)) = self.node.action_results.pop_front() {
+            debug!(
+                status = status.0,
+                ?detail,
+                "a remote authority answered an entity action"
+            );
+        }
         while let Some((client, frame)) = self.node.server.poll_transmit() {
             if let Some(handle) = handles.get(&client) {
                 handle.send(frame);
