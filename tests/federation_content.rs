@@ -280,3 +280,69 @@ fn the_answer_to_an_action_comes_back_to_the_sending_node_only() {
         "the middle node forwards the answer, the authority only sends it"
     );
 }
+
+#[test]
+fn a_client_removing_remote_content_asks_the_authority_which_removes_it_everywhere() {
+    let (mut sim, a, c) = chain(25);
+    sim.create_box(0, a, 1, "crate", 0.0);
+    sim.create_box(0, a, 2, "barrel", 0.0);
+    sim.run(SETTLE);
+    let crate_c = sim.find(2, c, "crate")[0];
+    let placeable_c = *sim.view(2, c).entities[&crate_c]
+        .iter()
+        .find(|(_, (t, _))| *t == 20)
+        .unwrap()
+        .0;
+    sim.send(
+        2,
+        c,
+        &Message::RemoveComponents(lessgate::tundra::messages::RemoveComponents {
+            scene_id: 0,
+            entity_id: crate_c,
+            component_ids: vec![placeable_c],
+        }),
+    );
+    sim.run(SETTLE);
+    for node in 0..3 {
+        let crate_here = sim.nodes[node]
+            .scene
+            .entities()
+            .find(|e| {
+                e.component_of_type(26)
+                    .and_then(|c| c.attribute(0))
+                    .is_some_and(|a| a.value == AttributeValue::String("crate".into()))
+            })
+            .expect("the crate stays");
+        assert!(
+            crate_here.component_of_type(20).is_none(),
+            "node {node}: the Placeable is gone"
+        );
+    }
+    assert!(
+        !sim.view(0, a).entities[&sim.find(0, a, "crate")[0]]
+            .values()
+            .any(|(t, _)| *t == 20),
+        "A's client was told"
+    );
+
+    let barrel_c = sim.find(2, c, "barrel")[0];
+    sim.remove_entity(2, c, barrel_c);
+    sim.run(SETTLE);
+    assert!(
+        sim.find(0, a, "barrel").is_empty(),
+        "removed at the authority"
+    );
+    for node in 0..3 {
+        let names: Vec<_> = sim.nodes[node]
+            .scene
+            .entities()
+            .filter(|e| {
+                e.component_of_type(26)
+                    .and_then(|c| c.attribute(0))
+                    .is_some_and(|a| a.value == AttributeValue::String("barrel".into()))
+            })
+            .collect();
+        assert!(names.is_empty(), "node {node} no longer has the barrel");
+    }
+    assert_eq!(sim.find(2, c, "crate").len(), 1, "the rest is untouched");
+}

@@ -32,12 +32,25 @@ impl Federation {
             } => {
                 self.forward_edit(*entity, *component, *index, value.clone(), scene);
             }
+            ServerEvent::RemoteRemove {
+                entity, component, ..
+            } => {
+                let request = match component {
+                    Some(component) => AuthorityRequest::RemoveComponent(*component),
+                    None => AuthorityRequest::RemoveEntity,
+                };
+                self.forward_request(*entity, request, None);
+            }
             ServerEvent::Action { action, .. } => {
                 let remote = scene
                     .entity(action.entity_id)
                     .is_some_and(|e| e.origin == Origin::Remote);
                 if remote {
-                    self.forward_action(action, None);
+                    self.forward_request(
+                        action.entity_id,
+                        AuthorityRequest::Action(action.clone()),
+                        None,
+                    );
                 }
             }
             ServerEvent::PeersAction { action, .. } => {
@@ -162,49 +175,76 @@ impl Federation {
         }
     }
 
-    /// Invokes the `action` method of a remote entity toward its authority.
-    fn forward_action(
+    /// Invokes the method that carries `request` on the copy of a remote
+    /// entity (or of one of its components) this node presents, toward its
+    /// authority. False when there is no route.
+    fn forward_request(
         &mut self,
-        action: &EntityAction,
+        entity: EntityId,
+        request: AuthorityRequest,
         on_behalf_of: Option<ForwardedCall>,
     ) -> bool {
-        let Some(global) = self.by_scene.get(&action.entity_id).copied() else {
+        let Some(global) = self.by_scene.get(&entity).copied() else {
             return false;
         };
-        let Some(link_id) = self.globals.get(&global).and_then(|t| t.selected) else {
+        let Some(tracked) = self.globals.get(&global) else {
             return false;
+        };
+        let Some(link_id) = tracked.selected else {
+            return false;
+        };
+        let component_object = match &request {
+            AuthorityRequest::RemoveComponent(id) => {
+                match tracked.components.iter().find(|(_, c)| *c == id) {
+                    Some((object, _)) => Some(*object),
+                    None => return false,
+                }
+            }
+            _ => None,
         };
         let Some(link) = self.links.get_mut(&link_id) else {
             return false;
         };
-        let Some(object) = link.mirror.by_global.get(&global).copied() else {
+        let Some(entity_object) = link.mirror.by_global.get(&global).copied() else {
             return false;
         };
-        let arguments = vec![
-            Value::String(action.name.clone()),
-            Value::Integer(i64::from(action.execution_type)),
-            Value::List(
-                ValueType::String,
-                action
-                    .parameters
-                    .iter()
-                    .cloned()
-                    .map(Value::String)
-                    .collect(),
+        let (object, method, arguments) = match &request {
+            AuthorityRequest::Action(action) => (
+                entity_object,
+                PropertyKey::new(entity::COMPONENT, entity::ACTION),
+                vec![
+                    Value::String(action.name.clone()),
+                    Value::Integer(i64::from(action.execution_type)),
+                    Value::List(
+                        ValueType::String,
+                        action
+                            .parameters
+                            .iter()
+                            .cloned()
+                            .map(Value::String)
+                            .collect(),
+                    ),
+                ],
             ),
-        ];
-        match link.session.invoke_method(
-            object,
-            PropertyKey::new(entity::COMPONENT, entity::ACTION),
-            arguments,
-        ) {
-            Ok(request) => {
-                link.forwarded_calls.insert(request, on_behalf_of);
-                debug!(link = %link_id, entity = %global, name = %action.name, "action forwarded to authority");
+            AuthorityRequest::RemoveEntity => (
+                entity_object,
+                PropertyKey::new(entity::COMPONENT, entity::REMOVE),
+                Vec::new(),
+            ),
+            AuthorityRequest::RemoveComponent(_) => (
+                component_object.unwrap_or(entity_object),
+                PropertyKey::new(component::OWNER, component::REMOVE),
+                Vec::new(),
+            ),
+        };
+        match link.session.invoke_method(object, method, arguments) {
+            Ok(call) => {
+                link.forwarded_calls.insert(call, on_behalf_of);
+                debug!(link = %link_id, entity = %global, ?request, "request forwarded to authority");
                 true
             }
             Err(error) => {
-                warn!(link = %link_id, entity = %global, %error, "cannot forward action");
+                warn!(link = %link_id, entity = %global, %error, "cannot forward request to authority");
                 false
             }
         }
@@ -213,7 +253,7 @@ impl Federation {
     pub(super) fn handle_method(
         &mut self,
         link_id: LinkId,
-        request: RequestId<Remote>,
+        call: RequestId<Remote>,
         object: ObjectId<Local>,
         method: PropertyKey,
         arguments: Vec<Value>,
@@ -221,62 +261,73 @@ impl Federation {
     ) {
         let answer = |federation: &mut Federation, status: MethodStatus, value: Value| {
             if let Some(link) = federation.links.get_mut(&link_id) {
-                let _ = link.session.send_method_result(request, status, value);
+                let _ = link.session.send_method_result(call, status, value);
             }
         };
-        let Some((entity_id, None)) = self.exported_owner(link_id, object) else {
+        let Some((entity_id, component_id)) = self.exported_owner(link_id, object) else {
             return answer(
                 self,
                 MethodStatus::NOT_FOUND,
                 Value::String("no such entity".into()),
             );
         };
-        if method != PropertyKey::new(entity::COMPONENT, entity::ACTION) {
-            return answer(
-                self,
-                MethodStatus::NOT_FOUND,
-                Value::String(format!("no method {method}")),
-            );
-        }
-        let action = match arguments.as_slice() {
-            [Value::String(name), Value::Integer(kind), Value::List(_, parameters)] => {
-                EntityAction {
-                    entity_id,
-                    name: name.clone(),
-                    execution_type: u8::try_from(*kind).unwrap_or(0),
-                    parameters: parameters
-                        .iter()
-                        .filter_map(|p| match p {
-                            Value::String(s) => Some(s.clone()),
-                            _ => None,
-                        })
-                        .collect(),
+        let entity_action = PropertyKey::new(entity::COMPONENT, entity::ACTION);
+        let entity_remove = PropertyKey::new(entity::COMPONENT, entity::REMOVE);
+        let component_remove = PropertyKey::new(component::OWNER, component::REMOVE);
+        let request = match component_id {
+            None if method == entity_action => match parse_action(entity_id, &arguments) {
+                Some(action) => AuthorityRequest::Action(action),
+                None => {
+                    return answer(
+                        self,
+                        MethodStatus::BAD_REQUEST,
+                        Value::String("bad action arguments".into()),
+                    )
                 }
+            },
+            None if method == entity_remove => AuthorityRequest::RemoveEntity,
+            Some(component) if method == component_remove => {
+                AuthorityRequest::RemoveComponent(component)
             }
             _ => {
                 return answer(
                     self,
-                    MethodStatus::BAD_REQUEST,
-                    Value::String("bad action arguments".into()),
+                    MethodStatus::NOT_FOUND,
+                    Value::String(format!("no method {method}")),
                 )
             }
         };
         match scene.entity(entity_id).map(|e| e.origin) {
             Some(Origin::Local) => {
-                self.events.push_back(FederationEvent::ActionForAuthority {
-                    entity: entity_id,
-                    action,
-                });
+                let source = ChangeSource::Peer(link_id.0);
+                match request {
+                    AuthorityRequest::Action(action) => {
+                        self.events.push_back(FederationEvent::ActionForAuthority {
+                            entity: entity_id,
+                            action,
+                        });
+                    }
+                    AuthorityRequest::RemoveEntity => {
+                        debug!(link = %link_id, entity = %entity_id, "entity removed at a peer's request");
+                        let _ = scene.remove_entity(source, entity_id);
+                    }
+                    AuthorityRequest::RemoveComponent(component) => {
+                        debug!(link = %link_id, entity = %entity_id, %component, "component removed at a peer's request");
+                        let _ = scene.remove_component(source, entity_id, component);
+                    }
+                }
                 answer(self, MethodStatus::SUCCESS, Value::Null);
             }
             Some(Origin::Remote) => {
-                if !self.forward_action(
-                    &action,
+                let forwarded = self.forward_request(
+                    entity_id,
+                    request,
                     Some(ForwardedCall {
                         from: link_id,
-                        request,
+                        request: call,
                     }),
-                ) {
+                );
+                if !forwarded {
                     answer(
                         self,
                         MethodStatus::NOT_FOUND,
@@ -320,5 +371,34 @@ impl Federation {
                 });
             }
         }
+    }
+}
+
+/// What a method call asks of an entity's authority.
+#[derive(Debug, Clone)]
+enum AuthorityRequest {
+    Action(EntityAction),
+    RemoveEntity,
+    RemoveComponent(ComponentId),
+}
+
+/// The arguments of the entity `action` method (docs/federation.md 2.1).
+fn parse_action(entity_id: EntityId, arguments: &[Value]) -> Option<EntityAction> {
+    match arguments {
+        [Value::String(name), Value::Integer(kind), Value::List(_, parameters)] => {
+            Some(EntityAction {
+                entity_id,
+                name: name.clone(),
+                execution_type: u8::try_from(*kind).unwrap_or(0),
+                parameters: parameters
+                    .iter()
+                    .filter_map(|p| match p {
+                        Value::String(s) => Some(s.clone()),
+                        _ => None,
+                    })
+                    .collect(),
+            })
+        }
+        _ => None,
     }
 }

@@ -26,6 +26,8 @@ pub mod entity {
     pub const TEMPORARY: u64 = 4;
     pub const PARENT: u64 = 5;
     pub const ACTION: u64 = 100;
+    /// Method: remove the entity (a client elsewhere removed it).
+    pub const REMOVE: u64 = 101;
 }
 
 /// Component object properties.
@@ -34,6 +36,8 @@ pub mod component {
     pub const OWNER: u64 = 1;
     pub const ENTITY: u64 = 1;
     pub const NAME: u64 = 2;
+    /// Method of component 1: remove the component from its entity.
+    pub const REMOVE: u64 = 100;
     /// Component 2 `attributes`: property i = attribute index i.
     pub const ATTRIBUTES: u64 = 2;
     /// Component 3 `layout` (DynamicComponent): slot types and names.
@@ -122,8 +126,21 @@ pub fn entity_schema() -> TypeSchema {
                         returns: None,
                     }),
                 },
+                remove_method(entity::REMOVE),
             ],
         )],
+    }
+}
+
+/// A method without arguments that removes its object at the authority.
+fn remove_method(id: u64) -> Member {
+    Member {
+        id: PropertyId(id),
+        name: "remove".to_owned(),
+        kind: MemberKind::Method(MethodSchema {
+            arguments: Some(Vec::new()),
+            returns: None,
+        }),
     }
 }
 
@@ -134,6 +151,7 @@ fn owner_component() -> LessComponent {
         vec![
             property(component::ENTITY, "entity", ValueType::ObjectId),
             property(component::NAME, "name", ValueType::String),
+            remove_method(component::REMOVE),
         ],
     )
 }

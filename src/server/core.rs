@@ -63,6 +63,14 @@ pub enum ServerEvent {
         index: u8,
         value: AttributeValue,
     },
+    /// A client removed a remote entity (`component` None) or one of its
+    /// components: the node forwards the request to the authority; the scene
+    /// is unchanged until the authority's removal comes back.
+    RemoteRemove {
+        client: ClientId,
+        entity: EntityId,
+        component: Option<ComponentId>,
+    },
     /// An EntityAction for the server (execution type Local or Server). For
     /// a remote entity the node forwards it to the authority.
     Action {

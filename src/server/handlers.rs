@@ -78,7 +78,16 @@ impl TundraServer {
             Message::RemoveEntity(m) => {
                 // A client may remove an entity the server already removed
                 // (section 14): unknown ids are ignored, not errors.
-                if scene.entity(m.entity_id).is_some() {
+                if scene
+                    .entity(m.entity_id)
+                    .is_some_and(|e| e.origin == Origin::Remote)
+                {
+                    self.events.push_back(ServerEvent::RemoteRemove {
+                        client,
+                        entity: m.entity_id,
+                        component: None,
+                    });
+                } else if scene.entity(m.entity_id).is_some() {
                     let result = self.writable_entity(scene, m.entity_id).and_then(|id| {
                         scene
                             .remove_entity(ChangeSource::Client(client), id)
@@ -322,6 +331,16 @@ impl TundraServer {
     ) {
         let entity = match self.writable_entity(scene, m.entity_id) {
             Ok(id) => id,
+            Err(SceneError::NotAuthority(entity)) => {
+                for component in m.component_ids {
+                    self.events.push_back(ServerEvent::RemoteRemove {
+                        client,
+                        entity,
+                        component: Some(component),
+                    });
+                }
+                return;
+            }
             Err(error) => {
                 return self.note_refusal(client, "RemoveComponents", Err::<(), _>(error))
             }
