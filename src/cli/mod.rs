@@ -3,21 +3,36 @@
 
 use clap::{Parser, Subcommand};
 
+pub mod demo;
 pub mod inspect;
 pub mod keygen;
 pub mod run;
 
 /// lessgate: a federation gateway for realXtend Tundra worlds.
 #[derive(Debug, Parser)]
-#[command(name = "lessgate", version, about)]
+#[command(
+    name = "lessgate",
+    version,
+    about,
+    args_conflicts_with_subcommands = true
+)]
 pub struct Cli {
-    /// With no subcommand, runs the embedded default.
+    /// With no subcommand, runs the embedded default (`demo`).
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// Log line format on stderr (overrides `[log] format`); `RUST_LOG`
+    /// filters, for example `RUST_LOG=lessgate=debug`.
+    #[arg(long, global = true, value_enum, value_name = "FORMAT")]
+    pub log_format: Option<crate::config::LogFormat>,
+    /// With no subcommand, the demo's flags (`lessgate --tundra-port 3345`).
+    #[command(flatten)]
+    pub demo: demo::DemoArgs,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Three federated nodes in this process on 127.0.0.1 (the default).
+    Demo(demo::DemoArgs),
     /// Run one node (Tundra clients, scene, peers).
     Run(run::RunArgs),
     /// Decode or encode protocol frames for reading by a person.
@@ -28,9 +43,14 @@ pub enum Command {
 
 /// Runs the parsed command line; the returned error is printed by `main`.
 pub fn dispatch(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
+    let log_format = cli.log_format;
     match cli.command {
-        None => run::run(run::RunArgs::default()),
-        Some(Command::Run(args)) => run::run(args),
+        None => demo::run(demo::DemoArgs {
+            log_format,
+            ..cli.demo
+        }),
+        Some(Command::Demo(args)) => demo::run(demo::DemoArgs { log_format, ..args }),
+        Some(Command::Run(args)) => run::run(run::RunArgs { log_format, ..args }),
         Some(Command::Inspect(args)) => inspect::run(args),
         Some(Command::Keygen(args)) => keygen::run(args),
     }
