@@ -34,7 +34,7 @@ impl Default for DemoPorts {
         DemoPorts {
             tundra: 2345,
             http: 8080,
-            peer: 7100,
+            peer: 7500,
         }
     }
 }

@@ -32,7 +32,7 @@ use crate::tundra::Registry;
 /// Why a node could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
-    #[error("scene {file}: {message}")]
+    #[error("scene {file}: {message} (check tundra.scene or --scene)")]
     Scene { file: String, message: String },
     #[error("cannot listen for Tundra clients on {addr}: {source} (is another server on that port? set tundra.listen or --tundra-listen)")]
     Listen {
