@@ -358,7 +358,12 @@ impl NodeConfig {
         invalid: &dyn Fn(&'static str, &str) -> ConfigError,
     ) -> Result<(), ConfigError> {
         match node.uuid {
-            None => return Err(invalid("node.uuid", "required when [peering] is set")),
+            None => {
+                return Err(invalid(
+                    "node.uuid",
+                    "required when [peering] is set (make one with `uuidgen`)",
+                ))
+            }
             Some(uuid) if uuid.is_nil() => {
                 return Err(invalid("node.uuid", "must not be the nil UUID"))
             }
@@ -509,7 +514,7 @@ mod tests {
             .to_string();
         assert_eq!(
             error,
-            "n.toml: key `node.uuid`: required when [peering] is set"
+            "n.toml: key `node.uuid`: required when [peering] is set (make one with `uuidgen`)"
         );
     }
 

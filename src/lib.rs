@@ -20,6 +20,7 @@
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod demo;
 pub mod federation;
 pub mod less;
 pub mod logging;

@@ -3,6 +3,7 @@
 
 use clap::{Parser, Subcommand};
 
+pub mod demo;
 pub mod inspect;
 pub mod keygen;
 pub mod run;
@@ -11,13 +12,23 @@ pub mod run;
 #[derive(Debug, Parser)]
 #[command(name = "lessgate", version, about)]
 pub struct Cli {
-    /// With no subcommand, runs the embedded default.
+    /// With no subcommand, runs the embedded default (`demo`).
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// Log line format on stderr (overrides `[log] format`); `RUST_LOG`
+    /// filters, for example `RUST_LOG=lessgate=debug`.
+    #[arg(long, global = true, value_enum, value_name = "FORMAT")]
+    pub log_format: Option<crate::config::LogFormat>,
+    /// With no subcommand, the demo's flags (`lessgate --tundra-port 3345`);
+    /// a subcommand takes its own flags after its name.
+    #[command(flatten)]
+    pub demo: demo::DemoArgs,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Three federated nodes in this process on 127.0.0.1 (the default).
+    Demo(demo::DemoArgs),
     /// Run one node (Tundra clients, scene, peers).
     Run(run::RunArgs),
     /// Decode or encode protocol frames for reading by a person.
@@ -28,10 +39,45 @@ pub enum Command {
 
 /// Runs the parsed command line; the returned error is printed by `main`.
 pub fn dispatch(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
+    let log_format = cli.log_format;
     match cli.command {
-        None => run::run(run::RunArgs::default()),
-        Some(Command::Run(args)) => run::run(args),
+        None => demo::run(demo::DemoArgs {
+            log_format,
+            ..cli.demo
+        }),
+        Some(Command::Demo(args)) => demo::run(demo::DemoArgs { log_format, ..args }),
+        Some(Command::Run(args)) => run::run(run::RunArgs { log_format, ..args }),
         Some(Command::Inspect(args)) => inspect::run(args),
         Some(Command::Keygen(args)) => keygen::run(args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::LogFormat;
+
+    #[test]
+    fn no_subcommand_takes_the_demo_flags() {
+        let cli =
+            Cli::try_parse_from(["lessgate", "--tundra-port", "0", "--http-port", "9000"]).unwrap();
+        assert!(cli.command.is_none());
+        assert_eq!(cli.demo.tundra_port, 0);
+        assert_eq!(cli.demo.http_port, 9000);
+        assert_eq!(cli.demo.peer_port, 7500);
+    }
+
+    #[test]
+    fn log_format_is_global_before_or_after_the_subcommand() {
+        for args in [
+            &["lessgate", "--log-format", "json", "run"][..],
+            &["lessgate", "run", "--log-format", "json"][..],
+        ] {
+            let cli = Cli::try_parse_from(args).unwrap();
+            assert!(matches!(cli.command, Some(Command::Run(_))), "{args:?}");
+            assert_eq!(cli.log_format, Some(LogFormat::Json), "{args:?}");
+        }
+        let error = Cli::try_parse_from(["lessgate", "--log-format", "xml"]).unwrap_err();
+        assert!(error.to_string().contains("xml"), "{error}");
     }
 }

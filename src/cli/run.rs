@@ -19,8 +19,8 @@ pub struct RunArgs {
     /// A TXML scene to host.
     #[arg(long, value_name = "FILE.txml")]
     pub scene: Option<PathBuf>,
-    /// Log line format (RUST_LOG filters).
-    #[arg(long, value_enum)]
+    /// Set from the global `--log-format`.
+    #[arg(skip)]
     pub log_format: Option<LogFormat>,
 }
 

@@ -32,7 +32,7 @@ use crate::tundra::Registry;
 /// Why a node could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
-    #[error("scene {file}: {message}")]
+    #[error("scene {file}: {message} (check tundra.scene or --scene)")]
     Scene { file: String, message: String },
     #[error("cannot listen for Tundra clients on {addr}: {source} (is another server on that port? set tundra.listen or --tundra-listen)")]
     Listen {
@@ -64,6 +64,11 @@ impl Clock {
     }
 }
 
+/// Work the embedding program does on the node's own scene each network
+/// tick (for example a simulation moving its entities), with the node's
+/// time. Its edits are ordinary local changes: sent to clients and peers.
+pub type TickHook = Box<dyn FnMut(&mut Scene, Time) + Send>;
+
 /// A node that has bound its sockets and is ready to run.
 pub struct Running {
     pub tundra_addr: SocketAddr,
@@ -73,6 +78,7 @@ pub struct Running {
     tls: Option<tokio_rustls::TlsAcceptor>,
     peers: Option<(PeerNode, mpsc::Receiver<PeerEvent>)>,
     status: watch::Sender<NodeStatus>,
+    tick_hook: Option<TickHook>,
 }
 
 /// Loads the scene and binds the listener; errors say what to fix.
@@ -141,6 +147,7 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
         tls,
         peers,
         status: watch::Sender::new(NodeStatus::default()),
+        tick_hook: None,
     })
 }
 
@@ -154,6 +161,17 @@ impl Running {
     /// The node's status, refreshed every [`STATUS_PERIOD`] while it runs.
     pub fn status(&self) -> watch::Receiver<NodeStatus> {
         self.status.subscribe()
+    }
+
+    /// The scene before the node runs: an embedding program may add its
+    /// own entities (they are local, like the scene file's).
+    pub fn scene_mut(&mut self) -> &mut Scene {
+        &mut self.node.scene
+    }
+
+    /// Installs the per-tick work on the scene (see [`TickHook`]).
+    pub fn set_tick_hook(&mut self, hook: TickHook) {
+        self.tick_hook = Some(hook);
     }
 
     /// Runs until `shutdown` completes.
@@ -230,6 +248,9 @@ impl Running {
                     }
                 }
                 _ = tick.tick() => {
+                    if let Some(hook) = &mut self.tick_hook {
+                        hook(&mut self.node.scene, clock.now());
+                    }
                     let backlog = |id: ClientId| handles.get(&id).map_or(0, ClientHandle::queued_bytes);
                     self.node.handle_tick(clock.now(), &backlog);
                 }
@@ -240,15 +261,8 @@ impl Running {
                             peer.set_entity_counts(link.exported.len() as u64, link.mirror.entities.len() as u64);
                         }
                     }
-                    let s = self.node.server.stats();
-                    info!(
-                        clients = self.node.server.authenticated_clients().count(),
-                        entities = self.node.scene.len(),
-                        frames_in = s.frames_in, frames_out = s.frames_out,
-                        bytes_in = s.bytes_in, bytes_out = s.bytes_out,
-                        refused = s.refused_messages,
-                        "node stats"
-                    );
+                    let status = NodeStatus::collect(&self.node, &self.config.node.name, &tundra_url, clock.elapsed());
+                    crate::logging::log_node_stats(&status);
                 }
                 _ = status_timer.tick() => {
                     let status = NodeStatus::collect(&self.node, &self.config.node.name, &tundra_url, clock.elapsed());

@@ -141,8 +141,10 @@ impl TundraServer {
     pub fn handle_connect(&mut self, client: ClientId, now: Time) -> bool {
         if self.clients.len() >= self.config.limits.max_clients {
             warn!(%client, limit = self.config.limits.max_clients, "refused: limits.max_clients reached");
-            self.closes
-                .push_back((client, "server full (limits.max_clients)".to_owned()));
+            self.closes.push_back((
+                client,
+                "server full (limits.max_clients); try again later".to_owned(),
+            ));
             return false;
         }
         let rate = self.config.limits.max_messages_per_second;

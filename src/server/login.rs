@@ -139,10 +139,16 @@ impl TundraServer {
             let given = match properties.get(key) {
                 Some(serde_json::Value::String(s)) => s.clone(),
                 Some(other) => other.to_string(),
-                None => return Some(format!("login property '{key}' is required")),
+                None => {
+                    return Some(format!(
+                        "login property '{key}' is required: add it to the login data (ask the server's operator for the value)"
+                    ))
+                }
             };
             if given != *expected {
-                return Some(format!("login property '{key}' is not accepted"));
+                return Some(format!(
+                    "login property '{key}' is not accepted: check its value with the server's operator"
+                ));
             }
         }
         None

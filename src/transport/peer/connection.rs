@@ -43,7 +43,12 @@ pub(super) async fn accept(shared: Arc<Shared>, incoming: quinn::Incoming) {
         Ok(connection) => connection,
         Err(error) => {
             let reason = Reason::new(ReasonCode::NONE, format!("tls handshake failed: {error}"));
-            warn!(%remote, %reason, "refused incoming peer connection");
+            warn!(
+                %remote,
+                %reason,
+                hint = "a node whose certificate no peer file pins is refused here: to accept it, put its fingerprint (printed by `lessgate keygen` on its machine) in a file in peering.peers_dir and restart",
+                "refused incoming peer connection"
+            );
             shared
                 .emit(PeerEvent::Refused {
                     peer: None,
@@ -307,8 +312,16 @@ async fn report_refusal(
         _ if closure.reason.code == ReasonCode::DUPLICATE_LINK => {
             info!(reason = %closure.reason, "connection not kept: another link survives")
         }
-        (Initiator::Remote, _) => warn!(reason = %closure.reason, "peer refused the link"),
-        (Initiator::Local, _) => warn!(reason = %closure.reason, "refused the peer"),
+        (Initiator::Remote, _) => warn!(
+            reason = %closure.reason,
+            hint = "the peer's log says why; check that its peer file for this node pins this node's fingerprint and that the two nodes have different node.uuid",
+            "peer refused the link"
+        ),
+        (Initiator::Local, _) => warn!(
+            reason = %closure.reason,
+            hint = "the reason names the problem; the two nodes must run compatible lessgate versions and have different node.uuid",
+            "refused the peer"
+        ),
     }
     shared
         .emit(PeerEvent::Refused {

@@ -126,7 +126,13 @@ async fn dial(
 
 async fn refuse(shared: &Shared, peer: &PeerConfig, remote: SocketAddr, text: String) {
     let reason = Reason::new(ReasonCode::NONE, text);
-    warn!(%reason, "dial failed");
+    warn!(
+        peer = %peer.name,
+        %remote,
+        %reason,
+        hint = "check that the peer runs, that its peering.control_listen (UDP) is reachable at the peer file's `control` address through firewalls, and that the peer file's fingerprint is the one the peer's `lessgate keygen` printed; retrying with backoff",
+        "dial failed"
+    );
     shared
         .emit(PeerEvent::Refused {
             peer: Some(peer.name.clone()),

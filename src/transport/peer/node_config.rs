@@ -55,7 +55,7 @@ pub enum PeerStartError {
     Identity(#[from] TlsError),
     #[error(transparent)]
     Tls(#[from] PeerTlsError),
-    #[error("cannot bind {what} {address}: {source}")]
+    #[error("cannot bind {what} {address}: {source} (another program or node may use it: stop it, or change peering.control_listen / peering.data_listen)")]
     Bind {
         what: &'static str,
         address: SocketAddr,
@@ -84,10 +84,12 @@ impl PeerNodeConfig {
             .peering
             .as_ref()
             .ok_or_else(|| invalid("peering", "the [peering] section is missing"))?;
-        let node = config
-            .node
-            .uuid
-            .ok_or_else(|| invalid("node.uuid", "required when [peering] is set"))?;
+        let node = config.node.uuid.ok_or_else(|| {
+            invalid(
+                "node.uuid",
+                "required when [peering] is set (make one with `uuidgen`)",
+            )
+        })?;
         let identity = identity::load(&peering.certificate, &peering.private_key)?;
         let peers = PeerSet::load_dir(&peering.peers_dir)?;
         if let Some(own) = peers.by_fingerprint(&identity.fingerprint) {
