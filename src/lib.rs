@@ -21,6 +21,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod federation;
+pub mod http;
 pub mod less;
 pub mod logging;
 pub mod node;
