@@ -133,7 +133,11 @@ async fn the_viewer_shows_three_origins_and_moves_a_remote_entity() {
     assert!(status.starts_with("HTTP/1.1 200"), "{status}");
     assert!(status.contains("\"peer\":\"beta\""), "{status}");
     assert!(status.contains("\"peer\":\"gamma\""), "{status}");
-    let metrics = http_get(alpha.http, "/metrics").await;
+    // Both ends dial; for a moment a node may hold two links to one peer.
+    let metrics = poll_until(alpha.http, "/metrics", |b| {
+        b.contains("lessgate_peer_links 2\n")
+    })
+    .await;
     assert!(metrics.contains("lessgate_peer_links 2"), "{metrics}");
     assert!(metrics.contains("lessgate_entities_by_origin{origin=\"beta\""));
     let origins = http_get(alpha.http, "/origins").await;

@@ -69,10 +69,10 @@ impl Exposition {
         }
         self.family(name, kind, help);
         for link in &status.links {
-            let uuid = link.peer_uuid.to_string();
+            let (id, uuid) = (link.link.to_string(), link.peer_uuid.to_string());
             self.sample(
                 name,
-                &[("peer", &link.peer), ("peer_uuid", &uuid)],
+                &[("peer", &link.peer), ("peer_uuid", &uuid), ("link", &id)],
                 value(link),
             );
         }
@@ -213,13 +213,14 @@ pub fn render(status: &NodeStatus) -> String {
         let name = "lessgate_peer_rejected_total";
         e.family(name, "counter", "Frames refused on the link, by reason.");
         for link in &status.links {
-            let uuid = link.peer_uuid.to_string();
+            let (id, uuid) = (link.link.to_string(), link.peer_uuid.to_string());
             for (reason, count) in &link.rejected {
                 e.sample(
                     name,
                     &[
                         ("peer", &link.peer),
                         ("peer_uuid", &uuid),
+                        ("link", &id),
                         ("reason", reason),
                     ],
                     *count as f64,
@@ -279,6 +280,7 @@ mod tests {
                 ..ServerCounters::default()
             },
             links: vec![LinkStatus {
+                link: 4,
                 peer: "be\"ta".into(),
                 peer_uuid: Uuid::from_u128(2),
                 rtt_ms: 1.5,
@@ -316,10 +318,10 @@ mod tests {
         at("lessgate_tundra_frames_received_total 10");
         at("lessgate_peer_links 1");
         // The peer's name is escaped: a quote cannot end the label early.
-        at("lessgate_peer_rtt_seconds{peer=\"be\\\"ta\",peer_uuid=\"00000000-0000-0000-0000-000000000002\"} 0.0015");
-        at("lessgate_peer_packets_lost_total{peer=\"be\\\"ta\",peer_uuid=\"00000000-0000-0000-0000-000000000002\"} 1");
-        at("lessgate_peer_rejected_total{peer=\"be\\\"ta\",peer_uuid=\"00000000-0000-0000-0000-000000000002\",reason=\"bad_signature\"} 3");
-        at("lessgate_peer_mirrored_entities{peer=\"be\\\"ta\",peer_uuid=\"00000000-0000-0000-0000-000000000002\"} 2");
+        at("lessgate_peer_rtt_seconds{peer=\"be\\\"ta\",peer_uuid=\"00000000-0000-0000-0000-000000000002\",link=\"4\"} 0.0015");
+        at("lessgate_peer_packets_lost_total{peer=\"be\\\"ta\",peer_uuid=\"00000000-0000-0000-0000-000000000002\",link=\"4\"} 1");
+        at("lessgate_peer_rejected_total{peer=\"be\\\"ta\",peer_uuid=\"00000000-0000-0000-0000-000000000002\",link=\"4\",reason=\"bad_signature\"} 3");
+        at("lessgate_peer_mirrored_entities{peer=\"be\\\"ta\",peer_uuid=\"00000000-0000-0000-0000-000000000002\",link=\"4\"} 2");
     }
 
     #[test]
@@ -341,6 +343,25 @@ mod tests {
         let helps = text.lines().filter(|l| l.starts_with("# HELP ")).count();
         assert_eq!(helps, types);
         assert!(types > 20);
+    }
+
+    #[test]
+    fn two_links_to_one_peer_are_distinct_series() {
+        // Both ends dial; until the duplicate is resolved a node holds two
+        // links to the same peer, and every series must stay unique.
+        let mut s = status();
+        let mut second = s.links[0].clone();
+        second.link = 5;
+        s.links.push(second);
+        let text = render(&s);
+        let samples: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| l.rsplit_once(' ').unwrap().0)
+            .collect();
+        let unique: std::collections::BTreeSet<&str> = samples.iter().copied().collect();
+        assert_eq!(unique.len(), samples.len(), "{text}");
+        assert!(text.contains("link=\"5\"} 0.0015"));
     }
 
     #[test]

@@ -251,7 +251,7 @@ function renderLinks() {
   const links = state.status?.links || [];
   const body = $('links');
   if (links.length === 0) {
-    body.innerHTML = '<tr><td colspan="6" class="hint">no peer link is up</td></tr>';
+    body.innerHTML = '<tr><td colspan="5" class="hint">no peer link is up</td></tr>';
     return;
   }
   body.replaceChildren(...links.map((l) => {
@@ -261,11 +261,12 @@ function renderLinks() {
     const health = loss > 5 || rejected > 0 || l.rtt_ms > 250 ? 'warn' : 'ok';
     const cells = [
       l.peer, `${l.rtt_ms.toFixed(1)} ms`, `${loss.toFixed(1)} %`, `${rejected}`,
-      `${l.exported_entities} / ${l.mirrored_entities}`, `${l.packets_sent} / ${l.packets_received}`,
+      `${l.exported_entities} ⇄ ${l.mirrored_entities}`,
     ];
     for (const text of cells) tr.insertCell().textContent = text;
     tr.cells[0].innerHTML = `<span class="dot ${health}"></span>`;
     tr.cells[0].append(l.peer);
+    tr.title = `link ${l.link} · packets sent ${l.packets_sent}, received ${l.packets_received}, resent ${l.packets_resent}, lost ${l.packets_lost}`;
     tr.cells[3].title = Object.entries(l.rejected).map(([k, v]) => `${k}: ${v}`).join('\n');
     return tr;
   }));
