@@ -8,7 +8,7 @@
 
 use std::fmt::Write;
 
-use crate::node::status::NodeStatus;
+use crate::node::status::{LinkStatus, NodeStatus};
 
 /// The `Content-Type` of the text format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -62,7 +62,7 @@ impl Exposition {
         name: &str,
         kind: &str,
         help: &str,
-        value: impl Fn(&crate::node::status::LinkStatus) -> f64,
+        value: impl Fn(&LinkStatus) -> f64,
     ) {
         if status.links.is_empty() {
             return;
@@ -78,6 +78,9 @@ impl Exposition {
         }
     }
 }
+
+/// Reads one counter of a link.
+type LinkCounter = fn(&LinkStatus) -> u64;
 
 /// Renders a status snapshot as Prometheus text.
 pub fn render(status: &NodeStatus) -> String {
@@ -174,7 +177,7 @@ pub fn render(status: &NodeStatus) -> String {
         "Round-trip time variance of the link.",
         |l| l.rtt_variance_ms / 1e3,
     );
-    let counters: [(&str, &str, fn(&crate::node::status::LinkStatus) -> u64); 6] = [
+    let counters: [(&str, &str, LinkCounter); 6] = [
         (
             "lessgate_peer_packets_sent_total",
             "Packets sent on the link.",
@@ -252,7 +255,7 @@ mod tests {
     use uuid::Uuid;
 
     use super::*;
-    use crate::node::status::{LinkStatus, OriginStatus, ServerCounters};
+    use crate::node::status::{OriginStatus, ServerCounters};
 
     fn status() -> NodeStatus {
         NodeStatus {
