@@ -22,6 +22,7 @@ pub mod clock;
 pub mod config;
 pub mod demo;
 pub mod federation;
+pub mod http;
 pub mod less;
 pub mod logging;
 pub mod node;

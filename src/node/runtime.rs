@@ -17,6 +17,7 @@ use super::Node;
 use crate::clock::Time;
 use crate::config::NodeConfig;
 use crate::federation::{schemas::schema_registry, Link, LinkId as FederationLink, LinkPolicy};
+use crate::http;
 use crate::less::schema::ConnectionSchema;
 use crate::less::session::Session;
 use crate::peering::reason::{Reason, ReasonCode};
@@ -36,6 +37,11 @@ pub enum StartError {
     Scene { file: String, message: String },
     #[error("cannot listen for Tundra clients on {addr}: {source} (is another server on that port? set tundra.listen or --tundra-listen)")]
     Listen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("cannot listen for HTTP on {addr}: {source} (set http.listen to a free address)")]
+    HttpListen {
         addr: SocketAddr,
         source: std::io::Error,
     },
@@ -79,6 +85,10 @@ pub struct Running {
     peers: Option<(PeerNode, mpsc::Receiver<PeerEvent>)>,
     status: watch::Sender<NodeStatus>,
     tick_hook: Option<TickHook>,
+    /// The HTTP listener while not yet serving, and its address.
+    http: Option<TcpListener>,
+    http_addr: Option<SocketAddr>,
+    view: watch::Sender<http::ViewSnapshot>,
 }
 
 /// Loads the scene and binds the listener; errors say what to fix.
@@ -114,6 +124,15 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
     let tundra_addr = listener
         .local_addr()
         .map_err(|source| StartError::Listen { addr, source })?;
+    let http = match config.http.listen {
+        Some(addr) => Some(
+            http::bind(addr)
+                .await
+                .map_err(|source| StartError::HttpListen { addr, source })?,
+        ),
+        None => None,
+    };
+    let http_addr = http.as_ref().and_then(|l| l.local_addr().ok());
     let tls = match (&config.tundra.tls_cert, &config.tundra.tls_key) {
         (Some(cert), Some(key)) => Some(tokio_rustls::TlsAcceptor::from(tls::server_config(
             cert, key,
@@ -148,6 +167,9 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
         peers,
         status: watch::Sender::new(NodeStatus::default()),
         tick_hook: None,
+        http,
+        http_addr,
+        view: watch::Sender::new(http::ViewSnapshot::default()),
     })
 }
 
@@ -174,6 +196,12 @@ impl Running {
         self.tick_hook = Some(hook);
     }
 
+    /// Where the web viewer, `/status` and `/metrics` are served, when
+    /// `[http] listen` is set.
+    pub fn http_addr(&self) -> Option<SocketAddr> {
+        self.http_addr
+    }
+
     /// Runs until `shutdown` completes.
     pub async fn run(mut self, shutdown: impl Future<Output = ()>) {
         let clock = Clock::start();
@@ -186,6 +214,17 @@ impl Running {
             tokio::spawn(websocket::serve(listener, options, events_tx));
         }
         info!(url = %self.tundra_url(), node = %self.config.node.name, "listening for Tundra clients");
+        let http_task = self.http.take().map(|listener| {
+            if let Some(addr) = self.http_addr {
+                info!(url = %format!("http://{addr}/"), "serving the web viewer, /status and /metrics");
+            }
+            let sources = http::HttpSources {
+                status: self.status.subscribe(),
+                view: self.view.subscribe(),
+            };
+            tokio::spawn(http::serve(listener, sources))
+        });
+        let mut schema_cache = http::schema::SchemaCache::default();
         let mut handles: HashMap<ClientId, ClientHandle> = HashMap::new();
         let (peer_node, mut peer_events) = match self.peers.take() {
             Some((node, events)) => (Some(node), Some(events)),
@@ -267,6 +306,12 @@ impl Running {
                 _ = status_timer.tick() => {
                     let status = NodeStatus::collect(&self.node, &self.config.node.name, &tundra_url, clock.elapsed());
                     self.status.send_replace(status);
+                    if http_task.is_some() {
+                        self.view.send_replace(http::ViewSnapshot {
+                            origins: Arc::new(http::origins::OriginsDoc::collect(&self.node, &self.config.node.name)),
+                            schema: schema_cache.refresh(self.node.scene.registry()),
+                        });
+                    }
                 }
                 _ = &mut shutdown => {
                     info!("shutting down");
@@ -278,6 +323,9 @@ impl Running {
         }
         for handle in handles.values() {
             handle.close("node shutting down");
+        }
+        if let Some(task) = http_task {
+            task.abort();
         }
         if let Some(peer_node) = peer_node {
             peer_node.shutdown().await;

@@ -58,6 +58,9 @@ pub struct ServerCounters {
 /// Health of one peer link.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct LinkStatus {
+    /// The link's number on this node; two links to one peer can exist
+    /// for a moment while a duplicate dial is resolved.
+    pub link: u32,
     /// The peer's name as its peer file gives it.
     pub peer: String,
     pub peer_uuid: Uuid,
@@ -114,6 +117,7 @@ impl NodeStatus {
             .map(|l| {
                 let st = l.session.stats();
                 LinkStatus {
+                    link: l.id.0,
                     peer: l.peer_name.clone(),
                     peer_uuid: l.peer,
                     rtt_ms: st.rtt.as_secs_f64() * 1e3,

@@ -1,0 +1,379 @@
+//! `/metrics`: the node's status in the Prometheus text exposition format
+//! (version 0.0.4: `# HELP`, `# TYPE`, then `name{labels} value` lines,
+//! every family's samples together). Rendered from a [`NodeStatus`]
+//! snapshot, so scraping never touches the node.
+//!
+//! Counters of a peer link restart from zero when the link is re-established
+//! (a new LESS session); Prometheus treats that as a counter reset.
+
+use std::fmt::Write;
+
+use crate::node::status::{LinkStatus, NodeStatus};
+
+/// The `Content-Type` of the text format.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Escapes a label value: backslash, double quote and line feed (the
+/// format's only escapes).
+fn escape(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Writes metric families; each starts with its HELP and TYPE lines.
+struct Exposition {
+    out: String,
+}
+
+impl Exposition {
+    fn family(&mut self, name: &str, kind: &str, help: &str) {
+        // Writing to a String cannot fail.
+        let _ = writeln!(self.out, "# HELP {name} {help}");
+        let _ = writeln!(self.out, "# TYPE {name} {kind}");
+    }
+
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
+        self.out.push_str(name);
+        if !labels.is_empty() {
+            self.out.push('{');
+            for (i, (key, text)) in labels.iter().enumerate() {
+                if i > 0 {
+                    self.out.push(',');
+                }
+                let _ = write!(self.out, "{key}=\"{}\"", escape(text));
+            }
+            self.out.push('}');
+        }
+        let _ = writeln!(self.out, " {value}");
+    }
+
+    /// A family with one sample per peer link.
+    fn per_link(
+        &mut self,
+        status: &NodeStatus,
+        name: &str,
+        kind: &str,
+        help: &str,
+        value: impl Fn(&LinkStatus) -> f64,
+    ) {
+        if status.links.is_empty() {
+            return;
+        }
+        self.family(name, kind, help);
+        for link in &status.links {
+            let (id, uuid) = (link.link.to_string(), link.peer_uuid.to_string());
+            self.sample(
+                name,
+                &[("peer", &link.peer), ("peer_uuid", &uuid), ("link", &id)],
+                value(link),
+            );
+        }
+    }
+}
+
+/// Reads one counter of a link.
+type LinkCounter = fn(&LinkStatus) -> u64;
+
+/// Renders a status snapshot as Prometheus text.
+pub fn render(status: &NodeStatus) -> String {
+    let mut e = Exposition { out: String::new() };
+    let uuid = status.uuid.to_string();
+    e.family(
+        "lessgate_node_info",
+        "gauge",
+        "The node's name and federation identity (always 1).",
+    );
+    e.sample(
+        "lessgate_node_info",
+        &[("node", &status.node), ("uuid", &uuid)],
+        1.0,
+    );
+    e.family(
+        "lessgate_uptime_seconds",
+        "gauge",
+        "Seconds since the node started.",
+    );
+    e.sample("lessgate_uptime_seconds", &[], status.uptime_secs);
+    e.family("lessgate_clients", "gauge", "Logged-in Tundra clients.");
+    e.sample("lessgate_clients", &[], status.clients as f64);
+    e.family(
+        "lessgate_entities",
+        "gauge",
+        "Entities in the scene, local and remote.",
+    );
+    e.sample("lessgate_entities", &[], status.entities as f64);
+    e.family(
+        "lessgate_entities_by_origin",
+        "gauge",
+        "Entities presented here per origin node, this node included.",
+    );
+    for origin in &status.origins {
+        let uuid = origin.uuid.to_string();
+        let name = origin.name.as_deref().unwrap_or("");
+        e.sample(
+            "lessgate_entities_by_origin",
+            &[("origin", name), ("origin_uuid", &uuid)],
+            origin.entities as f64,
+        );
+    }
+    let s = &status.server;
+    let server: [(&str, &str, u64); 6] = [
+        (
+            "lessgate_tundra_frames_received_total",
+            "WebSocket frames received from Tundra clients.",
+            s.frames_in,
+        ),
+        (
+            "lessgate_tundra_frames_sent_total",
+            "WebSocket frames sent to Tundra clients.",
+            s.frames_out,
+        ),
+        (
+            "lessgate_tundra_received_bytes_total",
+            "Bytes of Tundra messages received.",
+            s.bytes_in,
+        ),
+        (
+            "lessgate_tundra_sent_bytes_total",
+            "Bytes of Tundra messages sent.",
+            s.bytes_out,
+        ),
+        (
+            "lessgate_tundra_refused_messages_total",
+            "Client messages refused or skipped.",
+            s.refused_messages,
+        ),
+        (
+            "lessgate_tundra_clients_closed_total",
+            "Client connections closed for misbehaviour.",
+            s.clients_closed_for_misbehaviour,
+        ),
+    ];
+    for (name, help, value) in server {
+        e.family(name, "counter", help);
+        e.sample(name, &[], value as f64);
+    }
+    e.family("lessgate_peer_links", "gauge", "Peer links that are up.");
+    e.sample("lessgate_peer_links", &[], status.links.len() as f64);
+    e.per_link(
+        status,
+        "lessgate_peer_rtt_seconds",
+        "gauge",
+        "Smoothed round-trip time of the link.",
+        |l| l.rtt_ms / 1e3,
+    );
+    e.per_link(
+        status,
+        "lessgate_peer_rtt_variance_seconds",
+        "gauge",
+        "Round-trip time variance of the link.",
+        |l| l.rtt_variance_ms / 1e3,
+    );
+    let counters: [(&str, &str, LinkCounter); 6] = [
+        (
+            "lessgate_peer_packets_sent_total",
+            "Packets sent on the link.",
+            |l| l.packets_sent,
+        ),
+        (
+            "lessgate_peer_sent_bytes_total",
+            "Bytes sent on the link.",
+            |l| l.bytes_sent,
+        ),
+        (
+            "lessgate_peer_packets_resent_total",
+            "Packets sent again after a loss.",
+            |l| l.packets_resent,
+        ),
+        (
+            "lessgate_peer_packets_received_total",
+            "Packets received on the link.",
+            |l| l.packets_received,
+        ),
+        (
+            "lessgate_peer_received_bytes_total",
+            "Bytes received on the link.",
+            |l| l.bytes_received,
+        ),
+        (
+            "lessgate_peer_packets_lost_total",
+            "Packets declared lost.",
+            |l| l.packets_lost,
+        ),
+    ];
+    for (name, help, value) in counters {
+        e.per_link(status, name, "counter", help, |l| value(l) as f64);
+    }
+    if !status.links.is_empty() {
+        let name = "lessgate_peer_rejected_total";
+        e.family(name, "counter", "Frames refused on the link, by reason.");
+        for link in &status.links {
+            let (id, uuid) = (link.link.to_string(), link.peer_uuid.to_string());
+            for (reason, count) in &link.rejected {
+                e.sample(
+                    name,
+                    &[
+                        ("peer", &link.peer),
+                        ("peer_uuid", &uuid),
+                        ("link", &id),
+                        ("reason", reason),
+                    ],
+                    *count as f64,
+                );
+            }
+        }
+    }
+    e.per_link(
+        status,
+        "lessgate_peer_exported_entities",
+        "gauge",
+        "Entities this node sends on the link.",
+        |l| l.exported_entities as f64,
+    );
+    e.per_link(
+        status,
+        "lessgate_peer_mirrored_entities",
+        "gauge",
+        "Entities the peer presents to this node on the link.",
+        |l| l.mirrored_entities as f64,
+    );
+    e.out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use uuid::Uuid;
+
+    use super::*;
+    use crate::node::status::{OriginStatus, ServerCounters};
+
+    fn status() -> NodeStatus {
+        NodeStatus {
+            node: "alpha".into(),
+            uuid: Uuid::from_u128(1),
+            tundra_url: "ws://127.0.0.1:2345".into(),
+            uptime_secs: 12.5,
+            clients: 2,
+            entities: 3,
+            origins: vec![
+                OriginStatus {
+                    uuid: Uuid::from_u128(1),
+                    name: Some("alpha".into()),
+                    entities: 1,
+                },
+                OriginStatus {
+                    uuid: Uuid::from_u128(2),
+                    name: None,
+                    entities: 2,
+                },
+            ],
+            server: ServerCounters {
+                frames_in: 10,
+                refused_messages: 1,
+                ..ServerCounters::default()
+            },
+            links: vec![LinkStatus {
+                link: 4,
+                peer: "be\"ta".into(),
+                peer_uuid: Uuid::from_u128(2),
+                rtt_ms: 1.5,
+                rtt_variance_ms: 0.25,
+                packets_sent: 7,
+                bytes_sent: 700,
+                packets_resent: 0,
+                packets_received: 6,
+                bytes_received: 600,
+                packets_lost: 1,
+                rejected: BTreeMap::from([("bad_signature", 3), ("stale", 0)]),
+                exported_entities: 1,
+                mirrored_entities: 2,
+            }],
+        }
+    }
+
+    #[test]
+    fn renders_families_with_help_type_and_labelled_samples() {
+        let text = render(&status());
+        let lines: Vec<&str> = text.lines().collect();
+        let at = |needle: &str| {
+            lines
+                .iter()
+                .position(|l| *l == needle)
+                .unwrap_or_else(|| panic!("missing line {needle:?} in\n{text}"))
+        };
+        let help = at("# HELP lessgate_clients Logged-in Tundra clients.");
+        assert_eq!(lines[help + 1], "# TYPE lessgate_clients gauge");
+        assert_eq!(lines[help + 2], "lessgate_clients 2");
+        at("lessgate_node_info{node=\"alpha\",uuid=\"00000000-0000-0000-0000-000000000001\"} 1");
+        at("lessgate_uptime_seconds 12.5");
+        at("lessgate_entities_by_origin{origin=\"\",origin_uuid=\"00000000-0000-0000-0000-000000000002\"} 2");
+        at("# TYPE lessgate_tundra_frames_received_total counter");
+        at("lessgate_tundra_frames_received_total 10");
+        at("lessgate_peer_links 1");
+        // The peer's name is escaped: a quote cannot end the label early.
+        at("lessgate_peer_rtt_seconds{peer=\"be\\\"ta\",peer_uuid=\"00000000-0000-0000-0000-000000000002\",link=\"4\"} 0.0015");
+        at("lessgate_peer_packets_lost_total{peer=\"be\\\"ta\",peer_uuid=\"00000000-0000-0000-0000-000000000002\",link=\"4\"} 1");
+        at("lessgate_peer_rejected_total{peer=\"be\\\"ta\",peer_uuid=\"00000000-0000-0000-0000-000000000002\",link=\"4\",reason=\"bad_signature\"} 3");
+        at("lessgate_peer_mirrored_entities{peer=\"be\\\"ta\",peer_uuid=\"00000000-0000-0000-0000-000000000002\",link=\"4\"} 2");
+    }
+
+    #[test]
+    fn every_sample_belongs_to_the_family_declared_just_before_it() {
+        let text = render(&status());
+        let mut family = String::new();
+        let mut types = 0;
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("# TYPE ") {
+                family = rest.split(' ').next().unwrap().to_owned();
+                types += 1;
+            } else if !line.starts_with('#') {
+                let name = line.split(['{', ' ']).next().unwrap();
+                assert_eq!(name, family, "sample outside its family: {line}");
+                let value = line.rsplit(' ').next().unwrap();
+                assert!(value.parse::<f64>().is_ok(), "{line}");
+            }
+        }
+        let helps = text.lines().filter(|l| l.starts_with("# HELP ")).count();
+        assert_eq!(helps, types);
+        assert!(types > 20);
+    }
+
+    #[test]
+    fn two_links_to_one_peer_are_distinct_series() {
+        // Both ends dial; until the duplicate is resolved a node holds two
+        // links to the same peer, and every series must stay unique.
+        let mut s = status();
+        let mut second = s.links[0].clone();
+        second.link = 5;
+        s.links.push(second);
+        let text = render(&s);
+        let samples: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| l.rsplit_once(' ').unwrap().0)
+            .collect();
+        let unique: std::collections::BTreeSet<&str> = samples.iter().copied().collect();
+        assert_eq!(unique.len(), samples.len(), "{text}");
+        assert!(text.contains("link=\"5\"} 0.0015"));
+    }
+
+    #[test]
+    fn a_standalone_node_has_no_per_link_families() {
+        let mut s = status();
+        s.links.clear();
+        let text = render(&s);
+        assert!(text.contains("lessgate_peer_links 0\n"));
+        assert!(!text.contains("lessgate_peer_rtt_seconds"));
+        assert_eq!(escape("a\\b\nc"), "a\\\\b\\nc");
+    }
+}

@@ -1,0 +1,15 @@
+//! The node's operator endpoint over HTTP: a web viewer that is itself a
+//! Tundra WebSocket client of the node, `/status` (JSON), `/metrics`
+//! (Prometheus text), `/schema.json` (the component registry) and
+//! `/origins` (entity -> origin node).
+//!
+//! Started by the runtime when `[http] listen` is set. Reads only the
+//! snapshots the runtime publishes; must never reach into the node loop.
+
+pub mod assets;
+pub mod metrics;
+pub mod origins;
+pub mod schema;
+pub mod server;
+
+pub use server::{bind, router, serve, HttpSources, ViewSnapshot};

@@ -1,0 +1,147 @@
+//! The HTTP server: axum on the node's tokio runtime, serving the viewer's
+//! files, `/status`, `/metrics`, `/schema.json` and `/origins`.
+//!
+//! Every handler reads snapshots the node loop publishes through `watch`
+//! channels (refreshed every `STATUS_PERIOD`); no request reaches the node
+//! loop or makes it do work, and each answer is bounded by the size of the
+//! last snapshot. Only GET (and HEAD) are routed.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tracing::warn;
+
+use super::assets;
+use super::metrics;
+use super::origins::OriginsDoc;
+use super::schema::SchemaDoc;
+use crate::node::status::NodeStatus;
+
+/// What the viewer needs besides the status: refreshed with it.
+#[derive(Debug, Clone, Default)]
+pub struct ViewSnapshot {
+    pub origins: Arc<OriginsDoc>,
+    pub schema: Arc<SchemaDoc>,
+}
+
+/// The snapshots the handlers read.
+#[derive(Debug, Clone)]
+pub struct HttpSources {
+    pub status: watch::Receiver<NodeStatus>,
+    pub view: watch::Receiver<ViewSnapshot>,
+}
+
+/// Binds the HTTP listener (at start, so a busy port is a start error).
+pub async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    TcpListener::bind(addr).await
+}
+
+/// Serves until the task is dropped or aborted.
+pub async fn serve(listener: TcpListener, sources: HttpSources) {
+    if let Err(error) = axum::serve(listener, router(sources)).await {
+        warn!(%error, "http server stopped");
+    }
+}
+
+/// The routes.
+pub fn router(sources: HttpSources) -> Router {
+    Router::new()
+        .route("/status", get(status))
+        .route("/metrics", get(prometheus))
+        .route("/schema.json", get(schema))
+        .route("/origins", get(origins))
+        .fallback(get(asset))
+        .with_state(sources)
+}
+
+/// Snapshots change every half second: never let a browser keep one.
+const NO_STORE: (header::HeaderName, &str) = (header::CACHE_CONTROL, "no-store");
+
+async fn status(State(s): State<HttpSources>) -> Response {
+    let snapshot = s.status.borrow().clone();
+    ([NO_STORE], Json(snapshot)).into_response()
+}
+
+async fn prometheus(State(s): State<HttpSources>) -> Response {
+    let snapshot = s.status.borrow().clone();
+    (
+        [(header::CONTENT_TYPE, metrics::CONTENT_TYPE), NO_STORE],
+        metrics::render(&snapshot),
+    )
+        .into_response()
+}
+
+async fn schema(State(s): State<HttpSources>) -> Response {
+    let doc = s.view.borrow().schema.clone();
+    ([NO_STORE], Json(&*doc)).into_response()
+}
+
+async fn origins(State(s): State<HttpSources>) -> Response {
+    let doc = s.view.borrow().origins.clone();
+    ([NO_STORE], Json(&*doc)).into_response()
+}
+
+async fn asset(uri: Uri) -> Response {
+    match assets::find(uri.path()) {
+        Some(a) => ([(header::CONTENT_TYPE, a.content_type), NO_STORE], a.body).into_response(),
+        None => (StatusCode::NOT_FOUND, "not found\n").into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn get_text(addr: SocketAddr, path: &str) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut out = String::new();
+        stream.read_to_string(&mut out).await.unwrap();
+        out
+    }
+
+    #[tokio::test]
+    async fn routes_answer_from_the_published_snapshots() {
+        let status = NodeStatus {
+            node: "alpha".into(),
+            tundra_url: "ws://127.0.0.1:9".into(),
+            ..NodeStatus::default()
+        };
+        let (_status_tx, status_rx) = watch::channel(status);
+        let view = ViewSnapshot {
+            schema: Arc::new(SchemaDoc::from_registry(&crate::tundra::Registry::builtin())),
+            ..ViewSnapshot::default()
+        };
+        let (_view_tx, view_rx) = watch::channel(view);
+        let listener = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(serve(
+            listener,
+            HttpSources {
+                status: status_rx,
+                view: view_rx,
+            },
+        ));
+        let status = get_text(addr, "/status").await;
+        assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+        assert!(status.contains("\"tundra_url\":\"ws://127.0.0.1:9\""));
+        let metrics = get_text(addr, "/metrics").await;
+        assert!(metrics.contains("text/plain; version=0.0.4"));
+        assert!(metrics.contains("lessgate_node_info{node=\"alpha\""));
+        let schema = get_text(addr, "/schema.json").await;
+        assert!(schema.contains("\"name\":\"Placeable\""));
+        let page = get_text(addr, "/").await;
+        assert!(page.contains("text/html"));
+        assert!(get_text(addr, "/nope").await.starts_with("HTTP/1.1 404"));
+        server.abort();
+    }
+}

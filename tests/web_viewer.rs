@@ -1,0 +1,175 @@
+//! The web viewer in headless Chromium: three federated nodes run in this
+//! process (the peers/example triangle, with Tundra and HTTP on ephemeral
+//! 127.0.0.1 ports), a Tundra client on each puts named entities in the
+//! scene, and `tests/web/viewer.mjs` loads alpha's page, waits for entities
+//! of all three origins, drags one of beta's, and waits until beta's page
+//! shows it at the new position. Screenshots land in target/.
+//!
+//! Needs `/usr/bin/chromium` and `npm ci --prefix tests/web` (.ci/run
+//! installs both). Also checks `/status`, `/metrics` and `/origins` of a
+//! federated node over real HTTP.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::TundraClient;
+use lessgate::config::NodeConfig;
+use lessgate::tundra::values::{Float3, Transform};
+use lessgate::tundra::{AttributeValue, ComponentData, ComponentId, Registry};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::oneshot;
+
+/// How long the browser script may take (a failure limit, not a criterion).
+const SCRIPT_LIMIT: Duration = Duration::from_secs(180);
+
+struct Node {
+    tundra: String,
+    http: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+async fn start(name: &str) -> Node {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("peers/example")
+        .join(name)
+        .join("node.toml");
+    let mut config = NodeConfig::load(&path).expect("example config loads");
+    config.tundra.listen = "127.0.0.1:0".parse().unwrap();
+    config.http.listen = Some("127.0.0.1:0".parse().unwrap());
+    let running = lessgate::node::runtime::start(config)
+        .await
+        .expect("node starts");
+    let tundra = running.tundra_url();
+    let http = running.http_addr().expect("http is configured");
+    let (stop, stopped) = oneshot::channel::<()>();
+    tokio::spawn(running.run(async {
+        let _ = stopped.await;
+    }));
+    Node {
+        tundra,
+        http,
+        stop: Some(stop),
+    }
+}
+
+/// A placed, named entity at (x, 0, z).
+fn named_box(name: &str, x: f32, z: f32) -> Vec<ComponentData> {
+    let registry = Registry::builtin();
+    let placeable = registry.get(20).unwrap();
+    let mut values = placeable.default_values();
+    values[0] = AttributeValue::Transform(Transform {
+        pos: Float3::new(x, 0.0, z),
+        rot: Float3::new(0.0, 0.0, 0.0),
+        scale: Float3::new(1.0, 1.0, 1.0),
+    });
+    let name_schema = registry.get(26).unwrap();
+    let mut names = name_schema.default_values();
+    names[0] = AttributeValue::String(name.to_owned());
+    vec![
+        ComponentData::with_values(ComponentId(0x4000_0001), placeable, values),
+        ComponentData::with_values(ComponentId(0x4000_0002), name_schema, names),
+    ]
+}
+
+async fn http_get(addr: SocketAddr, path: &str) -> String {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut out = String::new();
+    stream.read_to_string(&mut out).await.unwrap();
+    out
+}
+
+/// Polls `path` until `done` holds for its body (or the patience runs out).
+async fn poll_until(addr: SocketAddr, path: &str, done: impl Fn(&str) -> bool) -> String {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let body = http_get(addr, path).await;
+        if done(&body) || tokio::time::Instant::now() > deadline {
+            return body;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_viewer_shows_three_origins_and_moves_a_remote_entity() {
+    let alpha = start("alpha").await;
+    let beta = start("beta").await;
+    let gamma = start("gamma").await;
+
+    let mut clients = Vec::new();
+    for (node, name, spots) in [
+        (&alpha, "alpha", [(-6.0, -3.0), (-4.0, 2.0)]),
+        (&beta, "beta", [(5.0, -4.0), (6.0, 1.0)]),
+        (&gamma, "gamma", [(0.0, 5.0), (2.0, 6.0)]),
+    ] {
+        let (mut client, _) = TundraClient::login(&node.tundra, &format!("{name}-maker"), 3).await;
+        for (i, (x, z)) in spots.into_iter().enumerate() {
+            client
+                .create_entity(i as u32 + 1, named_box(&format!("{name}-{}", i + 1), x, z))
+                .await;
+        }
+        clients.push(client);
+    }
+
+    // The operator endpoints of a federated node, over real HTTP.
+    let status = poll_until(alpha.http, "/status", |b| {
+        b.matches("\"entities\":2").count() >= 3
+    })
+    .await;
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    assert!(status.contains("\"peer\":\"beta\""), "{status}");
+    assert!(status.contains("\"peer\":\"gamma\""), "{status}");
+    // Both ends dial; for a moment a node may hold two links to one peer.
+    let metrics = poll_until(alpha.http, "/metrics", |b| {
+        b.contains("lessgate_peer_links 2\n")
+    })
+    .await;
+    assert!(metrics.contains("lessgate_peer_links 2"), "{metrics}");
+    assert!(metrics.contains("lessgate_entities_by_origin{origin=\"beta\""));
+    let origins = http_get(alpha.http, "/origins").await;
+    assert!(origins.contains("\"name\":\"gamma\""), "{origins}");
+
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/web/viewer.mjs");
+    let modules = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/web/node_modules");
+    assert!(
+        modules.join("playwright-core").exists(),
+        "run `npm ci --prefix tests/web` (and `apt-get install chromium`) first"
+    );
+    let child = tokio::process::Command::new("node")
+        .arg(&script)
+        .arg(format!("http://{}/", alpha.http))
+        .arg(format!("http://{}/", beta.http))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node runs");
+    let output = tokio::time::timeout(SCRIPT_LIMIT, child.wait_with_output())
+        .await
+        .expect("the browser script finishes")
+        .expect("its output is readable");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "viewer.mjs failed ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+    assert!(stdout.contains("B shows"), "{stdout}");
+    drop(clients);
+    drop((alpha, beta, gamma));
+}
