@@ -29,3 +29,4 @@ pub mod scene;
 pub mod server;
 pub mod transport;
 pub mod tundra;
+pub mod upstream;

@@ -1,0 +1,1 @@
+//! Scripted exchanges between the bridge core and a world server.
