@@ -252,13 +252,13 @@ impl Bridge {
     /// Edits clients and peers asked for on the world server's entities:
     /// sent upstream, then applied to the node's copy as a Tundra client
     /// applies its own edits (the server does not echo them, reference
-    /// section 7.5). While the world server is unreachable they are dropped.
+    /// section 7.5). Until logged in to the world server they are dropped.
     pub fn handle_proxied_edits(&mut self, scene: &mut Scene, edits: Vec<ProxiedEdit>) {
         for edit in edits {
             let Some(upstream) = self.ids.upstream_of(edit.entity) else {
                 continue;
             };
-            if !self.ready() {
+            if self.session().is_none() {
                 debug!(entity = %edit.entity, "edit dropped: world server unreachable");
                 continue;
             }
@@ -328,7 +328,7 @@ impl Bridge {
     }
 
     fn send_action(&mut self, action: &EntityAction, execution_type: u8) {
-        if !self.ready() {
+        if self.session().is_none() {
             return;
         }
         let Some(upstream) = self.ids.upstream_of(action.entity_id) else {
