@@ -3,12 +3,9 @@
 //! bridge's own creations, and edits or actions on the federation entities
 //! the bridge created there (reference sections 4, 7.4 and 7.5).
 
-use std::collections::{BTreeMap, BTreeSet};
-
 use tracing::{debug, info, warn};
 
 use super::bridge::{Bridge, BridgeEvent, LinkState};
-use super::echo::shadow_of_data;
 use super::ids::{Mirrored, UpstreamEntity};
 use crate::clock::Time;
 use crate::scene::{ChangeSource, Origin, Scene};
@@ -16,13 +13,7 @@ use crate::tundra::messages::{
     exec_type, CreateEntity, CreateEntityReply, EditAttributes, EntityAction, RemoveEntity,
 };
 use crate::tundra::registry::CustomRegistration;
-use crate::tundra::{
-    AttributeValue, ComponentBody, ComponentData, ComponentId, DynamicAttribute, EntityId, Message,
-};
-
-/// Component type of Name (reference section 9, type 26); its first
-/// attribute is the name used to recognise an entity across a restart.
-const NAME_COMPONENT: u32 = 26;
+use crate::tundra::{ComponentId, DynamicAttribute, EntityId, Message};
 
 impl Bridge {
     pub(super) fn handle_message(&mut self, now: Time, message: Message, scene: &mut Scene) {
@@ -217,116 +208,6 @@ impl Bridge {
         }
     }
 
-    /// A mirrored entity the world server sent whole again: only what
-    /// differs changes in the node's scene (no remove and recreate).
-    fn update_mirrored(
-        &mut self,
-        upstream: EntityId,
-        m: CreateEntity,
-        parent: Option<EntityId>,
-        scene: &mut Scene,
-    ) {
-        let Some(entry) = self.ids.mirrored(upstream).cloned() else {
-            return;
-        };
-        let local = entry.local;
-        let source = ChangeSource::Node;
-        let _ = scene.set_temporary(source, local, m.temporary);
-        if m.parent.is_some() {
-            let _ = scene.set_parent(source, local, parent);
-        }
-        let mut claimed = BTreeSet::new();
-        let mut map = BTreeMap::new();
-        for data in m.components {
-            let existing = scene.entity(local).and_then(|e| {
-                entry
-                    .components
-                    .get(&data.id)
-                    .filter(|c| {
-                        e.components
-                            .get(c)
-                            .is_some_and(|c| c.type_id == data.type_id)
-                    })
-                    .copied()
-                    .filter(|c| !claimed.contains(c))
-                    .or_else(|| {
-                        e.replicated_components()
-                            .find(|c| {
-                                c.type_id == data.type_id
-                                    && c.name == data.name
-                                    && !claimed.contains(&c.id)
-                                    && !entry.components.values().any(|v| *v == c.id)
-                            })
-                            .map(|c| c.id)
-                    })
-            });
-            let upstream_component = data.id;
-            match existing {
-                Some(component) => {
-                    claimed.insert(component);
-                    map.insert(upstream_component, component);
-                    apply_values(scene, local, component, &data);
-                }
-                None => {
-                    if let Ok(pairs) = scene.create_components(source, local, vec![data]) {
-                        if let Some((_, assigned)) = pairs.first() {
-                            claimed.insert(*assigned);
-                            map.insert(upstream_component, *assigned);
-                        }
-                    }
-                }
-            }
-        }
-        let stale: Vec<ComponentId> = scene
-            .entity(local)
-            .map(|e| {
-                e.replicated_components()
-                    .map(|c| c.id)
-                    .filter(|c| !claimed.contains(c))
-                    .collect()
-            })
-            .unwrap_or_default();
-        for component in stale {
-            let _ = scene.remove_component(source, local, component);
-        }
-        self.ids.insert_mirrored(
-            upstream,
-            Mirrored {
-                local,
-                components: map,
-                seen: true,
-            },
-        );
-    }
-
-    /// A mirrored entity not seen this session whose Name matches.
-    fn unseen_by_name(&self, components: &[ComponentData], scene: &Scene) -> Option<EntityId> {
-        let name = components
-            .iter()
-            .find(|c| c.type_id == NAME_COMPONENT)
-            .and_then(|c| match &c.body {
-                ComponentBody::Attributes(block) => match block.values.first() {
-                    Some(AttributeValue::String(s)) if !s.is_empty() => Some(s.clone()),
-                    _ => None,
-                },
-                ComponentBody::Opaque(_) => None,
-            })?;
-        if !matches!(self.state, LinkState::Syncing { .. }) {
-            return None;
-        }
-        self.ids
-            .mirrored_entries()
-            .filter(|(_, m)| !m.seen)
-            .find(|(_, m)| {
-                scene
-                    .entity(m.local)
-                    .and_then(|e| e.component_of_type(NAME_COMPONENT))
-                    .and_then(|c| c.attribute(0))
-                    .is_some_and(|a| a.value == AttributeValue::String(name.clone()))
-            })
-            .map(|(id, _)| *id)
-    }
-
     fn handle_create_reply(&mut self, m: CreateEntityReply) {
         let unacked = EntityId::unacked_from_wire(m.sender_entity_id.0);
         if self.orphans.remove(&unacked) {
@@ -359,23 +240,6 @@ impl Bridge {
                 }
             }
         }
-    }
-
-    /// The world server's current state of an exported entity becomes its
-    /// shadow; components it no longer has are forgotten (created again).
-    fn refresh_shadow(&mut self, local: EntityId, components: &[ComponentData]) {
-        let Some(entry) = self.ids.exported_mut(local) else {
-            return;
-        };
-        entry.components.retain(|_, shadow| {
-            match components.iter().find(|c| c.id == shadow.upstream) {
-                Some(data) => {
-                    shadow.values = shadow_of_data(data);
-                    true
-                }
-                None => false,
-            }
-        });
     }
 
     fn handle_edit(&mut self, m: EditAttributes, scene: &mut Scene) {
@@ -498,55 +362,6 @@ impl Bridge {
             action.execution_type = exec_type::SERVER;
             self.events
                 .push_back(BridgeEvent::ActionToAuthority(action));
-        }
-    }
-}
-
-/// Writes a full update's values into an existing component; equal values
-/// are not recorded by the scene, so only differences reach the journal.
-fn apply_values(scene: &mut Scene, entity: EntityId, component: ComponentId, data: &ComponentData) {
-    let source = ChangeSource::Node;
-    let ComponentBody::Attributes(block) = &data.body else {
-        return;
-    };
-    for (index, value) in block.values.iter().enumerate() {
-        if let Ok(index) = u8::try_from(index) {
-            let _ = scene.edit_attribute(source, entity, component, index, value.clone());
-        }
-    }
-    let statics = block.values.len();
-    let existing: Vec<u8> = scene
-        .entity(entity)
-        .and_then(|e| e.components.get(&component))
-        .map(|c| {
-            (statics..c.slot_types().len())
-                .filter_map(|i| u8::try_from(i).ok())
-                .filter(|i| c.attribute(*i).is_some())
-                .collect()
-        })
-        .unwrap_or_default();
-    for index in existing {
-        if !block.dynamic.iter().any(|d| d.index == index) {
-            let _ = scene.remove_attribute(source, entity, component, index);
-        }
-    }
-    for dynamic in &block.dynamic {
-        let present = scene
-            .entity(entity)
-            .and_then(|e| e.components.get(&component))
-            .and_then(|c| c.attribute(dynamic.index))
-            .is_some_and(|a| a.ty() == dynamic.value.attribute_type());
-        if present {
-            let _ = scene.edit_attribute(
-                source,
-                entity,
-                component,
-                dynamic.index,
-                dynamic.value.clone(),
-            );
-        } else {
-            let _ = scene.remove_attribute(source, entity, component, dynamic.index);
-            let _ = scene.create_attribute(source, entity, component, dynamic.clone());
         }
     }
 }

@@ -464,3 +464,51 @@ fn undecodable_frames_are_counted_and_skipped() {
     assert_eq!(b.stats().undecodable_frames, 1);
     assert!(scene.is_empty());
 }
+
+#[test]
+fn clients_and_peers_cannot_restructure_world_entities() {
+    let (mut b, mut scene) = (bridge(), Scene::new(Registry::builtin()));
+    logged_in(&mut b, &mut scene, Time::ZERO, &[(5, "box", 1)]);
+    let local = b.ids().mirrored(EntityId(5)).unwrap().local;
+    let client = ChangeSource::Client(crate::scene::ClientId(1));
+    assert_eq!(
+        scene.remove_entity(client, local),
+        Err(crate::scene::SceneError::NotAuthority(local))
+    );
+    assert!(scene
+        .set_temporary(ChangeSource::Peer(1), local, true)
+        .is_err());
+    assert!(scene.set_parent(client, local, None).is_err());
+    assert_eq!(scene.len(), 1);
+}
+
+#[test]
+fn edits_while_the_world_server_is_unreachable_are_dropped() {
+    let (mut b, mut scene) = (bridge(), Scene::new(Registry::builtin()));
+    logged_in(&mut b, &mut scene, Time::ZERO, &[(5, "box", 1)]);
+    let local = b.ids().mirrored(EntityId(5)).unwrap().local;
+    let component = scene
+        .entity(local)
+        .unwrap()
+        .component_of_type(25)
+        .unwrap()
+        .id;
+    b.handle_disconnected(Time::from_millis(10));
+    scene
+        .edit_attribute(
+            ChangeSource::Peer(1),
+            local,
+            component,
+            0,
+            AttributeValue::Int(7),
+        )
+        .unwrap();
+    let edits = scene.take_proxied_edits();
+    b.handle_proxied_edits(&mut scene, edits);
+    assert!(sent(&mut b).is_empty());
+    assert_eq!(
+        dynamic_value(&scene, local),
+        Some(AttributeValue::Int(1)),
+        "not applied"
+    );
+}
