@@ -15,7 +15,7 @@ use tracing::{debug, info, warn};
 use super::ids::IdMap;
 use super::login::{LoginSettings, Session};
 use crate::clock::Time;
-use crate::scene::{Change, ChangeKind, ChangeSource, Origin, ProxiedEdit, Scene};
+use crate::scene::{Change, ChangeSource, Origin, ProxiedEdit, Scene};
 use crate::tundra::messages::{exec_type, EditAttributes, EditAttributesBlock, EntityAction};
 use crate::tundra::{AttributeEdit, AttributeValue, ComponentId, DecodeContext, EntityId, Message};
 use crate::tundra::{ProtocolVersion, UserId};
@@ -236,11 +236,8 @@ impl Bridge {
             let remote = scene
                 .entity(entity)
                 .is_some_and(|e| e.origin == Origin::Remote && e.is_replicated());
-            let exported = self.ids.exported(entity).is_some();
-            if remote || exported || matches!(change.kind, ChangeKind::EntityRemoved(_)) {
-                if change.source == ChangeSource::Node && !remote && !exported {
-                    continue;
-                }
+            // A removed entity is no longer in the scene: known by its export.
+            if remote || self.ids.exported(entity).is_some() {
                 self.dirty.insert(entity);
             }
         }
