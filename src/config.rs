@@ -11,6 +11,9 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+mod upstream;
+pub use upstream::UpstreamSection;
+
 /// Tundra's own default port for its WebSocket and kNet servers.
 pub const DEFAULT_TUNDRA_PORT: u16 = 2345;
 /// Tundra's default network tick (`updatePeriod_ = 1/20`).
@@ -59,6 +62,9 @@ pub struct NodeConfig {
     /// Peer links; `None` when the file has no `[peering]` section (a
     /// standalone node).
     pub peering: Option<PeeringSection>,
+    /// Upstream mode: the world server this node bridges (docs/upstream.md);
+    /// `None` without an `[upstream]` section.
+    pub upstream: Option<UpstreamSection>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -274,6 +280,7 @@ struct RawConfig {
     #[serde(default)]
     http: HttpSection,
     peering: Option<PeeringSection>,
+    upstream: Option<UpstreamSection>,
 }
 
 impl Default for NodeConfig {
@@ -327,6 +334,9 @@ impl NodeConfig {
         if let Some(peering) = &raw.peering {
             Self::validate_peering(&raw.node, peering, &invalid)?;
         }
+        if let Some(upstream) = &raw.upstream {
+            upstream.validate(&invalid)?;
+        }
         if raw.limits.max_frame_bytes < 1024 {
             return Err(invalid("limits.max_frame_bytes", "must be at least 1024"));
         }
@@ -347,6 +357,7 @@ impl NodeConfig {
             log: raw.log,
             http: raw.http,
             peering: raw.peering,
+            upstream: raw.upstream,
         };
         config.resolve_paths();
         Ok(config)

@@ -31,3 +31,4 @@ pub mod scene;
 pub mod server;
 pub mod transport;
 pub mod tundra;
+pub mod upstream;

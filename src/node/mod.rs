@@ -13,6 +13,11 @@ use crate::federation::{Federation, FederationEvent, Link, LinkId};
 use crate::less::session::CloseReason;
 use crate::scene::{ClientId, Scene};
 use crate::server::{ServerEvent, TundraServer};
+use crate::upstream::{Bridge, BridgeEvent};
+
+/// The client id upstream actions are attributed to when they enter the
+/// federation (no local client sent them).
+pub const UPSTREAM_CLIENT: ClientId = ClientId(u64::MAX);
 
 /// The pure part of a node.
 #[derive(Debug)]
@@ -34,6 +39,9 @@ pub struct Node {
         crate::less::message::MethodStatus,
         crate::less::value::Value,
     )>,
+    /// Upstream mode: the bridge to the world server this node is a client
+    /// of (docs/upstream.md); `None` otherwise.
+    pub upstream: Option<Bridge>,
 }
 
 impl Node {
@@ -45,6 +53,83 @@ impl Node {
             server_events: Default::default(),
             executed_actions: Default::default(),
             action_results: Default::default(),
+            upstream: None,
+        }
+    }
+
+    /// Puts the node in upstream mode.
+    pub fn attach_upstream(&mut self, bridge: Bridge) {
+        self.upstream = Some(bridge);
+    }
+
+    /// The connection to the world server is open.
+    pub fn handle_upstream_connected(&mut self, now: Time) {
+        if let Some(bridge) = &mut self.upstream {
+            bridge.handle_connected(now);
+        }
+    }
+
+    /// One frame from the world server.
+    pub fn handle_upstream_frame(&mut self, now: Time, frame: &[u8]) {
+        if let Some(bridge) = &mut self.upstream {
+            bridge.handle_frame(now, frame, &mut self.scene);
+        }
+        self.settle();
+    }
+
+    /// The connection to the world server ended.
+    pub fn handle_upstream_disconnected(&mut self, now: Time) {
+        if let Some(bridge) = &mut self.upstream {
+            bridge.handle_disconnected(now);
+        }
+    }
+
+    /// The bridge's timers.
+    pub fn handle_upstream_timeout(&mut self, now: Time) {
+        if let Some(bridge) = &mut self.upstream {
+            if bridge.poll_timeout().is_some_and(|t| t <= now) {
+                bridge.handle_timeout(now, &mut self.scene);
+            }
+        }
+        self.settle();
+    }
+
+    /// Hands what the bridge asks for to the server and the federation.
+    fn handle_bridge_event(&mut self, event: BridgeEvent) {
+        match event {
+            BridgeEvent::DeliverAction(action) => self.server.deliver_action(action),
+            BridgeEvent::FloodAction(action) => self.federation.handle_server_event(
+                &ServerEvent::PeersAction {
+                    client: UPSTREAM_CLIENT,
+                    action,
+                },
+                &mut self.scene,
+            ),
+            BridgeEvent::ActionToAuthority(action) => self.federation.handle_server_event(
+                &ServerEvent::Action {
+                    client: UPSTREAM_CLIENT,
+                    action,
+                },
+                &mut self.scene,
+            ),
+            BridgeEvent::EditToAuthority {
+                entity,
+                component,
+                index,
+                value,
+            } => self.federation.handle_server_event(
+                &ServerEvent::RemoteEdit {
+                    client: UPSTREAM_CLIENT,
+                    entity,
+                    component,
+                    index,
+                    value,
+                },
+                &mut self.scene,
+            ),
+            BridgeEvent::TypeRegistered(type_id) => {
+                self.server.handle_type_registered(type_id, None)
+            }
         }
     }
 
@@ -106,11 +191,36 @@ impl Node {
                 busy = true;
                 self.server.handle_scene_changes(&changes);
                 self.federation.handle_scene_changes(&self.scene, &changes);
+                if let Some(bridge) = &mut self.upstream {
+                    bridge.handle_scene_changes(&self.scene, &changes);
+                }
+            }
+            let proxied = self.scene.take_proxied_edits();
+            if !proxied.is_empty() {
+                busy = true;
+                if let Some(bridge) = &mut self.upstream {
+                    bridge.handle_proxied_edits(&mut self.scene, proxied);
+                }
             }
             while let Some(event) = self.server.poll_event() {
                 busy = true;
                 self.federation.handle_server_event(&event, &mut self.scene);
+                if let Some(bridge) = &mut self.upstream {
+                    match &event {
+                        ServerEvent::Action { action, .. } => {
+                            bridge.handle_action_for_world(action);
+                        }
+                        ServerEvent::PeersAction { action, .. } => {
+                            bridge.handle_peers_action(action)
+                        }
+                        _ => {}
+                    }
+                }
                 self.server_events.push_back(event);
+            }
+            while let Some(event) = self.upstream.as_mut().and_then(Bridge::poll_event) {
+                busy = true;
+                self.handle_bridge_event(event);
             }
             while let Some(event) = self.federation.poll_event() {
                 busy = true;
@@ -118,7 +228,20 @@ impl Node {
                     FederationEvent::TypeRegistered(type_id) => {
                         self.server.handle_type_registered(type_id, None)
                     }
-                    FederationEvent::ActionForClients(action) => self.server.deliver_action(action),
+                    FederationEvent::ActionForClients(action) => {
+                        if let Some(bridge) = &mut self.upstream {
+                            bridge.handle_peers_action(&action);
+                        }
+                        self.server.deliver_action(action)
+                    }
+                    FederationEvent::ActionForAuthority { entity, action }
+                        if self
+                            .upstream
+                            .as_mut()
+                            .is_some_and(|b| b.handle_action_for_world(&action)) =>
+                    {
+                        debug!(%entity, name = %action.name, "entity action sent to the world server, its authority");
+                    }
                     FederationEvent::ActionForAuthority { entity, action } => {
                         debug!(%entity, name = %action.name, "entity action executed by its authority");
                         if self.executed_actions.len() < 1024 {

@@ -158,9 +158,13 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
         }
         None => None,
     };
+    let mut node = Node::new(scene, server, id);
+    if let Some(upstream) = &config.upstream {
+        node.attach_upstream(crate::upstream::Bridge::new(upstream.bridge_settings()));
+    }
     Ok(Running {
         tundra_addr,
-        node: Node::new(scene, server, id),
+        node,
         config,
         listener: Some(listener),
         tls,
@@ -243,6 +247,15 @@ impl Running {
         let mut status_timer = tokio::time::interval(STATUS_PERIOD);
         status_timer.set_missed_tick_behavior(MissedTickBehavior::Skip);
         let tundra_url = self.tundra_url();
+        let mut upstream_events = self.config.upstream.as_ref().map(|u| {
+            crate::transport::upstream::spawn(crate::transport::upstream::UpstreamDial {
+                url: u.url.clone(),
+                reconnect_min: u.reconnect_min(),
+                reconnect_max: u.reconnect_max(),
+                seed: id_seed(&self.config),
+            })
+        });
+        let mut upstream_out: Option<mpsc::UnboundedSender<Vec<u8>>> = None;
         tokio::pin!(shutdown);
         loop {
             tokio::select! {
@@ -286,10 +299,29 @@ impl Running {
                         self.link_events(link, &mut links);
                     }
                 }
+                event = next_upstream_event(&mut upstream_events) => {
+                    use crate::transport::upstream::UpstreamEvent;
+                    match event {
+                        Some(UpstreamEvent::Connected(out)) => {
+                            upstream_out = Some(out);
+                            self.node.handle_upstream_connected(clock.now());
+                        }
+                        Some(UpstreamEvent::Frame(frame)) => {
+                            self.node.handle_upstream_frame(clock.now(), &frame);
+                        }
+                        Some(UpstreamEvent::Disconnected { reason }) => {
+                            debug!(%reason, "world server link down");
+                            upstream_out = None;
+                            self.node.handle_upstream_disconnected(clock.now());
+                        }
+                        None => upstream_events = None,
+                    }
+                }
                 _ = tick.tick() => {
                     if let Some(hook) = &mut self.tick_hook {
                         hook(&mut self.node.scene, clock.now());
                     }
+                    self.node.handle_upstream_timeout(clock.now());
                     let backlog = |id: ClientId| handles.get(&id).map_or(0, ClientHandle::queued_bytes);
                     self.node.handle_tick(clock.now(), &backlog);
                 }
@@ -320,6 +352,13 @@ impl Running {
             }
             self.drain(&mut handles);
             self.flush_links(&clock, &mut links);
+            if let Some(bridge) = &mut self.node.upstream {
+                while let Some(frame) = bridge.poll_transmit() {
+                    if let Some(out) = &upstream_out {
+                        let _ = out.send(frame);
+                    }
+                }
+            }
         }
         for handle in handles.values() {
             handle.close("node shutting down");
@@ -458,6 +497,23 @@ impl Running {
 /// Peer links are numbered by the driver; the federation uses the same number.
 fn federation_link(id: u64) -> FederationLink {
     FederationLink(id as u32)
+}
+
+/// Seeds the upstream backoff jitter from the node's identity, so nodes
+/// bridging the same world server do not redial in lockstep.
+fn id_seed(config: &NodeConfig) -> u64 {
+    let name = config.node.name.bytes();
+    let uuid = config.node.uuid.map_or(0, |u| u.as_u64_pair().0);
+    name.fold(uuid, |h, b| h.rotate_left(5) ^ u64::from(b))
+}
+
+async fn next_upstream_event(
+    events: &mut Option<mpsc::Receiver<crate::transport::upstream::UpstreamEvent>>,
+) -> Option<crate::transport::upstream::UpstreamEvent> {
+    match events {
+        Some(events) => events.recv().await,
+        None => std::future::pending().await,
+    }
 }
 
 async fn next_peer_event(events: &mut Option<mpsc::Receiver<PeerEvent>>) -> Option<PeerEvent> {

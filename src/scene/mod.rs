@@ -15,5 +15,5 @@ mod txml_import;
 pub use change::{Change, ChangeKind, ChangeSource, ClientId};
 pub use entity::{Attribute, Component, ComponentContent, Entity, Origin};
 pub use error::SceneError;
-pub use store::{CreatedEntity, Scene};
+pub use store::{CreatedEntity, ProxiedEdit, Scene};
 pub use txml_import::ImportReport;

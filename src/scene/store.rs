@@ -1,6 +1,6 @@
 //! The scene store: validated mutations, id allocation, the change journal.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use super::change::{Change, ChangeKind, ChangeSource};
@@ -29,6 +29,21 @@ pub struct Scene {
     next_replicated: u32,
     next_local: u32,
     journal: Vec<Change>,
+    /// Entities whose authority is behind this node (a world server the
+    /// node is a client of): edits from clients and peers are diverted.
+    proxied: BTreeSet<EntityId>,
+    proxied_edits: Vec<ProxiedEdit>,
+}
+
+/// An edit a client or peer asked for on a proxied entity: not applied, but
+/// handed to whoever holds the entity's authority (docs/upstream.md).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProxiedEdit {
+    pub source: ChangeSource,
+    pub entity: EntityId,
+    pub component: ComponentId,
+    pub index: u8,
+    pub value: AttributeValue,
 }
 
 impl Scene {
@@ -39,7 +54,38 @@ impl Scene {
             next_replicated: 1,
             next_local: FIRST_LOCAL_ID,
             journal: Vec::new(),
+            proxied: BTreeSet::new(),
+            proxied_edits: Vec::new(),
         }
+    }
+
+    /// Marks an entity as proxied: only [`ChangeSource::Node`] changes it;
+    /// attribute edits from clients and peers are queued for
+    /// [`Scene::take_proxied_edits`], other changes from them are refused.
+    pub fn set_proxied(&mut self, entity: EntityId, proxied: bool) {
+        if proxied {
+            self.proxied.insert(entity);
+        } else {
+            self.proxied.remove(&entity);
+        }
+    }
+
+    /// Whether `entity` is proxied.
+    pub fn is_proxied(&self, entity: EntityId) -> bool {
+        self.proxied.contains(&entity)
+    }
+
+    /// Edits of proxied entities asked for since the last call.
+    pub fn take_proxied_edits(&mut self) -> Vec<ProxiedEdit> {
+        std::mem::take(&mut self.proxied_edits)
+    }
+
+    /// Refuses a change of a proxied entity by anyone but the node.
+    fn guard(&self, source: ChangeSource, entity: EntityId) -> Result<(), SceneError> {
+        if source != ChangeSource::Node && self.proxied.contains(&entity) {
+            return Err(SceneError::NotAuthority(entity));
+        }
+        Ok(())
     }
 
     pub fn registry(&self) -> &Registry {
@@ -146,6 +192,7 @@ impl Scene {
         if !self.entities.contains_key(&entity) {
             return Err(SceneError::UnknownEntity(entity));
         }
+        self.guard(source, entity)?;
         self.add_components(source, entity, components, true)
     }
 
@@ -305,6 +352,16 @@ impl Scene {
         index: u8,
         value: AttributeValue,
     ) -> Result<bool, SceneError> {
+        if source != ChangeSource::Node && self.proxied.contains(&entity) {
+            self.proxied_edits.push(ProxiedEdit {
+                source,
+                entity,
+                component,
+                index,
+                value,
+            });
+            return Ok(false);
+        }
         let (_, slots) = self.slots_mut(entity, component)?;
         let slot = slots
             .get_mut(usize::from(index))
@@ -339,6 +396,7 @@ impl Scene {
         component: ComponentId,
         attribute: DynamicAttribute,
     ) -> Result<(), SceneError> {
+        self.guard(source, entity)?;
         let (schema, slots) = self.slots_mut(entity, component)?;
         let index = usize::from(attribute.index);
         if !schema.dynamic_attributes {
@@ -371,6 +429,7 @@ impl Scene {
         component: ComponentId,
         index: u8,
     ) -> Result<(), SceneError> {
+        self.guard(source, entity)?;
         let (schema, slots) = self.slots_mut(entity, component)?;
         let position = usize::from(index);
         if position < schema.attributes.len() {
@@ -396,6 +455,7 @@ impl Scene {
         entity: EntityId,
         component: ComponentId,
     ) -> Result<(), SceneError> {
+        self.guard(source, entity)?;
         let target = self
             .entities
             .get_mut(&entity)
@@ -418,6 +478,7 @@ impl Scene {
         if !self.entities.contains_key(&entity) {
             return Err(SceneError::UnknownEntity(entity));
         }
+        self.guard(source, entity)?;
         let mut order = vec![entity];
         let mut next = 0;
         while next < order.len() {
@@ -433,6 +494,7 @@ impl Scene {
         order.reverse();
         for id in &order {
             self.entities.remove(id);
+            self.proxied.remove(id);
             self.record(source, ChangeKind::EntityRemoved(*id));
         }
         Ok(order)
@@ -444,6 +506,7 @@ impl Scene {
         entity: EntityId,
         temporary: bool,
     ) -> Result<(), SceneError> {
+        self.guard(source, entity)?;
         let target = self
             .entities
             .get_mut(&entity)
@@ -465,6 +528,7 @@ impl Scene {
         if !self.entities.contains_key(&entity) {
             return Err(SceneError::UnknownEntity(entity));
         }
+        self.guard(source, entity)?;
         if let Some(parent) = parent {
             let mut cursor = Some(parent);
             while let Some(ancestor) = cursor {

@@ -5,4 +5,5 @@ pub mod identity;
 pub mod peer;
 pub mod peer_tls;
 pub mod tls;
+pub mod upstream;
 pub mod websocket;

@@ -1,0 +1,164 @@
+//! The `[upstream]` section: the Tundra world server this node logs in to
+//! as a client and bridges into the federation (docs/upstream.md section 2).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::ConfigError;
+use crate::tundra::ProtocolVersion;
+use crate::upstream::{BridgeSettings, LoginSettings};
+
+/// Login properties are sent as one JSON string with a u16 length
+/// (reference section 4.1); this keeps the whole object far below 64 KiB.
+const MAX_LOGIN_PROPERTY_BYTES: usize = 1024;
+/// At most this many login properties.
+const MAX_LOGIN_PROPERTIES: usize = 32;
+
+/// `[upstream]`: present only in upstream mode.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct UpstreamSection {
+    /// `ws://host:port` of the world server's WebSocket listener.
+    pub url: String,
+    /// Protocol version requested at login (1 to 3; the server may lower it).
+    pub protocol_version: u32,
+    /// Login properties sent as the Login JSON object, for example
+    /// `{ username = "gateway", password = "..." }`.
+    pub login: BTreeMap<String, String>,
+    /// First reconnect delay; doubles per failure up to `reconnect_max_ms`.
+    pub reconnect_min_ms: u64,
+    /// Ceiling of the reconnect delay.
+    pub reconnect_max_ms: u64,
+    /// Seconds the world's entities stay while the server is unreachable.
+    pub grace_secs: u64,
+    /// The initial scene after a login is complete once no new entity has
+    /// arrived for this many milliseconds.
+    pub settle_ms: u64,
+}
+
+impl Default for UpstreamSection {
+    fn default() -> Self {
+        UpstreamSection {
+            url: String::new(),
+            protocol_version: 3,
+            login: BTreeMap::from([("username".to_owned(), "lessgate".to_owned())]),
+            reconnect_min_ms: 500,
+            reconnect_max_ms: 30_000,
+            grace_secs: 30,
+            settle_ms: 500,
+        }
+    }
+}
+
+impl UpstreamSection {
+    /// Checks every key; the error names the key and what to write instead.
+    pub(super) fn validate(
+        &self,
+        invalid: &dyn Fn(&'static str, &str) -> ConfigError,
+    ) -> Result<(), ConfigError> {
+        // Tundra's WebSocket server is plain ws:// (reference section 2.1:
+        // websocketpp `asio_no_tls`); the bridge dials nothing else.
+        if !self.url.starts_with("ws://") || self.url.len() <= "ws://".len() {
+            return Err(invalid(
+                "upstream.url",
+                "must be the world server's WebSocket address, like \"ws://127.0.0.1:2345\" (wss:// is not supported)",
+            ));
+        }
+        if !(1..=3).contains(&self.protocol_version) {
+            return Err(invalid(
+                "upstream.protocol_version",
+                "must be 1, 2 or 3 (4 makes the server send RigidBodyUpdate, which the bridge does not apply)",
+            ));
+        }
+        let bytes: usize = self.login.iter().map(|(k, v)| k.len() + v.len()).sum();
+        if self.login.len() > MAX_LOGIN_PROPERTIES || bytes > MAX_LOGIN_PROPERTY_BYTES {
+            return Err(invalid(
+                "upstream.login",
+                "at most 32 properties and 1024 bytes of keys and values",
+            ));
+        }
+        if self.reconnect_min_ms == 0 {
+            return Err(invalid("upstream.reconnect_min_ms", "must be at least 1"));
+        }
+        if self.reconnect_max_ms < self.reconnect_min_ms {
+            return Err(invalid(
+                "upstream.reconnect_max_ms",
+                "must be at least upstream.reconnect_min_ms",
+            ));
+        }
+        if self.settle_ms == 0 || self.settle_ms > 60_000 {
+            return Err(invalid("upstream.settle_ms", "must be between 1 and 60000"));
+        }
+        Ok(())
+    }
+
+    /// Settings for the bridge core.
+    pub fn bridge_settings(&self) -> BridgeSettings {
+        BridgeSettings {
+            login: LoginSettings {
+                properties: self.login.clone(),
+                protocol: ProtocolVersion(self.protocol_version),
+            },
+            grace: Duration::from_secs(self.grace_secs),
+            settle: Duration::from_millis(self.settle_ms),
+        }
+    }
+
+    pub fn reconnect_min(&self) -> Duration {
+        Duration::from_millis(self.reconnect_min_ms)
+    }
+
+    pub fn reconnect_max(&self) -> Duration {
+        Duration::from_millis(self.reconnect_max_ms)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::config::NodeConfig;
+
+    #[test]
+    fn section_parses_with_login_table() {
+        let text = "[upstream]\nurl = \"ws://127.0.0.1:2345\"\n\
+                    [upstream.login]\nusername = \"gw\"\npassword = \"pw\"\n";
+        let config = NodeConfig::parse(Path::new("n.toml"), text).unwrap();
+        let upstream = config.upstream.unwrap();
+        assert_eq!(upstream.protocol_version, 3);
+        assert_eq!(
+            upstream.login.get("password").map(String::as_str),
+            Some("pw")
+        );
+        let settings = upstream.bridge_settings();
+        assert_eq!(settings.login.protocol.0, 3);
+        assert!(NodeConfig::default().upstream.is_none());
+    }
+
+    #[test]
+    fn bad_values_name_their_key() {
+        for (text, key) in [
+            ("url = \"http://x\"\n", "upstream.url"),
+            (
+                "url = \"ws://x:1\"\nprotocol_version = 4\n",
+                "upstream.protocol_version",
+            ),
+            (
+                "url = \"ws://x:1\"\nreconnect_min_ms = 0\n",
+                "upstream.reconnect_min_ms",
+            ),
+            (
+                "url = \"ws://x:1\"\nreconnect_max_ms = 1\n",
+                "upstream.reconnect_max_ms",
+            ),
+            ("url = \"ws://x:1\"\nsettle_ms = 0\n", "upstream.settle_ms"),
+        ] {
+            let error = NodeConfig::parse(Path::new("n.toml"), &format!("[upstream]\n{text}"))
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(key), "{text}: {error}");
+        }
+    }
+}

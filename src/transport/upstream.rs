@@ -1,0 +1,113 @@
+//! The upstream driver: one WebSocket client connection to a Tundra world
+//! server at a time, redialled with backoff (docs/upstream.md section 5).
+//!
+//! It only moves bytes: binary frames in become [`UpstreamEvent::Frame`],
+//! frames the bridge core produced go out through the sender handed over
+//! with [`UpstreamEvent::Connected`]. Text frames are ignored, as Tundra's
+//! server ignores them (reference section 2.1). Login, mapping and
+//! reconciliation are the core's (`crate::upstream`).
+
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::Message as WsMessage;
+use tracing::{debug, info, warn};
+
+use crate::peering::backoff::Backoff;
+use crate::tundra::messages::MAX_PAYLOAD_BYTES;
+
+/// Frames queued toward the node before the reader waits for it.
+const EVENT_QUEUE: usize = 1024;
+
+/// What the driver reports.
+#[derive(Debug)]
+pub enum UpstreamEvent {
+    /// A connection is open; frames for it go into this sender (dropped
+    /// when the connection ends, so nothing reaches a later connection).
+    Connected(mpsc::UnboundedSender<Vec<u8>>),
+    /// One binary message from the world server.
+    Frame(Vec<u8>),
+    /// The connection ended or a dial failed; the driver redials.
+    Disconnected { reason: String },
+}
+
+/// Dialling settings.
+#[derive(Debug, Clone)]
+pub struct UpstreamDial {
+    pub url: String,
+    pub reconnect_min: Duration,
+    pub reconnect_max: Duration,
+    /// Seeds the backoff jitter.
+    pub seed: u64,
+}
+
+/// Starts the driver task; it runs until the receiver is dropped.
+pub fn spawn(dial: UpstreamDial) -> mpsc::Receiver<UpstreamEvent> {
+    let (events, receiver) = mpsc::channel(EVENT_QUEUE);
+    tokio::spawn(run(dial, events));
+    receiver
+}
+
+async fn run(dial: UpstreamDial, events: mpsc::Sender<UpstreamEvent>) {
+    let mut backoff = Backoff::new(dial.reconnect_min, dial.reconnect_max, dial.seed);
+    let mut config = WebSocketConfig::default();
+    // A world server's CreateEntity may be large; kNet's own cap (section 2.2).
+    config.max_message_size = Some(MAX_PAYLOAD_BYTES);
+    config.max_frame_size = Some(MAX_PAYLOAD_BYTES);
+    loop {
+        let reason = match tokio_tungstenite::connect_async_with_config(
+            dial.url.as_str(),
+            Some(config),
+            true,
+        )
+        .await
+        {
+            Ok((socket, _)) => {
+                info!(url = %dial.url, "connected to the world server");
+                backoff.reset();
+                let (mut sink, mut stream) = socket.split();
+                let (out, mut outgoing) = mpsc::unbounded_channel::<Vec<u8>>();
+                if events.send(UpstreamEvent::Connected(out)).await.is_err() {
+                    return;
+                }
+                loop {
+                    tokio::select! {
+                        frame = outgoing.recv() => match frame {
+                            Some(frame) => {
+                                if let Err(error) = sink.send(WsMessage::Binary(frame.into())).await {
+                                    break error.to_string();
+                                }
+                            }
+                            None => break "node released the connection".to_owned(),
+                        },
+                        message = stream.next() => match message {
+                            Some(Ok(WsMessage::Binary(bytes))) => {
+                                if events.send(UpstreamEvent::Frame(bytes.to_vec())).await.is_err() {
+                                    return;
+                                }
+                            }
+                            Some(Ok(WsMessage::Close(_))) | None => break "closed by the world server".to_owned(),
+                            Some(Ok(other)) => debug!(kind = ?other, "non-binary frame from the world server ignored"),
+                            Some(Err(error)) => break error.to_string(),
+                        },
+                    }
+                }
+            }
+            Err(error) => error.to_string(),
+        };
+        if events
+            .send(UpstreamEvent::Disconnected {
+                reason: reason.clone(),
+            })
+            .await
+            .is_err()
+        {
+            return;
+        }
+        let delay = backoff.next_delay();
+        warn!(url = %dial.url, %reason, delay_ms = delay.as_millis() as u64, "world server link down; redialling");
+        tokio::time::sleep(delay).await;
+    }
+}

@@ -1,0 +1,383 @@
+//! The bridge core: one client session to a Tundra world server at a time,
+//! its link state, and the quinn-proto style interface the node and the
+//! driver use (docs/upstream.md).
+//!
+//! Pure: frames, link events and an explicit `now` in; frames for the world
+//! server, timeouts and [`BridgeEvent`]s out. It changes the node's scene
+//! only with [`ChangeSource::Node`], so its own changes are told apart from
+//! the federation's in the journal.
+
+use std::collections::{BTreeSet, HashSet, VecDeque};
+use std::time::Duration;
+
+use tracing::{debug, info, warn};
+
+use super::ids::IdMap;
+use super::login::{LoginSettings, Session};
+use crate::clock::Time;
+use crate::scene::{Change, ChangeSource, Origin, ProxiedEdit, Scene};
+use crate::tundra::messages::{exec_type, EditAttributes, EditAttributesBlock, EntityAction};
+use crate::tundra::{AttributeEdit, AttributeValue, ComponentId, DecodeContext, EntityId, Message};
+use crate::tundra::{ProtocolVersion, UserId};
+
+/// Settings of the bridge core.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BridgeSettings {
+    pub login: LoginSettings,
+    /// How long the world's entities stay in the node's scene while the
+    /// world server is unreachable.
+    pub grace: Duration,
+    /// After login, the initial scene is complete once no CreateEntity has
+    /// arrived for this long; reconciliation runs then.
+    pub settle: Duration,
+}
+
+/// What the bridge asks of the node.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BridgeEvent {
+    /// An action from the world server's side: for this node's clients.
+    DeliverAction(EntityAction),
+    /// The same action, for the clients of every other node.
+    FloodAction(EntityAction),
+    /// An action from the world server's side for a federation entity: to
+    /// that entity's authority.
+    ActionToAuthority(EntityAction),
+    /// The world server's copy of a federation entity was edited there: the
+    /// edit goes to the entity's authority.
+    EditToAuthority {
+        entity: EntityId,
+        component: ComponentId,
+        index: u8,
+        value: AttributeValue,
+    },
+    /// The world server registered a custom component type.
+    TypeRegistered(u32),
+}
+
+/// Where the session to the world server is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkState {
+    /// No connection; `since` is when it was lost (None: never connected or
+    /// the grace period is over).
+    Down { since: Option<Time> },
+    /// Login sent, waiting for LoginReply.
+    LoggingIn,
+    /// Logged in, receiving the initial scene until `until`.
+    Syncing { session: Session, until: Time },
+    /// Reconciled; changes flow both ways.
+    Ready { session: Session },
+}
+
+/// Counters for logs and status.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BridgeStats {
+    pub frames_in: u64,
+    pub frames_out: u64,
+    pub undecodable_frames: u64,
+    pub sessions: u64,
+    pub edits_sent: u64,
+    pub actions_sent: u64,
+}
+
+/// The bridge core.
+#[derive(Debug)]
+pub struct Bridge {
+    pub(super) settings: BridgeSettings,
+    pub(super) state: LinkState,
+    pub(super) ids: IdMap,
+    /// Node entities whose world-server copy may be out of date.
+    pub(super) dirty: BTreeSet<EntityId>,
+    /// Federation entities the world server removed: not created again this
+    /// session (its clients asked for them to go).
+    pub(super) declined: HashSet<EntityId>,
+    /// Unacked ids of exported entities removed before their reply.
+    pub(super) orphans: HashSet<EntityId>,
+    pub(super) transmits: VecDeque<Vec<u8>>,
+    pub(super) events: VecDeque<BridgeEvent>,
+    pub(super) stats: BridgeStats,
+}
+
+impl Bridge {
+    pub fn new(settings: BridgeSettings) -> Bridge {
+        Bridge {
+            settings,
+            state: LinkState::Down { since: None },
+            ids: IdMap::default(),
+            dirty: BTreeSet::new(),
+            declined: HashSet::new(),
+            orphans: HashSet::new(),
+            transmits: VecDeque::new(),
+            events: VecDeque::new(),
+            stats: BridgeStats::default(),
+        }
+    }
+
+    pub fn state(&self) -> LinkState {
+        self.state
+    }
+
+    pub fn stats(&self) -> &BridgeStats {
+        &self.stats
+    }
+
+    /// The id map (read-only), for status and tests.
+    pub fn ids(&self) -> &IdMap {
+        &self.ids
+    }
+
+    /// The negotiated session, once logged in.
+    pub fn session(&self) -> Option<Session> {
+        match self.state {
+            LinkState::Syncing { session, .. } | LinkState::Ready { session } => Some(session),
+            _ => None,
+        }
+    }
+
+    /// The connection id the world server gave this node.
+    pub fn user(&self) -> Option<UserId> {
+        self.session().map(|s| s.user)
+    }
+
+    pub(super) fn protocol(&self) -> ProtocolVersion {
+        self.session()
+            .map_or(ProtocolVersion::ORIGINAL, |s| s.protocol)
+    }
+
+    fn ready(&self) -> bool {
+        matches!(self.state, LinkState::Ready { .. })
+    }
+
+    /// A WebSocket connection to the world server is open: log in.
+    pub fn handle_connected(&mut self, _now: Time) {
+        self.transmits.clear();
+        self.ids.begin_session();
+        self.orphans.clear();
+        self.declined.clear();
+        self.state = LinkState::LoggingIn;
+        self.stats.sessions += 1;
+        self.transmits.push_back(self.settings.login.login_frame());
+    }
+
+    /// The connection ended. The world's entities stay for the grace period.
+    pub fn handle_disconnected(&mut self, now: Time) {
+        let since = match self.state {
+            LinkState::Down { since } => since,
+            _ => Some(now),
+        };
+        info!(
+            grace_secs = self.settings.grace.as_secs(),
+            "world server connection lost"
+        );
+        self.state = LinkState::Down { since };
+        self.transmits.clear();
+    }
+
+    /// When [`Bridge::handle_timeout`] wants to run next.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        match self.state {
+            LinkState::Syncing { until, .. } => Some(until),
+            LinkState::Down { since: Some(since) } => Some(since + self.settings.grace),
+            _ => None,
+        }
+    }
+
+    /// Timers: the end of the initial scene, the end of the grace period.
+    pub fn handle_timeout(&mut self, now: Time, scene: &mut Scene) {
+        match self.state {
+            LinkState::Syncing { session, until } if now >= until => {
+                self.reconcile(scene);
+                self.state = LinkState::Ready { session };
+                info!(
+                    mirrored = self.ids.mirrored_count(),
+                    exported = self.ids.exported_count(),
+                    "world server scene reconciled"
+                );
+                self.flush(scene);
+            }
+            LinkState::Down { since: Some(since) } if now - since >= self.settings.grace => {
+                info!("world server unreachable past the grace period: its entities leave");
+                self.drop_mirrored(scene);
+                self.state = LinkState::Down { since: None };
+            }
+            _ => {}
+        }
+    }
+
+    /// One binary frame from the world server.
+    pub fn handle_frame(&mut self, now: Time, frame: &[u8], scene: &mut Scene) {
+        self.stats.frames_in += 1;
+        let context = DecodeContext {
+            protocol_version: self.protocol(),
+            registry: scene.registry(),
+        };
+        let message = match Message::decode_frame(frame, &context) {
+            Ok(message) => message,
+            Err(error) => {
+                self.stats.undecodable_frames += 1;
+                warn!(%error, "undecodable frame from the world server skipped");
+                return;
+            }
+        };
+        self.handle_message(now, message, scene);
+        if self.ready() {
+            self.flush(scene);
+        }
+    }
+
+    /// Sees the scene's journal: federation entities that appear, change or
+    /// leave are brought to the world server. The bridge's own changes
+    /// (source Node on mirrored entities) are never sent back.
+    pub fn handle_scene_changes(&mut self, scene: &Scene, changes: &[Change]) {
+        for change in changes {
+            let entity = change.kind.entity();
+            if self.ids.is_mirrored(entity) {
+                continue; // the world server's own: it knows
+            }
+            let remote = scene
+                .entity(entity)
+                .is_some_and(|e| e.origin == Origin::Remote && e.is_replicated());
+            // A removed entity is no longer in the scene: known by its export.
+            if remote || self.ids.exported(entity).is_some() {
+                self.dirty.insert(entity);
+            }
+        }
+        if self.ready() {
+            self.flush(scene);
+        }
+    }
+
+    /// Edits clients and peers asked for on the world server's entities:
+    /// sent upstream, then applied to the node's copy as a Tundra client
+    /// applies its own edits (the server does not echo them, reference
+    /// section 7.5). Until logged in to the world server they are dropped.
+    pub fn handle_proxied_edits(&mut self, scene: &mut Scene, edits: Vec<ProxiedEdit>) {
+        for edit in edits {
+            let Some(upstream) = self.ids.upstream_of(edit.entity) else {
+                continue;
+            };
+            if self.session().is_none() {
+                debug!(entity = %edit.entity, "edit dropped: world server unreachable");
+                continue;
+            }
+            let Some(component) = scene
+                .entity(edit.entity)
+                .and_then(|e| e.components.get(&edit.component))
+            else {
+                continue;
+            };
+            let Some(upstream_component) = self
+                .ids
+                .mirrored(upstream)
+                .and_then(|m| m.components.iter().find(|(_, l)| **l == edit.component))
+                .map(|(u, _)| *u)
+            else {
+                continue;
+            };
+            let slots = component.slot_types();
+            let block = EditAttributesBlock::encode(
+                upstream_component,
+                &[AttributeEdit {
+                    index: edit.index,
+                    value: edit.value.clone(),
+                }],
+                &slots,
+            );
+            match block {
+                Ok(block) => {
+                    self.send(&Message::EditAttributes(EditAttributes {
+                        scene_id: 0,
+                        entity_id: upstream,
+                        blocks: vec![block],
+                    }));
+                    self.stats.edits_sent += 1;
+                    let _ = scene.edit_attribute(
+                        ChangeSource::Node,
+                        edit.entity,
+                        edit.component,
+                        edit.index,
+                        edit.value,
+                    );
+                }
+                Err(error) => {
+                    warn!(entity = %edit.entity, %error, "edit does not fit its attribute")
+                }
+            }
+        }
+    }
+
+    /// An action the node executes as authority of one of its entities, or
+    /// that a local client sent for the server: the world server's entities
+    /// run it there. Returns false for entities that are not the world's.
+    pub fn handle_action_for_world(&mut self, action: &EntityAction) -> bool {
+        if !self.ids.is_mirrored(action.entity_id) {
+            return false;
+        }
+        // A client strips Local from what it sends (reference section 4.15).
+        let kind = action.execution_type & !exec_type::LOCAL;
+        self.send_action(action, kind | exec_type::SERVER);
+        true
+    }
+
+    /// An action with the Peers bit from this node's clients or another
+    /// node's: the world server's clients get it too.
+    pub fn handle_peers_action(&mut self, action: &EntityAction) {
+        self.send_action(action, exec_type::PEERS);
+    }
+
+    fn send_action(&mut self, action: &EntityAction, execution_type: u8) {
+        if self.session().is_none() {
+            return;
+        }
+        let Some(upstream) = self.ids.upstream_of(action.entity_id) else {
+            return;
+        };
+        let mut out = action.clone();
+        out.entity_id = upstream;
+        out.execution_type = execution_type;
+        self.send(&Message::EntityAction(out));
+        self.stats.actions_sent += 1;
+    }
+
+    /// Whether a node entity is a copy of a world-server entity.
+    pub fn is_world_entity(&self, entity: EntityId) -> bool {
+        self.ids.is_mirrored(entity)
+    }
+
+    /// Next frame for the world server.
+    pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
+        self.transmits.pop_front()
+    }
+
+    pub fn poll_event(&mut self) -> Option<BridgeEvent> {
+        self.events.pop_front()
+    }
+
+    pub(super) fn send(&mut self, message: &Message) {
+        match message.encode_frame(self.protocol()) {
+            Ok(frame) => {
+                self.stats.frames_out += 1;
+                self.transmits.push_back(frame);
+            }
+            Err(error) => {
+                warn!(message = message.name(), %error, "cannot encode for the world server")
+            }
+        }
+    }
+
+    /// Starts (or restarts) the window in which the initial scene arrives.
+    pub(super) fn extend_sync(&mut self, now: Time) {
+        if let LinkState::Syncing { session, .. } = self.state {
+            self.state = LinkState::Syncing {
+                session,
+                until: now + self.settings.settle,
+            };
+        }
+    }
+
+    pub(super) fn begin_sync(&mut self, now: Time, session: Session) {
+        self.state = LinkState::Syncing {
+            session,
+            until: now + self.settings.settle,
+        };
+    }
+}

@@ -1,0 +1,296 @@
+//! Id mapping between the world server's scene and the node's scene, both
+//! directions, for the two kinds of entity the bridge handles:
+//!
+//! - *mirrored*: the world server's own entities, copied into the node's
+//!   scene under node-allocated ids (their component ids are renumbered too);
+//! - *exported*: entities of the federation that the bridge created in the
+//!   world server through the client path (reference section 7.4): first under
+//!   an unacked id `0x4000_0000 | n`, then under the id CreateEntityReply (117)
+//!   gave.
+//!
+//! Pure bookkeeping: no scene access, no messages.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::tundra::ids::FIRST_UNACKED_ID;
+use crate::tundra::{AttributeValue, ComponentId, EntityId};
+
+/// Highest unacked sequence number: unacked ids must stay below the local
+/// range (reference section 7.3: `0x40000000 <= unacked < 0x80000000`).
+const LAST_UNACKED_SERIAL: u32 = 0x3FFF_FFFF;
+
+/// A world-server entity copied into the node's scene.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mirrored {
+    pub local: EntityId,
+    /// World-server component id -> node component id.
+    pub components: BTreeMap<ComponentId, ComponentId>,
+    /// Seen in the current session (reconnect reconciliation).
+    pub seen: bool,
+}
+
+impl Mirrored {
+    /// A mirrored entity at node id `local`, with no components mapped yet.
+    pub fn new(local: EntityId) -> Mirrored {
+        Mirrored {
+            local,
+            components: BTreeMap::new(),
+            seen: true,
+        }
+    }
+}
+
+/// What the world server holds of one component of an exported entity.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShadowComponent {
+    /// The component's id in the world server (unacked until 117/118).
+    pub upstream: ComponentId,
+    /// Slot values as last sent to (or received from) the world server.
+    pub values: Vec<Option<AttributeValue>>,
+}
+
+/// A federation entity created in the world server by the bridge.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exported {
+    /// The unacked id the CreateEntity carried, kept until the reply.
+    pub unacked: EntityId,
+    /// The world server's id, once acked.
+    pub upstream: Option<EntityId>,
+    /// Node component id -> what the world server has of it.
+    pub components: BTreeMap<ComponentId, ShadowComponent>,
+    /// Seen in the current session (reconnect reconciliation).
+    pub seen: bool,
+}
+
+/// Both directions of every mapping.
+#[derive(Debug, Default)]
+pub struct IdMap {
+    mirrored: BTreeMap<EntityId, Mirrored>,
+    local_to_upstream: HashMap<EntityId, EntityId>,
+    exported: BTreeMap<EntityId, Exported>,
+    upstream_to_exported: HashMap<EntityId, EntityId>,
+    unacked_to_exported: HashMap<EntityId, EntityId>,
+    next_unacked: u32,
+}
+
+/// What a world-server entity id means here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpstreamEntity {
+    /// One of the world server's own entities, at this node id.
+    Mirrored(EntityId),
+    /// One the bridge created; this is the federation entity's node id.
+    Exported(EntityId),
+    Unknown,
+}
+
+impl IdMap {
+    /// What the world server's `upstream` id names.
+    pub fn resolve(&self, upstream: EntityId) -> UpstreamEntity {
+        if let Some(m) = self.mirrored.get(&upstream) {
+            return UpstreamEntity::Mirrored(m.local);
+        }
+        match self.upstream_to_exported.get(&upstream) {
+            Some(local) => UpstreamEntity::Exported(*local),
+            None => UpstreamEntity::Unknown,
+        }
+    }
+
+    /// The world-server id of a node entity (mirrored or acked exported).
+    pub fn upstream_of(&self, local: EntityId) -> Option<EntityId> {
+        self.local_to_upstream
+            .get(&local)
+            .copied()
+            .or_else(|| self.exported.get(&local).and_then(|e| e.upstream))
+    }
+
+    /// Whether a node entity is a copy of a world-server entity.
+    pub fn is_mirrored(&self, local: EntityId) -> bool {
+        self.local_to_upstream.contains_key(&local)
+    }
+
+    pub fn mirrored(&self, upstream: EntityId) -> Option<&Mirrored> {
+        self.mirrored.get(&upstream)
+    }
+
+    pub fn mirrored_mut(&mut self, upstream: EntityId) -> Option<&mut Mirrored> {
+        self.mirrored.get_mut(&upstream)
+    }
+
+    /// All mirrored entities by world-server id.
+    pub fn mirrored_entries(&self) -> impl Iterator<Item = (&EntityId, &Mirrored)> {
+        self.mirrored.iter()
+    }
+
+    pub fn mirrored_entries_mut(&mut self) -> impl Iterator<Item = (&EntityId, &mut Mirrored)> {
+        self.mirrored.iter_mut()
+    }
+
+    /// Records a mirrored entity.
+    pub fn insert_mirrored(&mut self, upstream: EntityId, entry: Mirrored) {
+        let local = entry.local;
+        if let Some(old) = self.mirrored.insert(upstream, entry) {
+            self.local_to_upstream.remove(&old.local);
+        }
+        self.local_to_upstream.insert(local, upstream);
+    }
+
+    /// Forgets a mirrored entity; returns its entry.
+    pub fn remove_mirrored(&mut self, upstream: EntityId) -> Option<Mirrored> {
+        let entry = self.mirrored.remove(&upstream)?;
+        self.local_to_upstream.remove(&entry.local);
+        Some(entry)
+    }
+
+    pub fn exported(&self, local: EntityId) -> Option<&Exported> {
+        self.exported.get(&local)
+    }
+
+    pub fn exported_mut(&mut self, local: EntityId) -> Option<&mut Exported> {
+        self.exported.get_mut(&local)
+    }
+
+    /// Node ids of every exported entity.
+    pub fn exported_ids(&self) -> Vec<EntityId> {
+        self.exported.keys().copied().collect()
+    }
+
+    /// Starts exporting `local`: returns the unacked id to create it under.
+    pub fn begin_export(&mut self, local: EntityId) -> EntityId {
+        let unacked = self.next_unacked_id();
+        if let Some(old) = self.exported.insert(
+            local,
+            Exported {
+                unacked,
+                upstream: None,
+                components: BTreeMap::new(),
+                seen: true,
+            },
+        ) {
+            self.forget_exported_ids(&old);
+        }
+        self.unacked_to_exported.insert(unacked, local);
+        unacked
+    }
+
+    /// An unacked id for a component (or entity): `0x4000_0000 | n`.
+    pub fn next_unacked_id(&mut self) -> EntityId {
+        self.next_unacked = if self.next_unacked >= LAST_UNACKED_SERIAL {
+            1
+        } else {
+            self.next_unacked + 1
+        };
+        EntityId(FIRST_UNACKED_ID | self.next_unacked)
+    }
+
+    /// CreateEntityReply: the exported entity created as `unacked` is `id`.
+    pub fn ack_export(&mut self, unacked: EntityId, id: EntityId) -> Option<EntityId> {
+        let local = self.unacked_to_exported.remove(&unacked)?;
+        let entry = self.exported.get_mut(&local)?;
+        entry.upstream = Some(id);
+        self.upstream_to_exported.insert(id, local);
+        Some(local)
+    }
+
+    /// Re-associates an exported entity with an id the world server reports
+    /// after a reconnect (the entity survived there).
+    pub fn rebind_export(&mut self, local: EntityId, id: EntityId) {
+        if let Some(entry) = self.exported.get_mut(&local) {
+            entry.upstream = Some(id);
+            entry.seen = true;
+            self.upstream_to_exported.insert(id, local);
+        }
+    }
+
+    /// Stops exporting `local`; returns its entry.
+    pub fn end_export(&mut self, local: EntityId) -> Option<Exported> {
+        let entry = self.exported.remove(&local)?;
+        self.forget_exported_ids(&entry);
+        Some(entry)
+    }
+
+    fn forget_exported_ids(&mut self, entry: &Exported) {
+        self.unacked_to_exported.remove(&entry.unacked);
+        if let Some(upstream) = entry.upstream {
+            self.upstream_to_exported.remove(&upstream);
+        }
+    }
+
+    /// A new session begins: nothing is seen yet, no unacked id is pending.
+    pub fn begin_session(&mut self) {
+        for entry in self.mirrored.values_mut() {
+            entry.seen = false;
+        }
+        for entry in self.exported.values_mut() {
+            entry.seen = false;
+        }
+        self.unacked_to_exported.clear();
+    }
+
+    pub fn mirrored_count(&self) -> usize {
+        self.mirrored.len()
+    }
+
+    pub fn exported_count(&self) -> usize {
+        self.exported.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mirrored_ids_map_both_ways() {
+        let mut map = IdMap::default();
+        map.insert_mirrored(EntityId(7), Mirrored::new(EntityId(3)));
+        assert_eq!(
+            map.resolve(EntityId(7)),
+            UpstreamEntity::Mirrored(EntityId(3))
+        );
+        assert_eq!(map.upstream_of(EntityId(3)), Some(EntityId(7)));
+        assert!(map.is_mirrored(EntityId(3)));
+        map.remove_mirrored(EntityId(7));
+        assert_eq!(map.resolve(EntityId(7)), UpstreamEntity::Unknown);
+        assert_eq!(map.upstream_of(EntityId(3)), None);
+    }
+
+    #[test]
+    fn exported_entity_is_unacked_until_the_reply() {
+        let mut map = IdMap::default();
+        let unacked = map.begin_export(EntityId(12));
+        assert_eq!(unacked, EntityId(0x4000_0001));
+        assert_eq!(map.upstream_of(EntityId(12)), None);
+        assert_eq!(map.ack_export(unacked, EntityId(40)), Some(EntityId(12)));
+        assert_eq!(
+            map.resolve(EntityId(40)),
+            UpstreamEntity::Exported(EntityId(12))
+        );
+        assert_eq!(map.upstream_of(EntityId(12)), Some(EntityId(40)));
+        // A second reply for the same unacked id maps nothing.
+        assert_eq!(map.ack_export(unacked, EntityId(41)), None);
+        map.end_export(EntityId(12));
+        assert_eq!(map.resolve(EntityId(40)), UpstreamEntity::Unknown);
+    }
+
+    #[test]
+    fn unacked_ids_stay_in_their_range() {
+        let mut map = IdMap {
+            next_unacked: LAST_UNACKED_SERIAL - 1,
+            ..IdMap::default()
+        };
+        assert_eq!(map.next_unacked_id(), EntityId(0x7FFF_FFFF));
+        assert_eq!(map.next_unacked_id(), EntityId(0x4000_0001));
+        assert!(map.next_unacked_id().is_unacked());
+    }
+
+    #[test]
+    fn a_new_session_clears_seen_marks_and_pending_acks() {
+        let mut map = IdMap::default();
+        let unacked = map.begin_export(EntityId(5));
+        map.insert_mirrored(EntityId(1), Mirrored::new(EntityId(2)));
+        map.begin_session();
+        assert!(!map.mirrored(EntityId(1)).unwrap().seen);
+        assert!(!map.exported(EntityId(5)).unwrap().seen);
+        assert_eq!(map.ack_export(unacked, EntityId(9)), None);
+    }
+}

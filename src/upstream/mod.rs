@@ -1,0 +1,29 @@
+//! Upstream mode: the node logs in to an existing Tundra world server as a
+//! client and bridges its scene into the federation (docs/upstream.md).
+//!
+//! The world server stays the authority of its entities: the node copies
+//! them into its scene (exported to peers as this node's own), and edits
+//! that clients or peers ask for are sent to the world server instead of
+//! being applied. Entities of other nodes are created in the world server
+//! through the client path and kept current. The core is pure: frames,
+//! connection events and an explicit `now` in; frames, timeouts and
+//! [`BridgeEvent`]s out. `crate::transport::upstream` drives it.
+//!
+//! One concept per file: [`login`] (the client login), [`ids`] (id mapping
+//! both directions), [`mirror`] (the world's entities into the scene),
+//! [`export`] (the federation's entities into the world), [`echo`] (what is
+//! never sent back), [`reconcile`] (reconnects), [`bridge`] (state and
+//! interface).
+
+mod bridge;
+pub mod echo;
+mod export;
+pub mod ids;
+pub mod login;
+mod mirror;
+mod reconcile;
+#[cfg(test)]
+mod tests;
+
+pub use bridge::{Bridge, BridgeEvent, BridgeSettings, BridgeStats, LinkState};
+pub use login::{LoginError, LoginSettings, Session};

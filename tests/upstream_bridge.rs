@@ -1,0 +1,417 @@
+//! Upstream mode with real sockets on 127.0.0.1: node W is a plain lessgate
+//! node with a TXML scene acting as the Tundra world server (no peering);
+//! node U logs in to W as a client and is peered with node F. A Tundra client
+//! on F sees W's world once, edits it (the edit reaches W and comes back),
+//! creates and removes an entity there, sends an action W's clients get; W
+//! restarts and U reconciles without duplicates on either side.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use common::TundraClient;
+use lessgate::config::NodeConfig;
+use lessgate::tundra::messages::{EditAttributes, EditAttributesBlock, EntityAction, RemoveEntity};
+use lessgate::tundra::values::{Float3, Transform};
+use lessgate::tundra::{
+    AttributeEdit, AttributeValue, ComponentBody, ComponentData, ComponentId, EntityId, Message,
+    Registry,
+};
+use tokio::sync::oneshot;
+
+/// Ports no other test file uses: W's Tundra port (fixed so it can restart
+/// on the same address) and the peer-link ports of U and F.
+const W_TUNDRA: &str = "127.0.0.1:2391";
+const U_CONTROL: &str = "127.0.0.1:7611";
+const U_DATA: &str = "127.0.0.1:7612";
+const F_CONTROL: &str = "127.0.0.1:7621";
+const F_DATA: &str = "127.0.0.1:7622";
+
+struct Running {
+    url: String,
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    async fn start(config: NodeConfig) -> Running {
+        let running = lessgate::node::runtime::start(config)
+            .await
+            .expect("node starts");
+        let url = running.tundra_url();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(running.run(async {
+            let _ = stopped.await;
+        }));
+        Running {
+            url,
+            stop: Some(stop),
+            task,
+        }
+    }
+
+    async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = self.task.await;
+    }
+}
+
+fn example(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("peers/example")
+        .join(path)
+}
+
+fn world_config() -> NodeConfig {
+    let scene = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/scenes/nested.txml");
+    let text = format!(
+        "[node]\nname = \"world\"\n[tundra]\nlisten = \"{W_TUNDRA}\"\nscene = \"{}\"\n",
+        scene.display()
+    );
+    NodeConfig::parse(Path::new("world.toml"), &text).expect("world config")
+}
+
+/// A peered node using an example identity, with one peer file.
+fn peered_config(
+    dir: &Path,
+    name: &str,
+    identity: &str,
+    uuid: &str,
+    (control, data): (&str, &str),
+    peer: (&str, &str, &str),
+    extra: &str,
+) -> NodeConfig {
+    let peers = dir.join(format!("{name}-peers"));
+    std::fs::create_dir_all(&peers).unwrap();
+    let (peer_name, peer_control, peer_identity) = peer;
+    // Only one side dials (a peer file without `control` is never dialled):
+    // two crossing dials are settled by replacing one link, which withdraws
+    // and re-presents every entity, and this test counts creations.
+    let control_line = if peer_control.is_empty() {
+        String::new()
+    } else {
+        format!("control = \"{peer_control}\"\n")
+    };
+    let fingerprint =
+        std::fs::read_to_string(example(&format!("{identity}/peers/{peer_identity}.toml")))
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("fingerprint = ").map(str::to_owned))
+            .unwrap();
+    std::fs::write(
+        peers.join(format!("{peer_name}.toml")),
+        format!(
+            "name = \"{peer_name}\"\n{control_line}fingerprint = {fingerprint}\nexport = \"all\"\naccept = \"all\"\n"
+        ),
+    )
+    .unwrap();
+    let text = format!(
+        "[node]\nname = \"{name}\"\nuuid = \"{uuid}\"\n[tundra]\nlisten = \"127.0.0.1:0\"\n\
+         [peering]\ncontrol_listen = \"{control}\"\ndata_listen = \"{data}\"\n\
+         certificate = \"{}\"\nprivate_key = \"{}\"\npeers_dir = \"{}\"\n\
+         reconnect_min_ms = 100\nreconnect_max_ms = 1000\n{extra}",
+        example(&format!("{identity}/identity/node.cert.pem")).display(),
+        example(&format!("{identity}/identity/node.key.pem")).display(),
+        peers.display(),
+    );
+    NodeConfig::parse(&dir.join(format!("{name}.toml")), &text).expect("peered config")
+}
+
+fn name_of(data: &[ComponentData]) -> Option<String> {
+    data.iter()
+        .find(|c| c.type_id == 26)
+        .and_then(|c| match &c.body {
+            ComponentBody::Attributes(b) => match b.values.first() {
+                Some(AttributeValue::String(s)) => Some(s.clone()),
+                _ => None,
+            },
+            ComponentBody::Opaque(_) => None,
+        })
+}
+
+/// What a client has seen: entity ids by name, and how often each name was
+/// created (a second creation is a duplicate).
+#[derive(Default)]
+struct View {
+    ids: BTreeMap<String, EntityId>,
+    created: BTreeMap<String, usize>,
+    placeable: BTreeMap<EntityId, ComponentId>,
+    removed: Vec<EntityId>,
+}
+
+impl View {
+    fn see(&mut self, message: &Message) {
+        match message {
+            Message::CreateEntity(c) => {
+                if let Some(name) = name_of(&c.components) {
+                    *self.created.entry(name.clone()).or_default() += 1;
+                    self.ids.insert(name, c.entity_id);
+                }
+                if let Some(p) = c.components.iter().find(|c| c.type_id == 20) {
+                    self.placeable.insert(c.entity_id, p.id);
+                }
+            }
+            Message::RemoveEntity(r) => self.removed.push(r.entity_id),
+            _ => {}
+        }
+    }
+
+    /// Receives (recording everything) until `want` holds for a message.
+    async fn until(
+        &mut self,
+        client: &mut TundraClient,
+        mut want: impl FnMut(&View, &Message) -> bool,
+    ) -> Message {
+        loop {
+            let message = client
+                .recv_within(std::time::Duration::from_secs(20))
+                .await
+                .expect("the awaited message arrives");
+            self.see(&message);
+            if want(self, &message) {
+                return message;
+            }
+        }
+    }
+}
+
+/// Creates an entity from F's client, recording everything it receives
+/// meanwhile; returns the id F gave it.
+async fn create_at(
+    view: &mut View,
+    client: &mut TundraClient,
+    unacked: u32,
+    components: Vec<ComponentData>,
+) -> EntityId {
+    client.send_create(unacked, components).await;
+    let reply = view
+        .until(client, |_, m| {
+            matches!(m, Message::CreateEntityReply(r) if r.sender_entity_id.wire() == unacked)
+        })
+        .await;
+    match reply {
+        Message::CreateEntityReply(r) => r.entity_id,
+        _ => unreachable!(),
+    }
+}
+
+fn transform(x: f32) -> AttributeValue {
+    AttributeValue::Transform(Transform {
+        pos: Float3::new(x, 0.0, 0.0),
+        rot: Float3::new(0.0, 0.0, 0.0),
+        scale: Float3::new(1.0, 1.0, 1.0),
+    })
+}
+
+fn x_of(message: &Message, entity: EntityId) -> Option<f32> {
+    let Message::EditAttributes(edit) = message else {
+        return None;
+    };
+    if edit.entity_id != entity {
+        return None;
+    }
+    let slots = Registry::builtin().get(20)?.slot_types();
+    let decoded = edit.blocks.first()?.decode(&slots).ok()?;
+    decoded.edits.iter().find_map(|e| match &e.value {
+        AttributeValue::Transform(t) if e.index == 0 => Some(t.pos.x),
+        _ => None,
+    })
+}
+
+fn move_message(entity: EntityId, placeable: ComponentId, x: f32) -> Message {
+    let slots = Registry::builtin().get(20).unwrap().slot_types();
+    let edit = AttributeEdit {
+        index: 0,
+        value: transform(x),
+    };
+    Message::EditAttributes(EditAttributes {
+        scene_id: 0,
+        entity_id: entity,
+        blocks: vec![EditAttributesBlock::encode(placeable, &[edit], &slots).unwrap()],
+    })
+}
+
+fn named_box(name: &str) -> Vec<ComponentData> {
+    let registry = Registry::builtin();
+    let placeable = registry.get(20).unwrap();
+    let mut values = placeable.default_values();
+    values[0] = transform(1.0);
+    vec![
+        ComponentData::with_values(ComponentId(0x4000_0001), placeable, values),
+        common::name_component(0x4000_0002, name),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_world_server_bridged_into_the_federation() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    let dir = std::env::temp_dir().join(format!("lessgate-upstream-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let world = Running::start(world_config()).await;
+    let upstream_section = format!(
+        "[upstream]\nurl = \"{}\"\nreconnect_min_ms = 100\nreconnect_max_ms = 500\n\
+         settle_ms = 300\ngrace_secs = 60\n[upstream.login]\nusername = \"bridge\"\n",
+        world.url
+    );
+    let u = Running::start(peered_config(
+        &dir,
+        "u",
+        "alpha",
+        "6f1c2a8e-0d4b-4f57-9a38-3b1f2d6c7e01",
+        (U_CONTROL, U_DATA),
+        ("f", "", "beta"),
+        &upstream_section,
+    ))
+    .await;
+    let f = Running::start(peered_config(
+        &dir,
+        "f",
+        "beta",
+        "a2d4e6f8-1b3c-4d5e-8f70-9a1b2c3d4e02",
+        (F_CONTROL, F_DATA),
+        ("u", U_CONTROL, "alpha"),
+        "",
+    ))
+    .await;
+
+    // F's client sees W's world.
+    let (mut at_f, _) = TundraClient::login(&f.url, "fay", 3).await;
+    let mut f_view = View::default();
+    f_view
+        .until(&mut at_f, |v, _| {
+            v.ids.contains_key("table") && v.ids.contains_key("lamp")
+        })
+        .await;
+    let table_f = f_view.ids["table"];
+    let placeable_f = f_view.placeable[&table_f];
+
+    let (mut at_w, _) = TundraClient::login(&world.url, "walt", 3).await;
+    let mut w_view = View::default();
+    w_view
+        .until(&mut at_w, |v, _| {
+            v.ids.contains_key("table") && v.ids.contains_key("lamp")
+        })
+        .await;
+    let table_w = w_view.ids["table"];
+    assert_eq!(table_w, EntityId(10), "W keeps its TXML ids");
+
+    // F's client moves the table: W applies it, and it comes back to F.
+    at_f.send(&move_message(table_f, placeable_f, 42.0)).await;
+    let moved = w_view
+        .until(&mut at_w, |_, m| x_of(m, table_w).is_some())
+        .await;
+    assert_eq!(
+        x_of(&moved, table_w),
+        Some(42.0),
+        "W's client sees F's edit"
+    );
+    let back = f_view
+        .until(&mut at_f, |_, m| x_of(m, table_f).is_some())
+        .await;
+    assert_eq!(x_of(&back, table_f), Some(42.0), "the edit comes back to F");
+
+    // An entity F's client creates appears in W once.
+    let visitor_f = create_at(&mut f_view, &mut at_f, 1, named_box("visitor")).await;
+    w_view
+        .until(&mut at_w, |v, _| v.ids.contains_key("visitor"))
+        .await;
+    let visitor_w = w_view.ids["visitor"];
+
+    // An action from F on W's table reaches W's clients under W's id.
+    at_f.send(&Message::EntityAction(EntityAction {
+        entity_id: table_f,
+        name: "ring".into(),
+        execution_type: 4,
+        parameters: vec!["twice".into()],
+    }))
+    .await;
+    let rang = w_view
+        .until(
+            &mut at_w,
+            |_, m| matches!(m, Message::EntityAction(a) if a.name == "ring"),
+        )
+        .await;
+    let Message::EntityAction(rang) = rang else {
+        unreachable!()
+    };
+    assert_eq!(rang.entity_id, table_w);
+    assert_eq!(rang.parameters, vec!["twice".to_owned()]);
+
+    // F's client removes its entity: it leaves W.
+    at_f.send(&Message::RemoveEntity(RemoveEntity {
+        scene_id: 0,
+        entity_id: visitor_f,
+    }))
+    .await;
+    w_view
+        .until(&mut at_w, |v, _| v.removed.contains(&visitor_w))
+        .await;
+
+    // A second one stays through W's restart.
+    create_at(&mut f_view, &mut at_f, 2, named_box("guest")).await;
+    w_view
+        .until(&mut at_w, |v, _| v.ids.contains_key("guest"))
+        .await;
+    assert_eq!(w_view.created.get("visitor"), Some(&1));
+    assert_eq!(w_view.created.get("guest"), Some(&1));
+    drop(at_w);
+
+    // W restarts (same address, scene from its file again).
+    world.stop().await;
+    let world = Running::start(world_config()).await;
+    let (mut again, _) = TundraClient::login(&world.url, "wes", 3).await;
+    let mut again_view = View::default();
+    again_view
+        .until(&mut again, |v, _| {
+            ["table", "lamp", "guest"]
+                .iter()
+                .all(|n| v.ids.contains_key(*n))
+        })
+        .await;
+    // A barrier through the whole path: anything duplicated by the
+    // reconnect would have reached W before this marker does.
+    create_at(&mut f_view, &mut at_f, 3, named_box("marker")).await;
+    again_view
+        .until(&mut again, |v, _| v.ids.contains_key("marker"))
+        .await;
+    for name in ["table", "lamp", "guest", "marker"] {
+        assert_eq!(again_view.created.get(name), Some(&1), "{name} once in W");
+    }
+    assert_eq!(
+        again_view.created.get("visitor"),
+        None,
+        "removed stays removed"
+    );
+
+    // And F kept its view: the table was updated in place, not recreated.
+    let table_w = again_view.ids["table"];
+    let placeable_w = again_view.placeable[&table_w];
+    again.send(&move_message(table_w, placeable_w, 7.0)).await;
+    f_view
+        .until(&mut at_f, |_, m| x_of(m, table_f) == Some(7.0))
+        .await;
+    assert!(
+        !f_view.removed.contains(&table_f),
+        "no remove-and-recreate of W's entities at F"
+    );
+    for name in ["table", "lamp"] {
+        assert_eq!(
+            f_view.created.get(name),
+            Some(&1),
+            "{name} exactly once at F"
+        );
+    }
+
+    drop(at_f);
+    drop(again);
+    f.stop().await;
+    u.stop().await;
+    world.stop().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
