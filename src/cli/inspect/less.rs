@@ -185,10 +185,7 @@ impl Decoder<'_> {
             .get(&(flow.1.clone(), flow.0.clone()))
             .unwrap_or(self.known)
             .clone();
-        let sender = self
-            .flows
-            .entry(flow)
-            .or_insert_with(|| self.known.clone());
+        let sender = self.flows.entry(flow).or_insert_with(|| self.known.clone());
         let result = decode_frame(
             &datagram.bytes,
             framing,
@@ -226,9 +223,11 @@ fn single_frame(args: &LessArgs) -> Result<Vec<u8>, Error> {
         (None, None, Some(path)) => parse_hex(&std::fs::read_to_string(path)?)
             .map_err(|e| format!("{}: {e}", path.display()))?,
         _ => {
-            return Err("give exactly one of HEX, --file, --hex-file, --hex-lines, --pcap \
+            return Err(
+                "give exactly one of HEX, --file, --hex-file, --hex-lines, --pcap \
                         or --encode"
-                .into())
+                    .into(),
+            )
         }
     })
 }
@@ -255,7 +254,10 @@ fn knowledge(args: &LessArgs) -> Result<SpaceKnowledge, Error> {
         let (id, uri) = item
             .split_once('=')
             .ok_or_else(|| format!("--type {item:?}: expected ID=URI"))?;
-        let id = id.trim().parse().map_err(|_| format!("--type {item:?}: bad id"))?;
+        let id = id
+            .trim()
+            .parse()
+            .map_err(|_| format!("--type {item:?}: bad id"))?;
         known.types.insert(id, uri.trim().to_owned());
     }
     for item in &args.entities {
@@ -322,7 +324,11 @@ mod tests {
         };
         let output = run_less(&args).unwrap();
         assert!(!output.malformed);
-        assert!(output.text.contains(r#""signature": "valid""#), "{}", output.text);
+        assert!(
+            output.text.contains(r#""signature": "valid""#),
+            "{}",
+            output.text
+        );
         let encoded = run_less(&LessArgs {
             encode: Some(output.text),
             keys: vec!["42".repeat(32)],

@@ -241,7 +241,8 @@ pub fn decode_message(
             let entity = reader.read_u64()?;
             let path = path_ids(&decode_path(reader)?);
             let method = reader.read_u64()?;
-            let count = reader.read_count("argument count", MAX_ARGUMENTS.min(reader.remaining()))?;
+            let count =
+                reader.read_count("argument count", MAX_ARGUMENTS.min(reader.remaining()))?;
             let mut arguments = Vec::with_capacity(count);
             for _ in 0..count {
                 arguments.push(TypedValue::of(&Value::decode_standalone(reader)?));

@@ -33,8 +33,15 @@ impl Fixture {
     /// as crates (the context of `less::message_tests`).
     fn decode(&self, frame: &[u8], framing: Framing, keys: &[MacKey]) -> PacketJson {
         let mut sender = crate_knowledge(300);
-        decode_frame(frame, framing, keys, self.schemas(), &mut sender, &crate_knowledge(9))
-            .unwrap()
+        decode_frame(
+            frame,
+            framing,
+            keys,
+            self.schemas(),
+            &mut sender,
+            &crate_knowledge(9),
+        )
+        .unwrap()
     }
 }
 
@@ -94,7 +101,10 @@ fn section_15_datagram_decodes_and_round_trips() {
     assert_eq!(json.ack_last, Some(0xff));
     assert_eq!(json.ack_bitmask.as_deref(), Some("0xffffffffffffffff"));
     let acked = json.acked.clone().unwrap();
-    assert_eq!((acked.len(), acked[0], acked[1], acked[64]), (65, 0xff, 0xfe, 0xbf));
+    assert_eq!(
+        (acked.len(), acked[0], acked[1], acked[64]),
+        (65, 0xff, 0xfe, 0xbf)
+    );
     assert_eq!((json.timestamp, json.message_count), (1000, 1));
     let text = serde_json::to_string(&json.messages).unwrap();
     assert_eq!(text, r#"[{"offset":15,"kind":"remove-entity","entity":5}]"#);
@@ -102,7 +112,11 @@ fn section_15_datagram_decodes_and_round_trips() {
     assert_eq!(unchecked.signature, SignatureCheck::Unchecked);
     let wrong = fixture.decode(&frame, Framing::Datagram, &[MacKey::new([1; KEY_LEN])]);
     assert_eq!(wrong.signature, SignatureCheck::Invalid);
-    let either = fixture.decode(&frame, Framing::Datagram, &[MacKey::new([1; KEY_LEN]), key()]);
+    let either = fixture.decode(
+        &frame,
+        Framing::Datagram,
+        &[MacKey::new([1; KEY_LEN]), key()],
+    );
     assert_eq!(either.signature, SignatureCheck::Valid);
 }
 
@@ -194,8 +208,15 @@ fn introductions_in_the_packet_type_later_messages() {
     let mut sender = SpaceKnowledge::default();
     let schemas = fixture.schemas();
     let empty = SpaceKnowledge::default();
-    let json =
-        decode_frame(&frame, Framing::StreamPacket, &[], schemas, &mut sender, &empty).unwrap();
+    let json = decode_frame(
+        &frame,
+        Framing::StreamPacket,
+        &[],
+        schemas,
+        &mut sender,
+        &empty,
+    )
+    .unwrap();
     assert_eq!(json.undecoded, None, "{json:?}");
     assert_eq!(json.messages.len(), 3);
     assert_eq!(sender.types.get(&6).map(String::as_str), Some(CRATE));
@@ -223,9 +244,16 @@ fn unknown_types_leave_raw_bytes_with_the_property_id() {
     assert!(undecoded.needs_context);
     assert_eq!(undecoded.kind.as_deref(), Some("update-entity"));
     assert_eq!(undecoded.property.as_deref(), Some("2.2"));
-    assert_eq!((undecoded.offset, undecoded.bytes.as_str()), (13, "064d0102010205"));
+    assert_eq!(
+        (undecoded.offset, undecoded.bytes.as_str()),
+        (13, "064d0102010205")
+    );
     assert_eq!(undecoded.error_offset, 19);
-    assert!(undecoded.error.contains("--entity 77=TYPE"), "{}", undecoded.error);
+    assert!(
+        undecoded.error.contains("--entity 77=TYPE"),
+        "{}",
+        undecoded.error
+    );
     // The raw bytes are written back unchanged.
     assert_eq!(encode_frame(&json, None).unwrap(), frame);
 }
@@ -260,13 +288,20 @@ fn malformed_packets_report_offsets() {
     .unwrap_err();
     assert_eq!(error.offset, 1);
     // Unknown message code 13 after a good message; then trailing bytes.
-    let json = fixture.decode(&stream_frame(2, "0505 0d".replace(' ', "").as_str()), Framing::StreamPacket, &[]);
+    let json = fixture.decode(
+        &stream_frame(2, "0505 0d".replace(' ', "").as_str()),
+        Framing::StreamPacket,
+        &[],
+    );
     let undecoded = json.undecoded.unwrap();
     assert_eq!((undecoded.offset, undecoded.error_offset), (13, 14));
     assert_eq!(undecoded.error, "unknown message code 13");
     assert!(!undecoded.needs_context);
     let json = fixture.decode(&stream_frame(1, "0505ff"), Framing::StreamPacket, &[]);
-    assert_eq!(json.undecoded.unwrap().error, "1 bytes left after the last field");
+    assert_eq!(
+        json.undecoded.unwrap().error,
+        "1 bytes left after the last field"
+    );
 }
 
 #[test]
@@ -278,7 +313,11 @@ fn hostile_bytes_never_panic() {
         stream_frame(MESSAGES.len() as u8, &all),
     ];
     for frame in frames {
-        for framing in [Framing::Datagram, Framing::StreamPacket, Framing::StreamDatagram] {
+        for framing in [
+            Framing::Datagram,
+            Framing::StreamPacket,
+            Framing::StreamDatagram,
+        ] {
             for len in 0..=frame.len() {
                 let _ = fixture_decode(&fixture, &frame[..len], framing);
             }
@@ -293,7 +332,10 @@ fn hostile_bytes_never_panic() {
                     let again = fixture_decode(&fixture, &encoded, framing).unwrap();
                     let reencoded = encode_frame(&again, None).unwrap();
                     assert_eq!(reencoded, encoded);
-                    assert_eq!(fixture_decode(&fixture, &reencoded, framing).unwrap(), again);
+                    assert_eq!(
+                        fixture_decode(&fixture, &reencoded, framing).unwrap(),
+                        again
+                    );
                 }
             }
         }
@@ -306,7 +348,14 @@ fn fixture_decode(
     framing: Framing,
 ) -> Result<PacketJson, FrameError> {
     let mut sender = crate_knowledge(300);
-    decode_frame(frame, framing, &[], fixture.schemas(), &mut sender, &crate_knowledge(9))
+    decode_frame(
+        frame,
+        framing,
+        &[],
+        fixture.schemas(),
+        &mut sender,
+        &crate_knowledge(9),
+    )
 }
 
 #[test]

@@ -212,10 +212,7 @@ mod tests {
         round_trip(Value::Float64(-0.0));
         round_trip(Value::Float64(f64::NEG_INFINITY));
         let vector = Value::Vector(ValueType::Float32, floats(&[1.0, 1.0e-45, -3.4028235e38]));
-        assert_eq!(
-            round_trip(vector).to_string(),
-            "[1.0,1e-45,-3.4028235e+38]"
-        );
+        assert_eq!(round_trip(vector).to_string(), "[1.0,1e-45,-3.4028235e+38]");
         round_trip(Value::List(ValueType::String, vec![]));
         let standalone = Value::Standalone(Box::new(Value::Integer(5)));
         assert_eq!(
