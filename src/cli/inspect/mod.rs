@@ -34,7 +34,7 @@ pub enum InspectProtocol {
     /// A Tundra WebSocket frame: u16 LE message id + payload.
     Tundra(TundraArgs),
     /// A LESS peer-link frame: datagram, stream packet or stream datagram.
-    Less(less::LessArgs),
+    Less(Box<less::LessArgs>),
 }
 
 /// Arguments of `lessgate inspect tundra`.
