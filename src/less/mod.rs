@@ -13,6 +13,7 @@ pub mod codec;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod ids;
+pub mod json;
 pub mod limits;
 pub mod message;
 pub mod packet;

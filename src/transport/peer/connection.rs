@@ -200,6 +200,45 @@ async fn drive(
     Outcome { established: true }
 }
 
+/// Environment variable naming a file to which the per-direction LESS MAC
+/// keys of every link are appended, for `lessgate inspect less --keys-file`
+/// (docs/inspect.md "Keys"); the LESS analogue of `SSLKEYLOGFILE`. Unset,
+/// nothing is written.
+pub const KEYLOG_ENV: &str = "LESSGATE_KEYLOGFILE";
+
+/// Appends this link's keys to the key log, if one is configured. Whoever
+/// reads the file can forge packets on the link, hence the warning per line.
+fn export_keys(peer: &impl std::fmt::Display, role: Role, secret: &[u8; EXPORTED_SECRET_LEN]) {
+    use crate::less::signature::{ACCEPTOR_TO_INITIATOR_CONTEXT, INITIATOR_TO_ACCEPTOR_CONTEXT};
+    use std::io::Write;
+    let Some(path) = std::env::var_os(KEYLOG_ENV) else {
+        return;
+    };
+    let dialer_to_listener = blake3::derive_key(INITIATOR_TO_ACCEPTOR_CONTEXT, secret);
+    let listener_to_dialer = blake3::derive_key(ACCEPTOR_TO_INITIATOR_CONTEXT, secret);
+    let (send, receive) = match role {
+        Role::Dialer => (dialer_to_listener, listener_to_dialer),
+        Role::Listener => (listener_to_dialer, dialer_to_listener),
+    };
+    let line = format!(
+        "LESSGATE_LESS_KEYS peer={peer} role={role} send={} receive={}\n",
+        hex::encode(send),
+        hex::encode(receive)
+    );
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut file| file.write_all(line.as_bytes()));
+    match written {
+        Ok(()) => warn!(
+            file = %path.to_string_lossy(),
+            "LESS MAC keys of this link written to {KEYLOG_ENV}: anyone reading it can forge packets; debugging only"
+        ),
+        Err(error) => warn!(file = %path.to_string_lossy(), %error, "cannot write {KEYLOG_ENV}"),
+    }
+}
+
 /// Arbitrates, derives the keys and builds the session; on success this
 /// node has committed to the connection.
 fn prepare(
@@ -219,6 +258,7 @@ fn prepare(
         Role::Dialer => LinkRole::Initiator,
         Role::Listener => LinkRole::Acceptor,
     };
+    export_keys(&peer.name, role, &secret);
     let mut session_config = SessionConfig::new(
         SessionKeys::derive(&secret, link_role),
         negotiated.local.initial_sequence,

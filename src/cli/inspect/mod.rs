@@ -3,8 +3,11 @@
 //! `lessgate inspect tundra HEX [--protocol N]` prints one Tundra frame
 //! (u16 id + payload, as on a WebSocket) as JSON; `lessgate inspect tundra
 //! --encode JSON` prints the hex bytes of a frame given in that JSON form
-//! (`-` reads the JSON from standard input). Each protocol is a subcommand
-//! so others can sit beside `tundra`.
+//! (`-` reads the JSON from standard input); `--hex-lines FILE` decodes one
+//! frame per line (the WebSocket payloads of a capture, extracted with
+//! tshark: docs/inspect.md). `lessgate inspect less` does the same for LESS
+//! frames and reads pcap captures (`less.rs`, `capture.rs`). Each protocol is
+//! a subcommand.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -14,6 +17,9 @@ use clap::{Args, Subcommand};
 use crate::tundra::ids::ProtocolVersion;
 use crate::tundra::json::{frame_from_json, frame_to_json};
 use crate::tundra::registry::Registry;
+
+pub mod capture;
+pub mod less;
 
 /// Arguments of `lessgate inspect`.
 #[derive(Debug, Args)]
@@ -27,14 +33,19 @@ pub struct InspectArgs {
 pub enum InspectProtocol {
     /// A Tundra WebSocket frame: u16 LE message id + payload.
     Tundra(TundraArgs),
+    /// A LESS peer-link frame: datagram, stream packet or stream datagram.
+    Less(Box<less::LessArgs>),
 }
 
 /// Arguments of `lessgate inspect tundra`.
 #[derive(Debug, Args)]
 pub struct TundraArgs {
     /// The frame as hex (spaces, colons and a 0x prefix are ignored).
-    #[arg(required_unless_present = "encode", conflicts_with = "encode")]
+    #[arg(required_unless_present_any = ["encode", "hex_lines"], conflicts_with = "encode")]
     pub hex: Option<String>,
+    /// Decode one frame per line of hex in this file; print JSON lines.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["hex", "encode"])]
+    pub hex_lines: Option<PathBuf>,
     /// Protocol version of the sending peer (1-4): decides CreateEntity's
     /// parent field.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=4))]
@@ -57,32 +68,65 @@ pub fn run(args: InspectArgs) -> Result<(), Box<dyn std::error::Error>> {
             println!("{output}");
             Ok(())
         }
+        InspectProtocol::Less(args) => {
+            let output = less::run_less(&args)?;
+            println!("{}", output.text);
+            if output.malformed {
+                return Err("malformed LESS frame: see \"undecoded\" / \"error\" above".into());
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The JSON text of an `--encode` argument: itself, or standard input for `-`.
+fn read_json_argument(json: &str) -> std::io::Result<String> {
+    if json == "-" {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text)?;
+        Ok(text)
+    } else {
+        Ok(json.to_owned())
     }
 }
 
 /// The text `lessgate inspect tundra` prints for these arguments.
 pub fn run_tundra(args: &TundraArgs) -> Result<String, Box<dyn std::error::Error>> {
     if let Some(json) = &args.encode {
-        let json = if json == "-" {
-            let mut text = String::new();
-            std::io::stdin().read_to_string(&mut text)?;
-            text
-        } else {
-            json.clone()
-        };
-        return Ok(hex::encode(frame_from_json(&json)?));
+        return Ok(hex::encode(frame_from_json(&read_json_argument(json)?)?));
     }
     let registry = match &args.schemas {
         Some(dir) => Registry::from_dir(dir)?,
         None => Registry::builtin(),
     };
+    if let Some(path) = &args.hex_lines {
+        let mut lines = Vec::new();
+        for (number, line) in std::fs::read_to_string(path)?.lines().enumerate() {
+            if line.trim().is_empty() || line.trim_start().starts_with('#') {
+                continue;
+            }
+            let json = parse_hex(line)
+                .map_err(|e| e.to_string())
+                .and_then(|frame| {
+                    frame_to_json(&frame, ProtocolVersion(args.protocol), &registry)
+                        .map_err(|e| e.to_string())
+                })
+                .and_then(|json| serde_json::to_value(json).map_err(|e| e.to_string()));
+            let line_json = match json {
+                Ok(frame) => serde_json::json!({"line": number + 1, "frame": frame}),
+                Err(error) => serde_json::json!({"line": number + 1, "error": error}),
+            };
+            lines.push(serde_json::to_string(&line_json)?);
+        }
+        return Ok(lines.join("\n"));
+    }
     let text = args.hex.as_deref().unwrap_or_default();
     let frame = parse_hex(text).map_err(|e| format!("frame hex: {e}"))?;
     let json = frame_to_json(&frame, ProtocolVersion(args.protocol), &registry)?;
     Ok(serde_json::to_string_pretty(&json)?)
 }
 
-fn parse_hex(text: &str) -> Result<Vec<u8>, hex::FromHexError> {
+pub(crate) fn parse_hex(text: &str) -> Result<Vec<u8>, hex::FromHexError> {
     let text = text.trim();
     let text = text.strip_prefix("0x").unwrap_or(text);
     let cleaned: String = text
@@ -99,6 +143,7 @@ mod tests {
     fn args(hex: Option<&str>, encode: Option<String>, protocol: u32) -> TundraArgs {
         TundraArgs {
             hex: hex.map(str::to_string),
+            hex_lines: None,
             protocol,
             encode,
             schemas: None,
