@@ -271,12 +271,13 @@ async fn injected_replayed_tampered_truncated_and_forged_datagrams_are_rejected(
     let views_before: Vec<_> = observers.iter().map(|o| o.snapshot().view.by_name()).collect();
 
     let captured = proxy.captured(1, 0);
-    assert!(captured.len() >= 4, "b has sent a datagrams");
+    assert!(!captured.is_empty(), "b has sent a datagrams");
     let mut sent = 0u64;
     // Fewer than the session's run limit of consecutive bad signatures
     // (less::session::SessionConfig::max_bad_signature_run, 64), which
-    // would end the link on purpose.
-    for datagram in captured.iter().rev().take(8) {
+    // would end the link on purpose. A quiet link may have sent only a few
+    // datagrams: they are reused.
+    for datagram in captured.iter().rev().cycle().take(8) {
         // Replayed as it was, tampered in the middle, cut short.
         proxy.inject(1, 0, datagram).await;
         proxy.inject(1, 0, &tampered(datagram)).await;
@@ -338,3 +339,4 @@ async fn injected_replayed_tampered_truncated_and_forged_datagrams_are_rejected(
         node.stop().await;
     }
 }
+

@@ -162,7 +162,6 @@ fn write_corpus() {
         "truncated-edit-attributes".into(),
         edit[..edit.len() - 2].to_vec(),
     ));
-    out.push(("after", "close", "empty-frame".into(), Vec::new()));
     // CreateEntity claiming a 16 KiB+ attribute block that is not there.
     out.push((
         "after",
