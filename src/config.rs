@@ -540,7 +540,10 @@ mod tests {
             ("reconnect_max_ms = 1\n", "peering.reconnect_max_ms"),
             ("liveness_timeout_ms = 5\n", "peering.liveness_timeout_ms"),
             ("data_advertise = \"0.0.0.0:7\"\n", "peering.data_advertise"),
-            ("data_advertise = \"127.0.0.1:0\"\n", "peering.data_advertise"),
+            (
+                "data_advertise = \"127.0.0.1:0\"\n",
+                "peering.data_advertise",
+            ),
         ] {
             let text = format!("{PEERING}{extra}");
             let error = NodeConfig::parse(Path::new("n.toml"), &text)

@@ -128,9 +128,7 @@ async fn a_killed_node_leaves_no_ghost_and_rejoins_while_other_clients_stay_conn
     let (process, url) = start(&seats[2].dir.join("node.toml")).await;
     processes[2] = Some(process);
     let (mut writer, _) = TundraClient::login(&url, "w2-again", 3).await;
-    writer
-        .create_entity(1, vec![name_component(1, "c2")])
-        .await;
+    writer.create_entity(1, vec![name_component(1, "c2")]).await;
     let watch_c = Observer::join(&url, "watch-c").await;
     let live = sorted(&["a0", "a1", "b0", "b1", "c2"]);
     wait_observers(
@@ -143,7 +141,10 @@ async fn a_killed_node_leaves_no_ghost_and_rejoins_while_other_clients_stay_conn
     let rejoined = restarted_at.elapsed();
 
     // The survivors' clients never lost their connections, and still work.
-    assert!(!watch_a.closed() && !watch_b.closed(), "survivors' clients stayed connected");
+    assert!(
+        !watch_a.closed() && !watch_b.closed(),
+        "survivors' clients stayed connected"
+    );
     writers[0]
         .create_entity(9, vec![name_component(1, "a9")])
         .await;

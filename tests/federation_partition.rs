@@ -13,7 +13,11 @@ use sim::{LinkModel, Sim};
 const SETTLE: Duration = Duration::from_secs(10);
 
 /// Every (name, x) a client sees, sorted; names repeat if duplicated.
-fn picture(sim: &Sim, node: usize, client: lessgate::scene::ClientId) -> Vec<(String, Option<f32>)> {
+fn picture(
+    sim: &Sim,
+    node: usize,
+    client: lessgate::scene::ClientId,
+) -> Vec<(String, Option<f32>)> {
     let view = sim.view(node, client);
     let mut out: Vec<_> = view
         .entities
@@ -49,7 +53,11 @@ fn a_split_triangle_heals_into_one_scene() {
         }
         sim.run(SETTLE);
         for (n, client) in clients.iter().enumerate() {
-            assert_eq!(picture(&sim, n, *client).len(), 9, "seed {seed}: before the split");
+            assert_eq!(
+                picture(&sim, n, *client).len(),
+                9,
+                "seed {seed}: before the split"
+            );
         }
 
         // Split: A alone, B and C together.
@@ -61,7 +69,11 @@ fn a_split_triangle_heals_into_one_scene() {
             3,
             "seed {seed}: A keeps only its own"
         );
-        assert_eq!(picture(&sim, 1, clients[1]).len(), 6, "seed {seed}: B sees B and C");
+        assert_eq!(
+            picture(&sim, 1, clients[1]).len(),
+            6,
+            "seed {seed}: B sees B and C"
+        );
 
         // Both sides edit during the split.
         let at_a = sim.find(0, clients[0], "n0b0")[0];
@@ -102,7 +114,11 @@ fn a_split_triangle_heals_into_one_scene() {
                 want,
                 "seed {seed}: node {n}'s client after healing"
             );
-            assert_eq!(sim.nodes[n].scene.len(), want.len(), "seed {seed}: node {n}'s scene");
+            assert_eq!(
+                sim.nodes[n].scene.len(),
+                want.len(),
+                "seed {seed}: node {n}'s scene"
+            );
         }
     }
 }

@@ -23,8 +23,7 @@ use std::time::Duration;
 use common::{name_component, TestNode, TundraClient};
 use lessgate::config::NodeConfig;
 use lessgate::tundra::messages::{
-    exec_type, CreateEntity, EditAttributes, EditAttributesBlock, EntityAction, Login,
-    RemoveEntity,
+    exec_type, CreateEntity, EditAttributes, EditAttributesBlock, EntityAction, Login, RemoveEntity,
 };
 use lessgate::tundra::{
     AttributeEdit, AttributeValue, ComponentId, DecodeContext, DecodeError, EntityId, Message,
@@ -216,7 +215,12 @@ fn write_corpus() {
     }));
     let at = action.windows(4).position(|w| w == b"XXXX").unwrap();
     action[at..at + 4].copy_from_slice(&[0xed, 0xa0, 0x80, 0xff]);
-    out.push(("after", "kept", "bad-utf8-action-unknown-entity".into(), action));
+    out.push((
+        "after",
+        "kept",
+        "bad-utf8-action-unknown-entity".into(),
+        action,
+    ));
     out.push((
         "after",
         "kept",
@@ -233,7 +237,12 @@ fn write_corpus() {
         })),
     ));
     // Out of order: requests before Login are dropped (reference 2.1).
-    out.push(("before", "kept", "create-before-login".into(), created.clone()));
+    out.push((
+        "before",
+        "kept",
+        "create-before-login".into(),
+        created.clone(),
+    ));
     out.push(("before", "kept", "edit-before-login".into(), edit.clone()));
     out.push((
         "before",
@@ -245,7 +254,8 @@ fn write_corpus() {
         })),
     ));
     assert!(
-        out.iter().any(|(_, _, what, _)| what.starts_with("huge-count")),
+        out.iter()
+            .any(|(_, _, what, _)| what.starts_with("huge-count")),
         "a huge count reaches a limit somewhere"
     );
     for (phase, expect, what, bytes) in out {
@@ -324,7 +334,11 @@ async fn each_hostile_frame_costs_only_its_own_connection() {
             let id = hostile
                 .create_entity(probes, vec![name_component(1, &format!("probe{probes}"))])
                 .await;
-            assert!(id.is_replicated(), "{}: connection kept and served", entry.file);
+            assert!(
+                id.is_replicated(),
+                "{}: connection kept and served",
+                entry.file
+            );
         }
         // The bystander keeps receiving: the writer renames the lamp.
         writer.send(&name_edit(lamp, &format!("lamp{n}"))).await;
@@ -343,11 +357,7 @@ async fn each_hostile_frame_costs_only_its_own_connection() {
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        while writer
-            .recv_within(Duration::from_millis(1))
-            .await
-            .is_some()
-        {}
+        while writer.recv_within(Duration::from_millis(1)).await.is_some() {}
     }
     // Nothing hostile reached the scene: only the lamp and the probes.
     let seen = bystander.snapshot();
@@ -361,18 +371,29 @@ async fn each_hostile_frame_costs_only_its_own_connection() {
     let mut want: Vec<String> = (1..=probes).map(|p| format!("probe{p}")).collect();
     want.push(format!("lamp{}", entries.len() - 1));
     want.sort();
-    assert_eq!(names, want, "the scene holds only what well-behaved requests made");
+    assert_eq!(
+        names, want,
+        "the scene holds only what well-behaved requests made"
+    );
     // Every closed connection was logged with its reason.
     let closings = capture::lines("closing client");
     let closed = entries.iter().filter(|e| e.close).count();
-    assert_eq!(closings.len(), closed, "one logged close per malformed frame");
+    assert_eq!(
+        closings.len(),
+        closed,
+        "one logged close per malformed frame"
+    );
     for line in &closings {
         assert!(
-            line.field("reason").is_some_and(|r| r.starts_with("malformed message")),
+            line.field("reason")
+                .is_some_and(|r| r.starts_with("malformed message")),
             "{line:?}"
         );
     }
-    println!("{} hostile frames, {closed} closed, {probes} kept and served", entries.len());
+    println!(
+        "{} hostile frames, {closed} closed, {probes} kept and served",
+        entries.len()
+    );
     node.stop().await;
 }
 

@@ -233,6 +233,24 @@ pub struct Seat {
 /// in `root`: node `i` dials every node after it. With a proxy, each node
 /// announces its proxy socket as its data address.
 pub fn write_mesh(root: &Path, names: &[&str], proxy: Option<&Proxy>, extra: &str) -> Vec<Seat> {
+    let mut pairs = Vec::new();
+    for i in 0..names.len() {
+        for j in i + 1..names.len() {
+            pairs.push((i, j));
+        }
+    }
+    write_nodes(root, names, &pairs, proxy, extra)
+}
+
+/// As [`write_mesh`], with peer links only between the `pairs` given
+/// (`(i, j)` with `i < j`: node `i` dials node `j`).
+pub fn write_nodes(
+    root: &Path,
+    names: &[&str],
+    pairs: &[(usize, usize)],
+    proxy: Option<&Proxy>,
+    extra: &str,
+) -> Vec<Seat> {
     let mut seats = Vec::new();
     for name in names {
         let dir = root.join(name);
@@ -251,7 +269,7 @@ pub fn write_mesh(root: &Path, names: &[&str], proxy: Option<&Proxy>, extra: &st
         let peers = seat.dir.join("peers");
         std::fs::create_dir_all(&peers).unwrap();
         for (j, other) in seats.iter().enumerate() {
-            if i == j {
+            if !pairs.contains(&(i.min(j), i.max(j))) || i == j {
                 continue;
             }
             let control = if j > i {
@@ -335,7 +353,12 @@ impl LiveNode {
 /// Waits until `check` holds on a fresh status of every node, polling each
 /// published snapshot; panics after `limit` (a failure bound, not a pass
 /// criterion).
-pub async fn wait_status(nodes: &[&LiveNode], limit: Duration, what: &str, check: impl Fn(&NodeStatus) -> bool) {
+pub async fn wait_status(
+    nodes: &[&LiveNode],
+    limit: Duration,
+    what: &str,
+    check: impl Fn(&NodeStatus) -> bool,
+) {
     let deadline = tokio::time::Instant::now() + limit;
     loop {
         if nodes.iter().all(|n| check(&n.status())) {
@@ -503,7 +526,8 @@ pub mod capture {
             if field.name() == "message" {
                 self.message = value.to_owned();
             } else {
-                self.fields.push((field.name().to_owned(), value.to_owned()));
+                self.fields
+                    .push((field.name().to_owned(), value.to_owned()));
             }
         }
     }
@@ -588,6 +612,8 @@ pub struct Observed {
     pub messages: u64,
     /// Whether the connection ended (the node closed it or it broke).
     pub closed: bool,
+    /// Why it ended, when it did.
+    pub end: Option<String>,
 }
 
 /// A logged-in Tundra client that only reads, in its own task, keeping the
@@ -624,18 +650,30 @@ impl Observer {
             let mut registry = Registry::builtin();
             let mut protocol = ProtocolVersion(1);
             let mut user_tx = Some(user_tx);
+            let mut end = "connection ended".to_owned();
             while let Some(next) = socket.next().await {
                 let frame = match next {
                     Ok(WsMessage::Binary(frame)) => frame,
-                    Ok(WsMessage::Close(_)) | Err(_) => break,
+                    Ok(WsMessage::Close(close)) => {
+                        end = format!("closed by the node: {close:?}");
+                        break;
+                    }
+                    Err(error) => {
+                        end = format!("websocket error: {error}");
+                        break;
+                    }
                     Ok(_) => continue,
                 };
                 let context = DecodeContext {
                     protocol_version: protocol,
                     registry: &registry,
                 };
-                let Ok(message) = Message::decode_frame(&frame, &context) else {
-                    break;
+                let message = match Message::decode_frame(&frame, &context) {
+                    Ok(message) => message,
+                    Err(error) => {
+                        end = format!("undecodable frame: {error}");
+                        break;
+                    }
                 };
                 match &message {
                     Message::RegisterComponentType(m) => {
@@ -656,7 +694,9 @@ impl Observer {
                 }
                 state.view.apply(&message);
             }
-            shared.lock().unwrap().closed = true;
+            let mut state = shared.lock().unwrap();
+            state.closed = true;
+            state.end = Some(end);
         });
         let user = tokio::time::timeout(Duration::from_secs(10), user_rx)
             .await
