@@ -108,6 +108,11 @@ pub struct PeeringSection {
     pub control_listen: SocketAddr,
     /// UDP listen address for LESS datagrams (mode `udp`).
     pub data_listen: SocketAddr,
+    /// The data address announced to peers in the Hello instead of the
+    /// bound one (docs/peer-link.md 5.2): for a node behind a UDP relay or
+    /// port forward, and for tests that put an impairment proxy on the data
+    /// path. Peers send to it and accept datagrams only from it.
+    pub data_advertise: Option<SocketAddr>,
     /// PEM certificate made by `lessgate keygen`.
     pub certificate: PathBuf,
     /// PEM private key of `certificate`.
@@ -135,6 +140,7 @@ impl Default for PeeringSection {
         PeeringSection {
             control_listen: SocketAddr::from(([127, 0, 0, 1], 7400)),
             data_listen: SocketAddr::from(([127, 0, 0, 1], 7401)),
+            data_advertise: None,
             certificate: PathBuf::from("identity/node.cert.pem"),
             private_key: PathBuf::from("identity/node.key.pem"),
             peers_dir: PathBuf::from("peers"),
@@ -383,6 +389,19 @@ impl NodeConfig {
         if peering.mtu < MIN_PEER_MTU || peering.mtu > MAX_PEER_MTU {
             return Err(invalid("peering.mtu", "must be between 128 and 65507"));
         }
+        // docs/peer-link.md 5.2: the announced address is a real unicast
+        // address with a port; anything else would be refused by peers.
+        if let Some(advertise) = peering.data_advertise {
+            if advertise.ip().is_unspecified() || advertise.ip().is_multicast() {
+                return Err(invalid(
+                    "peering.data_advertise",
+                    "must be a unicast address, not unspecified or multicast",
+                ));
+            }
+            if advertise.port() == 0 {
+                return Err(invalid("peering.data_advertise", "must have a port"));
+            }
+        }
         if peering.reconnect_min_ms == 0 {
             return Err(invalid("peering.reconnect_min_ms", "must be at least 1"));
         }
@@ -536,6 +555,11 @@ mod tests {
             ("mode = \"tcp\"\n", "mode"),
             ("reconnect_max_ms = 1\n", "peering.reconnect_max_ms"),
             ("liveness_timeout_ms = 5\n", "peering.liveness_timeout_ms"),
+            ("data_advertise = \"0.0.0.0:7\"\n", "peering.data_advertise"),
+            (
+                "data_advertise = \"127.0.0.1:0\"\n",
+                "peering.data_advertise",
+            ),
         ] {
             let text = format!("{PEERING}{extra}");
             let error = NodeConfig::parse(Path::new("n.toml"), &text)

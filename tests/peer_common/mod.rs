@@ -161,6 +161,7 @@ pub fn config(seat: &Seat, peers: Vec<PeerConfig>, mode: PeerLinkMode) -> PeerNo
         peers: set,
         control_listen: seat.control_address(),
         data_listen: seat.data_address().unwrap_or(seat.control_address()),
+        data_advertise: None,
         mode,
         mtu: 1200,
         tick_hz: 20,

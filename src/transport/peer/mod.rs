@@ -150,7 +150,12 @@ impl Shared {
     /// sequence number.
     fn local_hello(&self) -> Hello {
         let config = &self.config;
-        let data_path = match self.data_address {
+        // An advertised address (a relay or proxy in front of the socket)
+        // replaces the bound one; stream mode has no data address at all.
+        let announced = self
+            .data_address
+            .map(|bound| config.data_advertise.unwrap_or(bound));
+        let data_path = match announced {
             Some(address) => DataPath::Udp {
                 ip: (!address.ip().is_unspecified()).then_some(address.ip()),
                 port: address.port(),

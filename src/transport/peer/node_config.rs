@@ -24,6 +24,9 @@ pub struct PeerNodeConfig {
     pub peers: PeerSet,
     pub control_listen: SocketAddr,
     pub data_listen: SocketAddr,
+    /// Data address announced in the Hello instead of the bound one
+    /// (`[peering] data_advertise`); `None` announces the bound address.
+    pub data_advertise: Option<SocketAddr>,
     pub mode: PeerLinkMode,
     pub mtu: u16,
     pub tick_hz: u16,
@@ -107,6 +110,7 @@ impl PeerNodeConfig {
             peers,
             control_listen: peering.control_listen,
             data_listen: peering.data_listen,
+            data_advertise: peering.data_advertise,
             mode: peering.mode,
             mtu: peering.mtu,
             // NodeConfig bounds tick_hz to 1..=100.

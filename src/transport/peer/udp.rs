@@ -69,7 +69,17 @@ impl Routes {
             }
             Some(sender) => {
                 if sender.try_send(datagram.to_vec()).is_err() {
-                    self.queue_full.fetch_add(1, Ordering::Relaxed);
+                    let count = self.queue_full.fetch_add(1, Ordering::Relaxed) + 1;
+                    // A flood is bounded here, per link, so it cannot starve
+                    // the other links; rate-limited like the line above.
+                    if count == 1 || count % 1000 == 0 {
+                        warn!(
+                            %source,
+                            count,
+                            limit = ROUTE_QUEUE,
+                            "datagrams refused: the link's receive queue is full (peer sends faster than the link drains)"
+                        );
+                    }
                 }
             }
         }

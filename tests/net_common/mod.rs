@@ -1,0 +1,744 @@
+//! Real-socket federation helpers for the reliability tests: a UDP
+//! impairment proxy on the peer data path, in-process nodes peered through
+//! it on 127.0.0.1, and a Tundra client that keeps the scene it is told.
+//!
+//! The proxy owns one UDP socket per node, `P[i]`; node `i` announces `P[i]`
+//! as its data address (`[peering] data_advertise`). A datagram node `j`
+//! sends to `P[i]` arrives from `j`'s bound socket; the proxy forwards it to
+//! node `i` *from `P[j]`*, the address node `i` knows `j` by
+//! (docs/peer-link.md 7.1), after loss, duplication and a random delay
+//! (jitter reorders). The same sockets let a test inject forged datagrams
+//! that node `i` takes to come from `j`.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use lessgate::config::NodeConfig;
+use lessgate::node::status::NodeStatus;
+use lessgate::tundra::{AttributeValue, ComponentId, EntityId, Message, Registry};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use tokio::net::UdpSocket;
+use tokio::sync::{oneshot, watch};
+
+/// What the proxy does to each datagram.
+#[derive(Debug, Clone, Copy)]
+pub struct Impairment {
+    pub loss: f64,
+    pub duplicate: f64,
+    /// Fixed one-way delay.
+    pub latency: Duration,
+    /// Extra delay drawn uniformly from `0..jitter` per copy; datagrams
+    /// overtake each other when it exceeds their spacing.
+    pub jitter: Duration,
+}
+
+impl Impairment {
+    pub const CLEAN: Impairment = Impairment {
+        loss: 0.0,
+        duplicate: 0.0,
+        latency: Duration::ZERO,
+        jitter: Duration::ZERO,
+    };
+    /// The issue's figure: 20% loss, 5% duplication, 100 ms jitter.
+    pub const HOSTILE: Impairment = Impairment {
+        loss: 0.2,
+        duplicate: 0.05,
+        latency: Duration::from_millis(5),
+        jitter: Duration::from_millis(100),
+    };
+}
+
+/// What the proxy saw and did, over all directions.
+#[derive(Debug, Default)]
+pub struct ProxyCounters {
+    pub received: AtomicU64,
+    pub dropped: AtomicU64,
+    pub duplicated: AtomicU64,
+    pub forwarded: AtomicU64,
+    /// Forwarded copies that left after a datagram received later.
+    pub reordered: AtomicU64,
+    pub unknown_source: AtomicU64,
+}
+
+/// Datagrams kept per direction for replay tests.
+const CAPTURE: usize = 256;
+
+struct ProxyState {
+    rng: ChaCha8Rng,
+    model: Impairment,
+    /// Each node's bound data address, once known.
+    real: Vec<Option<SocketAddr>>,
+    /// (from, to) → recent datagrams, oldest first.
+    captured: BTreeMap<(usize, usize), Vec<Vec<u8>>>,
+    /// Receive order number of the latest datagram sent on.
+    received_serial: u64,
+}
+
+/// The impairment proxy: one socket per node.
+#[derive(Clone)]
+pub struct Proxy {
+    sockets: Arc<Vec<Arc<UdpSocket>>>,
+    state: Arc<Mutex<ProxyState>>,
+    pub counters: Arc<ProxyCounters>,
+    /// Send order number of the latest forwarded copy, by receive serial.
+    last_sent_serial: Arc<AtomicU64>,
+}
+
+impl Proxy {
+    /// Binds `nodes` sockets on 127.0.0.1 and starts forwarding.
+    pub async fn start(nodes: usize, model: Impairment, seed: u64) -> Proxy {
+        let mut sockets = Vec::new();
+        for _ in 0..nodes {
+            sockets.push(Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap()));
+        }
+        let proxy = Proxy {
+            sockets: Arc::new(sockets),
+            state: Arc::new(Mutex::new(ProxyState {
+                rng: ChaCha8Rng::seed_from_u64(seed),
+                model,
+                real: vec![None; nodes],
+                captured: BTreeMap::new(),
+                received_serial: 0,
+            })),
+            counters: Arc::default(),
+            last_sent_serial: Arc::default(),
+        };
+        for to in 0..nodes {
+            tokio::spawn(proxy.clone().forward(to));
+        }
+        proxy
+    }
+
+    /// The address node `i` announces to its peers.
+    pub fn address(&self, node: usize) -> SocketAddr {
+        self.sockets[node].local_addr().unwrap()
+    }
+
+    /// Tells the proxy where node `i`'s data socket is bound.
+    pub fn set_real(&self, node: usize, address: SocketAddr) {
+        self.state.lock().unwrap().real[node] = Some(address);
+    }
+
+    pub fn set_model(&self, model: Impairment) {
+        self.state.lock().unwrap().model = model;
+    }
+
+    /// Datagrams `from` sent toward `to`, oldest first (the last 256).
+    pub fn captured(&self, from: usize, to: usize) -> Vec<Vec<u8>> {
+        let state = self.state.lock().unwrap();
+        state.captured.get(&(from, to)).cloned().unwrap_or_default()
+    }
+
+    /// Sends `bytes` to node `to` from the address it knows node `from` by,
+    /// untouched by the impairment model.
+    pub async fn inject(&self, from: usize, to: usize, bytes: &[u8]) {
+        let target = self.state.lock().unwrap().real[to].expect("node address known");
+        self.sockets[from].send_to(bytes, target).await.unwrap();
+    }
+
+    async fn forward(self, to: usize) {
+        let socket = self.sockets[to].clone();
+        let mut buffer = vec![0u8; 65_536];
+        loop {
+            let Ok((len, source)) = socket.recv_from(&mut buffer).await else {
+                continue;
+            };
+            let datagram = buffer[..len].to_vec();
+            self.counters.received.fetch_add(1, Ordering::Relaxed);
+            let plan = {
+                let mut state = self.state.lock().unwrap();
+                let Some(from) = state.real.iter().position(|a| *a == Some(source)) else {
+                    self.counters.unknown_source.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                };
+                let Some(target) = state.real[to] else {
+                    continue;
+                };
+                let kept = state.captured.entry((from, to)).or_default();
+                if kept.len() == CAPTURE {
+                    kept.remove(0);
+                }
+                kept.push(datagram.clone());
+                state.received_serial += 1;
+                let serial = state.received_serial;
+                let model = state.model;
+                let copies = if state.rng.gen_bool(model.loss) {
+                    0
+                } else if state.rng.gen_bool(model.duplicate) {
+                    2
+                } else {
+                    1
+                };
+                let delays: Vec<Duration> = (0..copies)
+                    .map(|_| model.latency + model.jitter.mul_f64(state.rng.gen::<f64>()))
+                    .collect();
+                (from, target, serial, delays)
+            };
+            let (from, target, serial, delays) = plan;
+            match delays.len() {
+                0 => {
+                    self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+                }
+                2 => {
+                    self.counters.duplicated.fetch_add(1, Ordering::Relaxed);
+                }
+                _ => {}
+            }
+            for delay in delays {
+                let out = self.sockets[from].clone();
+                let counters = self.counters.clone();
+                let last = self.last_sent_serial.clone();
+                let bytes = datagram.clone();
+                tokio::spawn(async move {
+                    if !delay.is_zero() {
+                        tokio::time::sleep(delay).await;
+                    }
+                    if last.fetch_max(serial, Ordering::Relaxed) > serial {
+                        counters.reordered.fetch_add(1, Ordering::Relaxed);
+                    }
+                    if out.send_to(&bytes, target).await.is_ok() {
+                        counters.forwarded.fetch_add(1, Ordering::Relaxed);
+                    }
+                });
+            }
+        }
+    }
+}
+
+/// A free UDP port on 127.0.0.1 (bound, read, released).
+pub fn free_udp_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// One node's files and addresses.
+pub struct Seat {
+    pub name: String,
+    pub dir: PathBuf,
+    pub control: SocketAddr,
+    pub data: SocketAddr,
+    pub fingerprint: String,
+}
+
+/// Writes identities, peer files and node files for a full mesh of `names`
+/// in `root`: node `i` dials every node after it. With a proxy, each node
+/// announces its proxy socket as its data address.
+pub fn write_mesh(root: &Path, names: &[&str], proxy: Option<&Proxy>, extra: &str) -> Vec<Seat> {
+    let mut pairs = Vec::new();
+    for i in 0..names.len() {
+        for j in i + 1..names.len() {
+            pairs.push((i, j));
+        }
+    }
+    write_nodes(root, names, &pairs, proxy, extra)
+}
+
+/// As [`write_mesh`], with peer links only between the `pairs` given
+/// (`(i, j)` with `i < j`: node `i` dials node `j`).
+pub fn write_nodes(
+    root: &Path,
+    names: &[&str],
+    pairs: &[(usize, usize)],
+    proxy: Option<&Proxy>,
+    extra: &str,
+) -> Vec<Seat> {
+    let mut seats = Vec::new();
+    for name in names {
+        let dir = root.join(name);
+        let (_, _, fingerprint) =
+            lessgate::transport::identity::generate_into(&dir.join("identity"), "node", true)
+                .unwrap();
+        seats.push(Seat {
+            name: (*name).to_owned(),
+            dir,
+            control: SocketAddr::from(([127, 0, 0, 1], free_udp_port())),
+            data: SocketAddr::from(([127, 0, 0, 1], free_udp_port())),
+            fingerprint: fingerprint.to_string(),
+        });
+    }
+    for (i, seat) in seats.iter().enumerate() {
+        let peers = seat.dir.join("peers");
+        std::fs::create_dir_all(&peers).unwrap();
+        for (j, other) in seats.iter().enumerate() {
+            if !pairs.contains(&(i.min(j), i.max(j))) || i == j {
+                continue;
+            }
+            let control = if j > i {
+                format!("control = \"{}\"\n", other.control)
+            } else {
+                String::new()
+            };
+            std::fs::write(
+                peers.join(format!("{}.toml", other.name)),
+                format!(
+                    "name = \"{}\"\n{control}fingerprint = \"{}\"\nexport = \"all\"\naccept = \"all\"\n",
+                    other.name, other.fingerprint
+                ),
+            )
+            .unwrap();
+        }
+        let advertise = proxy
+            .map(|p| format!("data_advertise = \"{}\"\n", p.address(i)))
+            .unwrap_or_default();
+        let text = format!(
+            "[node]\nname = \"{name}\"\nuuid = \"{uuid}\"\ntick_hz = 20\n\n\
+             [tundra]\nlisten = \"127.0.0.1:0\"\n\n\
+             [peering]\ncontrol_listen = \"{control}\"\ndata_listen = \"{data}\"\n{advertise}\
+             certificate = \"identity/node.cert.pem\"\nprivate_key = \"identity/node.key.pem\"\n\
+             peers_dir = \"peers\"\nreconnect_min_ms = 100\nreconnect_max_ms = 1000\n\
+             stats_interval_secs = 0\n{extra}",
+            name = seat.name,
+            uuid = uuid::Uuid::from_u128(0x1000 + i as u128),
+            control = seat.control,
+            data = seat.data,
+        );
+        std::fs::write(seat.dir.join("node.toml"), text).unwrap();
+        if let Some(proxy) = proxy {
+            proxy.set_real(i, seat.data);
+        }
+    }
+    seats
+}
+
+/// A node running in this process.
+pub struct LiveNode {
+    pub url: String,
+    pub status: watch::Receiver<NodeStatus>,
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl LiveNode {
+    pub async fn start(seat: &Seat) -> LiveNode {
+        let config = NodeConfig::load(&seat.dir.join("node.toml")).expect("node file loads");
+        let running = lessgate::node::runtime::start(config)
+            .await
+            .expect("node starts");
+        let url = running.tundra_url();
+        let status = running.status();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(running.run(async {
+            let _ = stopped.await;
+        }));
+        LiveNode {
+            url,
+            status,
+            stop: Some(stop),
+            task,
+        }
+    }
+
+    /// The latest published status.
+    pub fn status(&self) -> NodeStatus {
+        self.status.borrow().clone()
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = self.task.await;
+    }
+}
+
+/// Waits until `check` holds on a fresh status of every node, polling each
+/// published snapshot; panics after `limit` (a failure bound, not a pass
+/// criterion).
+pub async fn wait_status(
+    nodes: &[&LiveNode],
+    limit: Duration,
+    what: &str,
+    check: impl Fn(&NodeStatus) -> bool,
+) {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if nodes.iter().all(|n| check(&n.status())) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: not reached in {limit:?}: {:#?}",
+            nodes.iter().map(|n| n.status()).collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// An entity as a client knows it: Name text and Placeable x.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Seen {
+    pub name: Option<String>,
+    pub placeable: Option<ComponentId>,
+    pub x: Option<f32>,
+    pub name_component: Option<ComponentId>,
+}
+
+/// The scene a Tundra client was told about, by entity id.
+#[derive(Debug, Default, Clone)]
+pub struct SceneView {
+    pub entities: BTreeMap<EntityId, Seen>,
+}
+
+const PLACEABLE: u32 = 20;
+const NAME: u32 = 26;
+
+impl SceneView {
+    /// Applies one message the node sent.
+    pub fn apply(&mut self, message: &Message) {
+        let registry = Registry::builtin();
+        match message {
+            Message::CreateEntity(create) => {
+                let mut seen = Seen {
+                    name: None,
+                    placeable: None,
+                    x: None,
+                    name_component: None,
+                };
+                for component in &create.components {
+                    let lessgate::tundra::ComponentBody::Attributes(body) = &component.body else {
+                        continue;
+                    };
+                    match (component.type_id, body.values.first()) {
+                        (NAME, Some(AttributeValue::String(text))) => {
+                            seen.name = Some(text.clone());
+                            seen.name_component = Some(component.id);
+                        }
+                        (PLACEABLE, Some(AttributeValue::Transform(t))) => {
+                            seen.placeable = Some(component.id);
+                            seen.x = Some(t.pos.x);
+                        }
+                        _ => {}
+                    }
+                }
+                self.entities.insert(create.entity_id, seen);
+            }
+            Message::EditAttributes(edit) => {
+                let Some(seen) = self.entities.get_mut(&edit.entity_id) else {
+                    return;
+                };
+                for block in &edit.blocks {
+                    let type_id = if Some(block.component_id) == seen.placeable {
+                        PLACEABLE
+                    } else if Some(block.component_id) == seen.name_component {
+                        NAME
+                    } else {
+                        continue;
+                    };
+                    let slots = registry.get(type_id).unwrap().slot_types();
+                    let Ok(decoded) = block.decode(&slots) else {
+                        continue;
+                    };
+                    for change in decoded.edits {
+                        match (change.index, &change.value) {
+                            (0, AttributeValue::Transform(t)) => seen.x = Some(t.pos.x),
+                            (0, AttributeValue::String(text)) => seen.name = Some(text.clone()),
+                            _ => {}
+                        }
+                    }
+                }
+            }
+            Message::RemoveEntity(remove) => {
+                self.entities.remove(&remove.entity_id);
+            }
+            _ => {}
+        }
+    }
+
+    /// Name → every x seen under that name (one entry per entity), sorted:
+    /// the id-independent picture two nodes' clients can be compared by.
+    pub fn by_name(&self) -> BTreeMap<String, Vec<String>> {
+        let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for seen in self.entities.values() {
+            out.entry(seen.name.clone().unwrap_or_default())
+                .or_default()
+                .push(format!("{:?}", seen.x));
+        }
+        for xs in out.values_mut() {
+            xs.sort();
+        }
+        out
+    }
+
+    /// The entity named `name`, if exactly one.
+    pub fn find(&self, name: &str) -> Option<(EntityId, &Seen)> {
+        let mut found = self
+            .entities
+            .iter()
+            .filter(|(_, s)| s.name.as_deref() == Some(name));
+        let first = found.next()?;
+        found.next().is_none().then_some((*first.0, first.1))
+    }
+}
+
+/// Captures the log events a node's runtime emits, for counting what the
+/// logs say happened (the only view of, for example, actions executed at an
+/// authority).
+pub mod capture {
+    use std::sync::{Mutex, OnceLock};
+
+    use tracing::field::{Field, Visit};
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::Layer;
+
+    /// One event: its message and its other fields, as text.
+    #[derive(Debug, Clone, Default)]
+    pub struct Line {
+        pub level: String,
+        pub message: String,
+        pub fields: Vec<(String, String)>,
+    }
+
+    impl Line {
+        pub fn field(&self, name: &str) -> Option<&str> {
+            self.fields
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.as_str())
+        }
+    }
+
+    static LINES: Mutex<Vec<Line>> = Mutex::new(Vec::new());
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    /// Keep only warnings and errors (long runs must not grow the record).
+    static WARN_ONLY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+    struct Recorder;
+
+    impl Visit for Line {
+        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+            let text = format!("{value:?}");
+            if field.name() == "message" {
+                self.message = text;
+            } else {
+                self.fields.push((field.name().to_owned(), text));
+            }
+        }
+        fn record_str(&mut self, field: &Field, value: &str) {
+            if field.name() == "message" {
+                self.message = value.to_owned();
+            } else {
+                self.fields
+                    .push((field.name().to_owned(), value.to_owned()));
+            }
+        }
+    }
+
+    impl<S: tracing::Subscriber> Layer<S> for Recorder {
+        fn on_event(
+            &self,
+            event: &tracing::Event<'_>,
+            _: tracing_subscriber::layer::Context<'_, S>,
+        ) {
+            let floor = if WARN_ONLY.load(std::sync::atomic::Ordering::Relaxed) {
+                tracing::Level::WARN
+            } else {
+                tracing::Level::INFO
+            };
+            if *event.metadata().level() > floor {
+                return;
+            }
+            let mut line = Line {
+                level: event.metadata().level().to_string(),
+                ..Line::default()
+            };
+            event.record(&mut line);
+            LINES.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+        }
+    }
+
+    /// Installs the recorder as this test binary's subscriber (once).
+    pub fn install() {
+        INSTALLED.get_or_init(|| {
+            let subscriber = tracing_subscriber::registry().with(Recorder);
+            let _ = tracing::subscriber::set_global_default(subscriber);
+        });
+    }
+
+    /// Installs the recorder keeping only warnings and errors.
+    pub fn install_warnings_only() {
+        WARN_ONLY.store(true, std::sync::atomic::Ordering::Relaxed);
+        install();
+    }
+
+    /// Every recorded warning or error.
+    pub fn warnings() -> Vec<Line> {
+        LINES
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter(|l| l.level == "WARN" || l.level == "ERROR")
+            .cloned()
+            .collect()
+    }
+
+    /// Every recorded event whose message is `message`.
+    pub fn lines(message: &str) -> Vec<Line> {
+        LINES
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter(|l| l.message == message)
+            .cloned()
+            .collect()
+    }
+
+    /// Every recorded event whose message contains `part`.
+    pub fn containing(part: &str) -> Vec<Line> {
+        LINES
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter(|l| l.message.contains(part))
+            .cloned()
+            .collect()
+    }
+}
+
+/// What an [`Observer`] has been told so far.
+#[derive(Debug, Default, Clone)]
+pub struct Observed {
+    pub view: SceneView,
+    /// EntityActions the node sent this client.
+    pub actions: Vec<lessgate::tundra::messages::EntityAction>,
+    pub messages: u64,
+    /// Whether the connection ended (the node closed it or it broke).
+    pub closed: bool,
+    /// Why it ended, when it did.
+    pub end: Option<String>,
+}
+
+/// A logged-in Tundra client that only reads, in its own task, keeping the
+/// scene it is told; it never closes its side.
+pub struct Observer {
+    state: Arc<Mutex<Observed>>,
+    pub user: u32,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Observer {
+    pub async fn join(url: &str, username: &str) -> Observer {
+        use futures_util::{SinkExt, StreamExt};
+        use lessgate::tundra::{DecodeContext, ProtocolVersion};
+        use tokio_tungstenite::tungstenite::Message as WsMessage;
+
+        let (mut socket, _) = tokio_tungstenite::connect_async(url)
+            .await
+            .expect("websocket connects");
+        let login = Message::Login(lessgate::tundra::messages::Login {
+            login_data: format!("{{\"username\":\"{username}\"}}"),
+            protocol_version: Some(3),
+        });
+        socket
+            .send(WsMessage::Binary(
+                login.encode_frame(ProtocolVersion(1)).unwrap().into(),
+            ))
+            .await
+            .unwrap();
+        let state = Arc::new(Mutex::new(Observed::default()));
+        let (user_tx, user_rx) = oneshot::channel();
+        let shared = state.clone();
+        let task = tokio::spawn(async move {
+            let mut registry = Registry::builtin();
+            let mut protocol = ProtocolVersion(1);
+            let mut user_tx = Some(user_tx);
+            let mut end = "connection ended".to_owned();
+            while let Some(next) = socket.next().await {
+                let frame = match next {
+                    Ok(WsMessage::Binary(frame)) => frame,
+                    Ok(WsMessage::Close(close)) => {
+                        end = format!("closed by the node: {close:?}");
+                        break;
+                    }
+                    Err(error) => {
+                        end = format!("websocket error: {error}");
+                        break;
+                    }
+                    Ok(_) => continue,
+                };
+                let context = DecodeContext {
+                    protocol_version: protocol,
+                    registry: &registry,
+                };
+                let message = match Message::decode_frame(&frame, &context) {
+                    Ok(message) => message,
+                    Err(error) => {
+                        end = format!("undecodable frame: {error}");
+                        break;
+                    }
+                };
+                match &message {
+                    Message::RegisterComponentType(m) => {
+                        m.register(&mut registry);
+                    }
+                    Message::LoginReply(reply) => {
+                        protocol = ProtocolVersion(reply.protocol_version.unwrap_or(1));
+                        if let Some(tx) = user_tx.take() {
+                            let _ = tx.send(reply.user_id.0);
+                        }
+                    }
+                    _ => {}
+                }
+                let mut state = shared.lock().unwrap();
+                state.messages += 1;
+                if let Message::EntityAction(action) = &message {
+                    state.actions.push(action.clone());
+                }
+                state.view.apply(&message);
+            }
+            let mut state = shared.lock().unwrap();
+            state.closed = true;
+            state.end = Some(end);
+        });
+        let user = tokio::time::timeout(Duration::from_secs(10), user_rx)
+            .await
+            .expect("login reply in time")
+            .expect("logged in");
+        Observer { state, user, task }
+    }
+
+    pub fn snapshot(&self) -> Observed {
+        self.state.lock().unwrap().clone()
+    }
+
+    pub fn closed(&self) -> bool {
+        self.state.lock().unwrap().closed
+    }
+}
+
+impl Drop for Observer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Waits until `check` holds on every observer's snapshot; panics after
+/// `limit` with what each saw.
+pub async fn wait_observers(
+    observers: &[&Observer],
+    limit: Duration,
+    what: &str,
+    check: impl Fn(&[Observed]) -> bool,
+) {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        let seen: Vec<Observed> = observers.iter().map(|o| o.snapshot()).collect();
+        if check(&seen) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: not reached in {limit:?}: {:#?}",
+            seen.iter().map(|o| o.view.by_name()).collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
