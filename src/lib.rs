@@ -22,6 +22,7 @@ pub mod clock;
 pub mod config;
 pub mod federation;
 pub mod less;
+pub mod loadgen;
 pub mod logging;
 pub mod node;
 pub mod peering;
