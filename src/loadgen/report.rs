@@ -42,6 +42,8 @@ pub struct RunReport {
     pub external_target: Option<String>,
     pub tick_hz: u32,
     pub entities: usize,
+    /// Of those, how many the observer saw created.
+    pub entities_seen: usize,
     pub rate_hz: f64,
     pub writers: usize,
     pub window_secs: f64,
@@ -99,7 +101,7 @@ pub fn render_run(report: &RunReport, generator_threads: usize) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "run: {} node(s) {:?}{}, tick {} Hz, {} entities x {} Hz by {} writer(s), window {:.1} s (setup {:.1} s)",
+        "run: {} node(s) {:?}{}, tick {} Hz, {} entities ({} seen by the observer) x {} Hz by {} writer(s), window {:.1} s (setup {:.1} s)",
         report.nodes_started,
         report.topology,
         report
@@ -109,6 +111,7 @@ pub fn render_run(report: &RunReport, generator_threads: usize) -> String {
             .unwrap_or_default(),
         report.tick_hz,
         report.entities,
+        report.entities_seen,
         report.rate_hz,
         report.writers,
         report.window_secs,
