@@ -279,15 +279,13 @@ impl<'a> BitReader<'a> {
     /// keeps this total even so.
     fn unaligned_into(&mut self, out: &mut [u8]) {
         let offset = (self.pos % 8) as u32;
-        let mut index = self.pos / 8;
-        for slot in out.iter_mut() {
+        for (index, slot) in (self.pos / 8..).zip(out.iter_mut()) {
             let low = self.data.get(index).map_or(0, |b| b >> offset);
             let high = self
                 .data
                 .get(index + 1)
                 .map_or(0, |b| ((u32::from(*b) << (8 - offset)) & 0xff) as u8);
             *slot = low | high;
-            index += 1;
         }
         self.pos += out.len() * 8;
     }
