@@ -24,6 +24,7 @@ pub mod demo;
 pub mod federation;
 pub mod http;
 pub mod less;
+pub mod loadgen;
 pub mod logging;
 pub mod node;
 pub mod peering;

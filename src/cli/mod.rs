@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 pub mod demo;
 pub mod inspect;
 pub mod keygen;
+pub mod loadgen;
 pub mod run;
 
 /// lessgate: a federation gateway for realXtend Tundra worlds.
@@ -35,6 +36,9 @@ pub enum Command {
     Inspect(inspect::InspectArgs),
     /// Create a node key and self-signed certificate; print the fingerprint peers pin.
     Keygen(keygen::KeygenArgs),
+    /// Drive Tundra clients against started nodes or any Tundra server and
+    /// report throughput, latency, link bytes, CPU and memory.
+    Loadgen(loadgen::LoadgenArgs),
 }
 
 /// Runs the parsed command line; the returned error is printed by `main`.
@@ -49,6 +53,7 @@ pub fn dispatch(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         Some(Command::Run(args)) => run::run(run::RunArgs { log_format, ..args }),
         Some(Command::Inspect(args)) => inspect::run(args),
         Some(Command::Keygen(args)) => keygen::run(args),
+        Some(Command::Loadgen(args)) => loadgen::run(args),
     }
 }
 

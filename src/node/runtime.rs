@@ -260,19 +260,18 @@ impl Running {
         loop {
             tokio::select! {
                 event = events.recv() => match event {
-                    Some(ClientEvent::Connected { id, addr, handle }) => {
-                        let client = ClientId(id.0);
-                        debug!(%client, %addr, "client connected");
-                        handles.insert(client, handle);
-                        self.node.handle_client_connect(client, clock.now());
-                    }
-                    Some(ClientEvent::Frame { id, frame }) => {
-                        self.node.handle_client_frame(ClientId(id.0), clock.now(), &frame);
-                    }
-                    Some(ClientEvent::Closed { id, reason }) => {
-                        let client = ClientId(id.0);
-                        handles.remove(&client);
-                        self.node.handle_client_disconnect(client, &reason);
+                    Some(event) => {
+                        self.handle_client_event(event, &mut handles, &clock);
+                        // Whatever else is already queued is handled before
+                        // the outputs are flushed, so one flush (and one LESS
+                        // packet) carries many updates under load, and a
+                        // lone update still leaves at once.
+                        for _ in 1..CLIENT_EVENT_BATCH {
+                            match events.try_recv() {
+                                Ok(event) => self.handle_client_event(event, &mut handles, &clock),
+                                Err(_) => break,
+                            }
+                        }
                     }
                     None => {
                         error!("client listener stopped");
@@ -445,6 +444,31 @@ impl Running {
     }
 
     /// Hands every session's pending packets to its link.
+    fn handle_client_event(
+        &mut self,
+        event: ClientEvent,
+        handles: &mut HashMap<ClientId, ClientHandle>,
+        clock: &Clock,
+    ) {
+        match event {
+            ClientEvent::Connected { id, addr, handle } => {
+                let client = ClientId(id.0);
+                debug!(%client, %addr, "client connected");
+                handles.insert(client, handle);
+                self.node.handle_client_connect(client, clock.now());
+            }
+            ClientEvent::Frame { id, frame } => {
+                self.node
+                    .handle_client_frame(ClientId(id.0), clock.now(), &frame);
+            }
+            ClientEvent::Closed { id, reason } => {
+                let client = ClientId(id.0);
+                handles.remove(&client);
+                self.node.handle_client_disconnect(client, &reason);
+            }
+        }
+    }
+
     fn flush_links(&mut self, clock: &Clock, links: &mut HashMap<FederationLink, PeerLink>) {
         if links.is_empty() {
             return;
@@ -493,6 +517,11 @@ impl Running {
         }
     }
 }
+
+/// Client events handled back to back before outputs are flushed: enough
+/// to fill a LESS datagram with updates, few enough that a burst never
+/// delays other work by more than a fraction of a millisecond.
+const CLIENT_EVENT_BATCH: usize = 256;
 
 /// Peer links are numbered by the driver; the federation uses the same number.
 fn federation_link(id: u64) -> FederationLink {

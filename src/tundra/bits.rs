@@ -266,18 +266,42 @@ impl<'a> BitReader<'a> {
             self.pos += bits;
             Ok(Cow::Borrowed(&self.data[start..start + n]))
         } else {
-            let mut out = Vec::with_capacity(n);
-            for _ in 0..n {
-                out.push(self.bits(8, what)? as u8);
-            }
+            let mut out = vec![0u8; n];
+            self.unaligned_into(&mut out);
             Ok(Cow::Owned(out))
         }
     }
 
+    /// Fills `out` from a position that is not on a byte boundary, a whole
+    /// byte per step (each output byte is the high bits of one input byte
+    /// and the low bits of the next). The caller has checked with `need`
+    /// that `out.len() * 8` bits remain, so the next byte exists; `get`
+    /// keeps this total even so.
+    fn unaligned_into(&mut self, out: &mut [u8]) {
+        let offset = (self.pos % 8) as u32;
+        for (index, slot) in (self.pos / 8..).zip(out.iter_mut()) {
+            let low = self.data.get(index).map_or(0, |b| b >> offset);
+            let high = self
+                .data
+                .get(index + 1)
+                .map_or(0, |b| ((u32::from(*b) << (8 - offset)) & 0xff) as u8);
+            *slot = low | high;
+        }
+        self.pos += out.len() * 8;
+    }
+
+    /// N bytes without allocating (floats and integers of attribute values
+    /// sit at any bit offset inside an EditAttributes block).
     fn array<const N: usize>(&mut self, what: &'static str) -> Result<[u8; N], DecodeError> {
-        let bytes = self.bytes(N, what)?;
+        self.need(N * 8, what)?;
         let mut out = [0u8; N];
-        out.copy_from_slice(&bytes);
+        if self.pos % 8 == 0 {
+            let start = self.pos / 8;
+            out.copy_from_slice(&self.data[start..start + N]);
+            self.pos += N * 8;
+        } else {
+            self.unaligned_into(&mut out);
+        }
         Ok(out)
     }
 
@@ -484,5 +508,26 @@ mod tests {
         assert!(r.bytes(3, "x").is_err());
         assert!(r.bytes(usize::MAX, "x").is_err());
         assert_eq!(&*r.bytes(2, "x").unwrap(), &[1, 2]);
+    }
+
+    #[test]
+    fn unaligned_bytes_and_arrays_match_bit_by_bit_reads() {
+        let data = [0xa5u8, 0x3c, 0xff, 0x01, 0x80, 0x7e];
+        for skip in 1..8u32 {
+            let mut slow = BitReader::new(&data);
+            let mut fast = BitReader::new(&data);
+            slow.bits(skip, "skip").unwrap();
+            fast.bits(skip, "skip").unwrap();
+            let expected: Vec<u8> = (0..4).map(|_| slow.bits(8, "b").unwrap() as u8).collect();
+            let got = fast.array::<4>("a").unwrap();
+            assert_eq!(got.to_vec(), expected, "offset {skip}");
+            let mut again = BitReader::new(&data);
+            again.bits(skip, "skip").unwrap();
+            assert_eq!(again.bytes(4, "b").unwrap().to_vec(), expected);
+            assert_eq!(again.bit_pos(), skip as usize + 32);
+        }
+        let mut short = BitReader::new(&data[..2]);
+        short.bits(3, "skip").unwrap();
+        assert!(short.array::<2>("a").is_err());
     }
 }

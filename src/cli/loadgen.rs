@@ -1,0 +1,138 @@
+//! `lessgate loadgen`: drives Tundra WebSocket clients against a federation
+//! of `lessgate run` processes it starts on 127.0.0.1 (or any external
+//! Tundra server) and prints what it measured; see BENCHMARKS.md.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::loadgen::baseline;
+use crate::loadgen::cluster::Topology;
+use crate::loadgen::report::{render_baselines, render_run, Baselines};
+use crate::loadgen::scenario::{self, Scenario};
+
+#[derive(Debug, Args)]
+pub struct LoadgenArgs {
+    /// Nodes to start (1 = a single node: writers and observer share it).
+    #[arg(long, default_value_t = 2)]
+    pub nodes: usize,
+    #[arg(long, value_enum, default_value = "chain")]
+    pub topology: Topology,
+    /// The generated nodes' tick rate.
+    #[arg(long, default_value_t = 20)]
+    pub tick_hz: u32,
+    /// Moving entities in total.
+    #[arg(long, default_value_t = 1000)]
+    pub entities: usize,
+    /// Updates per second per entity.
+    #[arg(long, default_value_t = 20.0)]
+    pub rate: f64,
+    /// Writer connections on the first node.
+    #[arg(long, default_value_t = 4)]
+    pub writers: usize,
+    /// Seconds of movement before the window.
+    #[arg(long, default_value_t = 2.0)]
+    pub warmup: f64,
+    /// Seconds measured.
+    #[arg(long, default_value_t = 10.0)]
+    pub duration: f64,
+    /// Worker threads of the generator's runtime.
+    #[arg(long, default_value_t = 2)]
+    pub threads: usize,
+    /// An external Tundra server (ws://host:port) instead of started nodes.
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Where the observer connects (default: the target).
+    #[arg(long)]
+    pub observer_target: Option<String>,
+    /// The external server's pid (for its CPU and peak memory).
+    #[arg(long)]
+    pub target_pid: Option<u32>,
+    /// Tundra protocol version the clients ask for.
+    #[arg(long, default_value_t = 3)]
+    pub protocol: u32,
+    /// TOML appended to every generated node.toml.
+    #[arg(long, default_value = "")]
+    pub extra_toml: String,
+    /// The lessgate binary to start for nodes (default: this one).
+    #[arg(long)]
+    pub binary: Option<PathBuf>,
+    /// Measure the machine's raw limits first.
+    #[arg(long)]
+    pub baselines: bool,
+    /// Only the baselines, no load run.
+    #[arg(long)]
+    pub baselines_only: bool,
+    /// Keep the generated configs and node logs.
+    #[arg(long)]
+    pub keep: bool,
+    /// Print the results as JSON too.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: LoadgenArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(args.threads.max(1))
+        .enable_all()
+        .build()?;
+    let binary = match &args.binary {
+        Some(path) => path.clone(),
+        None => std::env::current_exe()?,
+    };
+    runtime.block_on(async move {
+        if args.baselines || args.baselines_only {
+            let baselines = measure_baselines().await.map_err(|e| e.to_string())?;
+            print!("{}", render_baselines(&baselines));
+            if args.json {
+                println!("{}", serde_json::to_string(&baselines)?);
+            }
+            if args.baselines_only {
+                return Ok(());
+            }
+        }
+        let scenario = Scenario {
+            nodes: args.nodes,
+            topology: args.topology,
+            tick_hz: args.tick_hz,
+            entities: args.entities,
+            rate_hz: args.rate,
+            writers: args.writers,
+            warmup: Duration::from_secs_f64(args.warmup),
+            duration: Duration::from_secs_f64(args.duration),
+            target: args.target.clone(),
+            observer_target: args.observer_target.clone(),
+            target_pid: args.target_pid,
+            protocol: args.protocol,
+            binary,
+            extra_toml: args.extra_toml.clone(),
+            keep_dir: args.keep,
+        };
+        let report = scenario::run(&scenario).await.map_err(|e| e.to_string())?;
+        print!("{}", render_run(&report, args.threads));
+        if args.json {
+            println!("{}", serde_json::to_string(&report)?);
+        }
+        Ok::<(), Box<dyn std::error::Error>>(())
+    })
+}
+
+/// The raw limits, with frames the size of a Transform EditAttributes.
+async fn measure_baselines() -> Result<Baselines, crate::loadgen::client::Error> {
+    let sizes = baseline::wire_sizes()?;
+    let frame_bytes = sizes.tundra_edit_attributes;
+    let window = Duration::from_secs(2);
+    let websocket = baseline::websocket_sink_rate(frame_bytes, 4, window).await?;
+    let udp = tokio::task::spawn_blocking(move || baseline::udp_rate(frame_bytes, window))
+        .await?
+        .map_err(|e| e.to_string())?;
+    let blake3 = baseline::blake3_keyed_rate(frame_bytes, window);
+    Ok(Baselines {
+        frame_bytes,
+        websocket_frames_per_sec: websocket,
+        udp_datagrams_per_sec: udp,
+        blake3_keyed_hashes_per_sec: blake3,
+        sizes,
+    })
+}

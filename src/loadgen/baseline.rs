@@ -1,0 +1,210 @@
+//! The machine's raw limits, measured in the same run so every result can
+//! be read as a ratio: WebSocket frames per second into a sink that only
+//! counts them, UDP datagrams per second of the same size, blake3 keyed
+//! hashes per second; and the wire sizes of one transform update in the
+//! formats the report compares (seed 003's fixed struct, Tundra's
+//! EditAttributes and RigidBodyUpdate).
+
+use std::net::UdpSocket;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use tokio::net::TcpListener;
+use tokio_tungstenite::tungstenite::Message as WsMessage;
+
+use super::client::{edit_frame, Error, PLACEABLE};
+use crate::tundra::rigid_body_sender::{encode_body, pack, BodyState, SendDecision};
+use crate::tundra::values::{Float3, Transform};
+use crate::tundra::{ComponentId, EntityId, ProtocolVersion, Registry};
+
+/// Seed 003's `HADEAN_PACK(struct Entity { vec3f position; quat rotation;
+/// unsigned int color; unsigned long id; float size; })`: 12 + 16 + 4 + 8 + 4.
+pub const SEED_003_ENTITY_BYTES: usize = 44;
+
+/// Frames per second `connections` clients push through tokio-tungstenite
+/// into a server that only counts them, for `duration`.
+pub async fn websocket_sink_rate(
+    frame_bytes: usize,
+    connections: usize,
+    duration: Duration,
+) -> Result<f64, Error> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let counted = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let sink_count = counted.clone();
+    let server = tokio::spawn(async move {
+        for _ in 0..connections {
+            let Ok((tcp, _)) = listener.accept().await else {
+                return;
+            };
+            let count = sink_count.clone();
+            tokio::spawn(async move {
+                let Ok(mut ws) = tokio_tungstenite::accept_async(tcp).await else {
+                    return;
+                };
+                while let Some(Ok(_)) = ws.next().await {
+                    count.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    let mut senders = Vec::new();
+    for _ in 0..connections {
+        let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}")).await?;
+        let stop = stop.clone();
+        let frame = bytes::Bytes::from(vec![0x71u8; frame_bytes]);
+        senders.push(tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                for _ in 0..256 {
+                    if ws.feed(WsMessage::Binary(frame.clone())).await.is_err() {
+                        return;
+                    }
+                }
+                if ws.flush().await.is_err() {
+                    return;
+                }
+            }
+            let _ = ws.close(None).await;
+        }));
+    }
+    // Measure after a short ramp so connection setup is not counted.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let before = counted.load(Ordering::Relaxed);
+    let started = Instant::now();
+    tokio::time::sleep(duration).await;
+    let frames = counted.load(Ordering::Relaxed) - before;
+    let rate = frames as f64 / started.elapsed().as_secs_f64();
+    stop.store(true, Ordering::Relaxed);
+    for sender in senders {
+        let _ = sender.await;
+    }
+    server.abort();
+    Ok(rate)
+}
+
+/// Datagrams per second received over 127.0.0.1 from one sending thread.
+pub fn udp_rate(datagram_bytes: usize, duration: Duration) -> Result<f64, Error> {
+    let receiver = UdpSocket::bind("127.0.0.1:0")?;
+    receiver.set_read_timeout(Some(Duration::from_millis(100)))?;
+    let target = receiver.local_addr()?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let sender_stop = stop.clone();
+    let sender = std::thread::spawn(move || -> std::io::Result<()> {
+        let socket = UdpSocket::bind("127.0.0.1:0")?;
+        socket.connect(target)?;
+        let datagram = vec![0x5au8; datagram_bytes];
+        while !sender_stop.load(Ordering::Relaxed) {
+            // A full receive buffer drops; the receiver's count is the rate.
+            let _ = socket.send(&datagram);
+        }
+        Ok(())
+    });
+    let mut buffer = vec![0u8; 65536];
+    let started = Instant::now();
+    let mut received = 0u64;
+    while started.elapsed() < duration {
+        if receiver.recv(&mut buffer).is_ok() {
+            received += 1;
+        }
+    }
+    let rate = received as f64 / started.elapsed().as_secs_f64();
+    stop.store(true, Ordering::Relaxed);
+    let _ = sender.join();
+    Ok(rate)
+}
+
+/// blake3 keyed hashes of `input_bytes` per second on one core.
+pub fn blake3_keyed_rate(input_bytes: usize, duration: Duration) -> f64 {
+    let key = [7u8; 32];
+    let mut input = vec![0u8; input_bytes];
+    let started = Instant::now();
+    let mut hashes = 0u64;
+    while started.elapsed() < duration {
+        for _ in 0..1024 {
+            let tag = blake3::keyed_hash(&key, std::hint::black_box(&input));
+            input[0] ^= tag.as_bytes()[0];
+            hashes += 1;
+        }
+    }
+    hashes as f64 / started.elapsed().as_secs_f64()
+}
+
+/// Wire sizes of one entity's transform update, bytes.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct WireSizes {
+    /// Seed 003's packed struct.
+    pub seed_003_struct: usize,
+    /// A Tundra EditAttributes frame (with its 2-byte id) moving a
+    /// Placeable's Transform: what a client sends and a server forwards.
+    pub tundra_edit_attributes: usize,
+    /// A RigidBodyUpdate payload (plus the 2-byte id) for a position-only
+    /// move inside +-1023 (Tundra's fixed-point position).
+    pub tundra_rigid_body_position: usize,
+    /// The same with position and a general rotation (axis-angle).
+    pub tundra_rigid_body_position_rotation: usize,
+}
+
+/// Computes [`WireSizes`] with the project's Tundra codec.
+pub fn wire_sizes() -> Result<WireSizes, Error> {
+    let registry = Registry::builtin();
+    let slots = registry.get(PLACEABLE).ok_or("no Placeable")?.slot_types();
+    // Ids of the magnitude a busy scene has (VLE sizes depend on them).
+    let edit = edit_frame(
+        EntityId(5000),
+        ComponentId(3),
+        1234,
+        42,
+        &slots,
+        ProtocolVersion(3),
+    )?;
+    let moved = |rot: Float3| BodyState {
+        transform: Transform {
+            pos: Float3::new(12.5, 3.25, -40.0),
+            rot,
+            scale: Float3::new(1.0, 1.0, 1.0),
+        },
+        ..BodyState::default()
+    };
+    let record_size = |state: BodyState, rotation: bool| -> Result<usize, Error> {
+        let decision = SendDecision {
+            position: true,
+            rotation,
+            ..SendDecision::default()
+        };
+        let record = encode_body(EntityId(5000), &state, &decision).ok_or("nothing to send")?;
+        let messages = pack(&[record])?;
+        Ok(2 + messages.iter().map(Vec::len).sum::<usize>())
+    };
+    Ok(WireSizes {
+        seed_003_struct: SEED_003_ENTITY_BYTES,
+        tundra_edit_attributes: edit.len(),
+        tundra_rigid_body_position: record_size(moved(Float3::new(0.0, 0.0, 0.0)), false)?,
+        tundra_rigid_body_position_rotation: record_size(
+            moved(Float3::new(10.0, 35.0, -20.0)),
+            true,
+        )?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_sizes_order_as_the_formats_do() {
+        let sizes = wire_sizes().unwrap();
+        // A full Transform is 9 floats; the frame adds id, ids and block header.
+        assert!(sizes.tundra_edit_attributes > 36);
+        assert!(sizes.tundra_rigid_body_position < sizes.tundra_rigid_body_position_rotation);
+        assert!(sizes.tundra_rigid_body_position < sizes.tundra_edit_attributes);
+    }
+
+    #[test]
+    fn the_raw_rates_count_something() {
+        assert!(blake3_keyed_rate(64, Duration::from_millis(10)) > 0.0);
+        assert!(udp_rate(64, Duration::from_millis(50)).unwrap() > 0.0);
+    }
+}

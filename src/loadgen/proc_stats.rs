@@ -1,0 +1,69 @@
+//! CPU time and peak memory of a process, from Linux `/proc`.
+//!
+//! `/proc/<pid>/stat` fields 14 and 15 (utime, stime) are in clock ticks
+//! (`sysconf(_SC_CLK_TCK)`, 100 on every mainstream Linux build); VmHWM in
+//! `/proc/<pid>/status` is the peak resident set. Elsewhere these read as
+//! `None` and the report says so.
+
+use std::time::Instant;
+
+/// Linux's USER_HZ: the unit of utime/stime in /proc/<pid>/stat.
+const CLOCK_TICKS_PER_SECOND: f64 = 100.0;
+
+/// CPU seconds (user + system) a process has used so far.
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may contain spaces; fields restart after ')'.
+    let rest = &text[text.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // After ')' the first field is field 3 (state): utime is 14, stime 15.
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / CLOCK_TICKS_PER_SECOND)
+}
+
+/// A `/proc/<pid>/status` value in KiB (`VmHWM`, `VmRSS`).
+pub fn status_kib(pid: u32, key: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    text.lines()
+        .find_map(|line| line.strip_prefix(key)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+}
+
+/// CPU use of a process over an interval.
+#[derive(Debug, Clone, Copy)]
+pub struct CpuMark {
+    pid: u32,
+    cpu: Option<f64>,
+    at: Instant,
+}
+
+impl CpuMark {
+    pub fn start(pid: u32) -> CpuMark {
+        CpuMark {
+            pid,
+            cpu: cpu_seconds(pid),
+            at: Instant::now(),
+        }
+    }
+
+    /// Cores used on average since `start` (1.0 = one core busy).
+    pub fn cores(&self) -> Option<f64> {
+        let elapsed = self.at.elapsed().as_secs_f64();
+        let used = cpu_seconds(self.pid)? - self.cpu?;
+        (elapsed > 0.0).then(|| used / elapsed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_has_a_peak_and_cpu_time() {
+        let pid = std::process::id();
+        assert!(status_kib(pid, "VmHWM").is_some_and(|kib| kib > 0));
+        assert!(cpu_seconds(pid).is_some());
+        assert_eq!(status_kib(pid, "NoSuchKey"), None);
+    }
+}

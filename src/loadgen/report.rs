@@ -1,0 +1,204 @@
+//! What a load run measured, as JSON (serde) and as the plain-text table
+//! `lessgate loadgen` prints. Only measured numbers; ratios are computed
+//! from numbers of the same run.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::baseline::WireSizes;
+use super::cluster::Topology;
+use super::latency::Percentiles;
+
+/// One peer link as seen from one node over the window.
+#[derive(Debug, Clone, Serialize)]
+pub struct LinkReport {
+    /// The span the node's stats line carried (identifies the link).
+    pub link: String,
+    pub bytes_sent_per_sec: f64,
+    pub bytes_received_per_sec: f64,
+    pub packets_sent_per_sec: f64,
+}
+
+/// One server process over the window.
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeReport {
+    pub name: String,
+    /// Average cores used (1.0 = one core busy).
+    pub cpu_cores: Option<f64>,
+    /// VmHWM: peak resident memory since start.
+    pub peak_rss_kib: Option<u64>,
+    pub rss_kib: Option<u64>,
+    /// Tundra frames received from clients per second.
+    pub frames_in_per_sec: Option<f64>,
+    pub links: Vec<LinkReport>,
+}
+
+/// Everything one run measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    pub nodes_started: usize,
+    pub topology: Topology,
+    pub external_target: Option<String>,
+    pub tick_hz: u32,
+    pub entities: usize,
+    /// Of those, how many the observer saw created.
+    pub entities_seen: usize,
+    pub rate_hz: f64,
+    pub writers: usize,
+    pub window_secs: f64,
+    /// Login, creation and the observer seeing every entity.
+    pub setup_secs: f64,
+    /// Updates per second the schedule asks for.
+    pub offered_per_sec: f64,
+    /// Updates per second the writers sent.
+    pub sent_per_sec: f64,
+    /// Sent over due at the end (below 0.95: the writers fell behind).
+    pub schedule_kept: f64,
+    /// Moves the observer saw per second (after any coalescing by ticks).
+    pub delivered_per_sec: f64,
+    pub latency: Percentiles,
+    pub latency_samples: u64,
+    /// Moves seen whose send time had left the ring.
+    pub stale: u64,
+    pub observer_bytes_per_sec: f64,
+    pub observer_frames_per_sec: f64,
+    /// Frames the servers sent the writers (drained unread).
+    pub writer_frames_received: u64,
+    /// Cores this load generator used in the window.
+    pub generator_cpu_cores: f64,
+    pub generator_peak_rss_kib: Option<u64>,
+    pub nodes: Vec<NodeReport>,
+}
+
+impl RunReport {
+    /// Whether the generator, not the server, limited the run: it fell
+    /// behind its schedule while using nearly all of its worker threads.
+    pub fn generator_bound(&self, generator_threads: usize) -> bool {
+        self.schedule_kept < 0.95 && self.generator_cpu_cores > 0.85 * generator_threads as f64
+    }
+
+    /// Peer-link bytes per delivered update, summed over links that sent.
+    pub fn link_bytes_per_update(&self) -> Option<f64> {
+        let first = self.nodes.first()?;
+        let sent: f64 = first.links.iter().map(|l| l.bytes_sent_per_sec).sum();
+        (self.delivered_per_sec > 0.0 && sent > 0.0).then(|| sent / self.delivered_per_sec)
+    }
+}
+
+/// The machine's raw limits and the formats' sizes.
+#[derive(Debug, Clone, Serialize)]
+pub struct Baselines {
+    pub frame_bytes: usize,
+    pub websocket_frames_per_sec: f64,
+    pub udp_datagrams_per_sec: f64,
+    pub blake3_keyed_hashes_per_sec: f64,
+    pub sizes: WireSizes,
+}
+
+/// Plain-text rendering of a run.
+pub fn render_run(report: &RunReport, generator_threads: usize) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "run: {} node(s) {:?}{}, tick {} Hz, {} entities ({} seen by the observer) x {} Hz by {} writer(s), window {:.1} s (setup {:.1} s)",
+        report.nodes_started,
+        report.topology,
+        report
+            .external_target
+            .as_ref()
+            .map(|t| format!(" target {t}"))
+            .unwrap_or_default(),
+        report.tick_hz,
+        report.entities,
+        report.entities_seen,
+        report.rate_hz,
+        report.writers,
+        report.window_secs,
+        report.setup_secs,
+    );
+    let _ = writeln!(
+        out,
+        "updates/s: offered {:.0}, sent {:.0} (schedule kept {:.3}), delivered end to end {:.0}",
+        report.offered_per_sec, report.sent_per_sec, report.schedule_kept, report.delivered_per_sec
+    );
+    let _ = writeln!(
+        out,
+        "latency edit->observer: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms ({} samples, {} stale)",
+        report.latency.p50_us as f64 / 1e3,
+        report.latency.p99_us as f64 / 1e3,
+        report.latency.max_us as f64 / 1e3,
+        report.latency_samples,
+        report.stale
+    );
+    let _ = writeln!(
+        out,
+        "observer: {:.0} frames/s, {:.0} B/s; writers were sent {} frames",
+        report.observer_frames_per_sec,
+        report.observer_bytes_per_sec,
+        report.writer_frames_received
+    );
+    for node in &report.nodes {
+        let _ = writeln!(
+            out,
+            "node {}: cpu {} cores, peak rss {} MiB (now {} MiB), client frames in {}/s",
+            node.name,
+            node.cpu_cores.map_or("?".into(), |c| format!("{c:.2}")),
+            node.peak_rss_kib
+                .map_or("?".into(), |k| format!("{:.1}", k as f64 / 1024.0)),
+            node.rss_kib
+                .map_or("?".into(), |k| format!("{:.1}", k as f64 / 1024.0)),
+            node.frames_in_per_sec
+                .map_or("?".into(), |f| format!("{f:.0}")),
+        );
+        for link in &node.links {
+            let per_update = if report.delivered_per_sec > 0.0 {
+                link.bytes_sent_per_sec / report.delivered_per_sec
+            } else {
+                0.0
+            };
+            let _ = writeln!(
+                out,
+                "  link {}: sent {:.0} B/s in {:.0} packets/s ({:.1} B per delivered update), received {:.0} B/s",
+                link.link,
+                link.bytes_sent_per_sec,
+                link.packets_sent_per_sec,
+                per_update,
+                link.bytes_received_per_sec
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "generator: {:.2} cores of {} threads, peak rss {} MiB{}",
+        report.generator_cpu_cores,
+        generator_threads,
+        report
+            .generator_peak_rss_kib
+            .map_or("?".into(), |k| format!("{:.1}", k as f64 / 1024.0)),
+        if report.generator_bound(generator_threads) {
+            " -- THE GENERATOR IS THE BOTTLENECK of this run"
+        } else if report.schedule_kept < 0.95 {
+            " -- writers fell behind: the server pushed back"
+        } else {
+            ""
+        }
+    );
+    out
+}
+
+/// Plain-text rendering of the baselines.
+pub fn render_baselines(b: &Baselines) -> String {
+    format!(
+        "baselines ({} B frames): websocket sink {:.0} frames/s, udp {:.0} datagrams/s, blake3 keyed {:.0} hashes/s\n\
+         bytes per transform update: seed 003 struct {}, Tundra EditAttributes {}, RigidBodyUpdate position {} / position+rotation {}\n",
+        b.frame_bytes,
+        b.websocket_frames_per_sec,
+        b.udp_datagrams_per_sec,
+        b.blake3_keyed_hashes_per_sec,
+        b.sizes.seed_003_struct,
+        b.sizes.tundra_edit_attributes,
+        b.sizes.tundra_rigid_body_position,
+        b.sizes.tundra_rigid_body_position_rotation,
+    )
+}
