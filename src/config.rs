@@ -122,6 +122,9 @@ pub struct PeeringSection {
     pub handshake_timeout_ms: u64,
     /// Seconds between per-link stats lines (0 turns them off).
     pub stats_interval_secs: u64,
+    /// Offer the compact per-property encodings (docs/less-wire.md 16) in
+    /// the Hello; a link uses them only if the peer offers them too.
+    pub compact_encodings: bool,
 }
 
 impl Default for PeeringSection {
@@ -139,6 +142,7 @@ impl Default for PeeringSection {
             liveness_timeout_ms: 10_000,
             handshake_timeout_ms: 5_000,
             stats_interval_secs: 10,
+            compact_encodings: true,
         }
     }
 }

@@ -8,6 +8,7 @@
 
 mod authority;
 mod core;
+pub mod encodings;
 mod export;
 mod flood;
 pub mod ids;

@@ -87,8 +87,8 @@ impl Session {
         Ok(Session {
             send: SendWindow::new(config.local_first_sequence, config.initial_rtt),
             receive: ReceiveWindow::new(config.remote_first_sequence),
+            local: LocalState::with_encodings(config.encodings.clone()),
             config,
-            local: LocalState::default(),
             remote: RemoteState::default(),
             events: VecDeque::new(),
             stats: Stats::default(),

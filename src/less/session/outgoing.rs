@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use super::event::CommandError;
 use crate::clock::Time;
+use crate::less::encoding::LinkEncodings;
 use crate::less::ids::{Local, ObjectId, PropertyKey, Remote, TypeId};
 use crate::less::limits::MAX_FRAME_LEN;
 use crate::less::message::Message;
@@ -103,6 +104,8 @@ pub(super) struct LocalState {
     pub dirty: VecDeque<ObjectId<Local>>,
     pub tweaks: BTreeMap<(ObjectId<Remote>, PropertyKey), Slot>,
     pub dirty_tweaks: VecDeque<(ObjectId<Remote>, PropertyKey)>,
+    /// The link's per-property encodings, applied as messages are built.
+    pub encodings: Arc<LinkEncodings>,
 }
 
 /// Checks values against a schema: declared properties, conforming values,
@@ -135,6 +138,14 @@ pub(super) fn check_value(
 }
 
 impl LocalState {
+    /// Empty state for a link with these encodings.
+    pub fn with_encodings(encodings: Arc<LinkEncodings>) -> LocalState {
+        LocalState {
+            encodings,
+            ..LocalState::default()
+        }
+    }
+
     /// Allocates a type id and queues its introduce-type.
     pub fn introduce_type(&mut self, schema: Arc<TypeSchema>) -> TypeId<Local> {
         self.next_type += 1;
