@@ -16,6 +16,7 @@ mod import;
 pub mod link;
 pub mod mapping;
 pub mod mirror;
+pub mod refresh;
 pub mod schemas;
 pub mod values;
 

@@ -12,7 +12,7 @@ use lessgate::clock::Time;
 use lessgate::federation::{schemas::schema_registry, Link, LinkId, LinkPolicy};
 use lessgate::less::encoding::LinkEncodings;
 use lessgate::less::schema::ConnectionSchema;
-use lessgate::less::session::{Path, Session, SessionConfig};
+use lessgate::less::session::{FramingMode, Path, Session, SessionConfig};
 use lessgate::less::signature::{LinkRole, SessionKeys};
 use lessgate::node::Node;
 use lessgate::scene::{ClientId, Scene};
@@ -90,6 +90,11 @@ pub struct Sim {
     next_tick: Time,
     /// Bytes each (node, link) has transmitted, datagrams and stream frames.
     pub bytes_sent: HashMap<(usize, LinkId), usize>,
+    /// Links made from now on put every packet on the reliable stream.
+    pub stream_mode: bool,
+    /// (node, from, to): every transmission of that node in [from, to) is
+    /// lost, stream frames included (a fault no LESS re-send repairs).
+    pub blackout: Option<(usize, Time, Time)>,
 }
 
 fn registry() -> Registry {
@@ -118,6 +123,8 @@ impl Sim {
             next_client: 1,
             next_tick: Time::ZERO,
             bytes_sent: HashMap::new(),
+            stream_mode: false,
+            blackout: None,
         }
     }
 
@@ -141,6 +148,7 @@ impl Sim {
             .filter(|f| features_b.contains(f))
             .cloned()
             .collect();
+        let stream_mode = self.stream_mode;
         let (la, lb) = (LinkId(self.next_link), LinkId(self.next_link + 1));
         self.next_link += 2;
         let secret: [u8; 32] = self.rng.gen();
@@ -156,6 +164,9 @@ impl Sim {
                 Arc::new(ConnectionSchema::builtin()),
             );
             config.encodings = Arc::new(LinkEncodings::from_features(&agreed, rules));
+            if stream_mode {
+                config.mode = FramingMode::Stream;
+            }
             Session::new(config, self.now).expect("valid session config")
         };
         let session_a = session(&self.nodes[a], LinkRole::Initiator, sa, sb);
@@ -379,7 +390,12 @@ impl Sim {
                 }
                 *self.bytes_sent.entry((node, link)).or_default() += transmit.bytes.len();
                 let stream = transmit.path == Path::Stream;
-                let copies = if stream {
+                let blacked_out = self
+                    .blackout
+                    .is_some_and(|(from, start, end)| from == node && start <= now && now < end);
+                let copies = if blacked_out {
+                    0
+                } else if stream {
                     1
                 } else if self.rng.gen_bool(model.loss) {
                     0

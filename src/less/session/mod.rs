@@ -280,6 +280,16 @@ impl Session {
         self.local.set_values(entity, values)
     }
 
+    /// Queues the current value of every subscribed property of one of our
+    /// introduced entities again, unchanged (seed 004: "rebroadcast
+    /// everything every x seconds ... if packets are lost"). Returns the
+    /// plain size of the values queued, 0 for an entity the peer does not
+    /// know yet (its introduction carries everything).
+    pub fn refresh_entity(&mut self, entity: ObjectId<Local>) -> Result<usize, CommandError> {
+        self.check_open()?;
+        self.local.refresh(entity)
+    }
+
     /// Sets one property value (see [`Self::update_entity`]).
     pub fn set_property(
         &mut self,

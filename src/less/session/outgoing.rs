@@ -262,6 +262,37 @@ impl LocalState {
         Ok(())
     }
 
+    /// Marks every subscribed property of an introduced entity dirty again;
+    /// returns the plain size of those values.
+    pub fn refresh(&mut self, entity: ObjectId<Local>) -> Result<usize, CommandError> {
+        let state = self
+            .entities
+            .get_mut(&entity)
+            .ok_or(CommandError::UnknownEntity)?;
+        if state.wire != Wire::Introduced {
+            return Ok(0);
+        }
+        let Some(subscription) = self
+            .types
+            .get(&state.type_id)
+            .and_then(|t| t.subscription.as_ref())
+        else {
+            return Ok(0);
+        };
+        let mut bytes = 0;
+        for (key, slot) in state.slots.iter_mut() {
+            if subscription.contains(key) {
+                slot.dirty = true;
+                bytes += slot.value.encoded_len();
+            }
+        }
+        if bytes > 0 && !state.queued {
+            state.queued = true;
+            self.dirty.push_back(entity);
+        }
+        Ok(bytes)
+    }
+
     /// Removes an entity; a remove-entity is queued if the peer knows it.
     pub fn remove_entity(&mut self, entity: ObjectId<Local>) -> Result<(), CommandError> {
         let state = self
