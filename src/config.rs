@@ -125,6 +125,10 @@ pub struct PeeringSection {
     /// Offer the compact per-property encodings (docs/less-wire.md 16) in
     /// the Hello; a link uses them only if the peer offers them too.
     pub compact_encodings: bool,
+    /// Background refresh budget per link in bytes per second: current
+    /// values of exported entities are re-sent round-robin so a lost final
+    /// update heals without a request (seed 004). 0 (the default) is off.
+    pub refresh_bytes_per_sec: u32,
 }
 
 impl Default for PeeringSection {
@@ -143,6 +147,7 @@ impl Default for PeeringSection {
             handshake_timeout_ms: 5_000,
             stats_interval_secs: 10,
             compact_encodings: true,
+            refresh_bytes_per_sec: 0,
         }
     }
 }

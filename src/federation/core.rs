@@ -66,7 +66,7 @@ impl Federation {
             next_serial: 1,
             events: VecDeque::new(),
             floods: Default::default(),
-            refresh_rate: super::refresh::DEFAULT_REFRESH_BYTES_PER_SECOND,
+            refresh_rate: 0,
         }
     }
 

@@ -135,7 +135,14 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
     };
     Ok(Running {
         tundra_addr,
-        node: Node::new(scene, server, id),
+        node: {
+            let mut node = Node::new(scene, server, id);
+            if let Some(peering) = &config.peering {
+                node.federation
+                    .set_refresh_rate(peering.refresh_bytes_per_sec);
+            }
+            node
+        },
         config,
         listener: Some(listener),
         tls,
