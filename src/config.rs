@@ -133,6 +133,13 @@ pub struct PeeringSection {
     pub handshake_timeout_ms: u64,
     /// Seconds between per-link stats lines (0 turns them off).
     pub stats_interval_secs: u64,
+    /// Offer the compact per-property encodings (docs/less-wire.md 16) in
+    /// the Hello; a link uses them only if the peer offers them too.
+    pub compact_encodings: bool,
+    /// Background refresh budget per link in bytes per second: current
+    /// values of exported entities are re-sent round-robin so a lost final
+    /// update heals without a request (seed 004). 0 (the default) is off.
+    pub refresh_bytes_per_sec: u32,
 }
 
 impl Default for PeeringSection {
@@ -151,6 +158,8 @@ impl Default for PeeringSection {
             liveness_timeout_ms: 10_000,
             handshake_timeout_ms: 5_000,
             stats_interval_secs: 10,
+            compact_encodings: true,
+            refresh_bytes_per_sec: 0,
         }
     }
 }

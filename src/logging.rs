@@ -104,6 +104,7 @@ mod tests {
 
     fn link(sent: u64, lost: u64) -> LinkStatus {
         LinkStatus {
+            link: 1,
             peer: "beta".to_owned(),
             peer_uuid: Uuid::from_u128(2),
             rtt_ms: 1.5,

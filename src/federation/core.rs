@@ -58,6 +58,8 @@ pub struct Federation {
     pub(super) next_serial: u64,
     pub(super) events: VecDeque<FederationEvent>,
     pub(super) floods: super::flood::FloodMemory,
+    /// Background refresh budget per link, bytes per second (0: off).
+    pub(super) refresh_rate: u32,
 }
 
 impl Federation {
@@ -70,6 +72,7 @@ impl Federation {
             next_serial: 1,
             events: VecDeque::new(),
             floods: Default::default(),
+            refresh_rate: 0,
         }
     }
 

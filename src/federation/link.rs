@@ -85,6 +85,8 @@ pub struct Link {
     pub mirror: Mirror,
     /// Calls this node invoked on the peer, and whom to answer.
     pub forwarded_calls: HashMap<RequestId<Local>, Option<ForwardedCall>>,
+    /// Background refresh position and budget (`refresh.rs`).
+    pub refresh: super::refresh::RefreshCursor,
 }
 
 impl Link {
@@ -107,6 +109,7 @@ impl Link {
             export_owner: HashMap::new(),
             mirror: Mirror::default(),
             forwarded_calls: HashMap::new(),
+            refresh: Default::default(),
         }
     }
 

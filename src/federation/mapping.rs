@@ -13,8 +13,10 @@ use crate::tundra::{AttributeType, ComponentSchema};
 
 /// The entity type (section 2.1).
 pub const ENTITY_URI: &str = "urn:lessgate:tundra:entity:1";
-const COMPONENT_URI: &str = "urn:lessgate:tundra:component:";
-const CUSTOM_URI: &str = "urn:lessgate:tundra:custom:";
+/// Prefix of the URIs of static Tundra component types.
+pub const COMPONENT_URI: &str = "urn:lessgate:tundra:component:";
+/// Prefix of the self-describing URIs of custom component types.
+pub const CUSTOM_URI: &str = "urn:lessgate:tundra:custom:";
 const OPAQUE_URI: &str = "urn:lessgate:tundra:opaque:";
 
 /// Entity object properties (component 1) and the action method.

@@ -8,6 +8,7 @@
 
 mod authority;
 mod core;
+pub mod encodings;
 mod export;
 mod flood;
 pub mod ids;
@@ -15,6 +16,7 @@ mod import;
 pub mod link;
 pub mod mapping;
 pub mod mirror;
+pub mod refresh;
 pub mod schemas;
 pub mod values;
 

@@ -13,6 +13,7 @@ pub fn schema_registry(registry: &Registry) -> SchemaRegistry {
         schemas.insert(mapping::component_type_schema(component));
     }
     schemas.set_resolver(resolve);
+    schemas.set_encoding_rules(super::encodings::encoding_rules());
     schemas
 }
 

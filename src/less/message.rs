@@ -12,6 +12,7 @@
 use std::sync::Arc;
 
 use super::codec::{write_integer, write_u64, DecodeError, Reader, Unresolved};
+use super::encoding::LinkEncodings;
 use super::ids::{InteractionId, ObjectId, PropertyId, PropertyKey, RequestId, Space, TypeId};
 use super::limits::MAX_ARGUMENTS;
 use super::property_list::{
@@ -133,6 +134,11 @@ pub trait DecodeContext<S: Space, D: Space> {
     fn receiver_entity_type(&self, entity: ObjectId<D>) -> Option<Arc<TypeSchema>>;
     /// The connection schema.
     fn connection(&self) -> &ConnectionSchema;
+    /// The link's per-property encodings (docs/less-wire.md 16); plain
+    /// unless the link agreed on some.
+    fn encodings(&self) -> &LinkEncodings {
+        &crate::less::encoding::link::PLAIN
+    }
 }
 
 impl<S: Space, D: Space> Message<S, D> {
@@ -274,7 +280,7 @@ impl<S: Space, D: Space> Message<S, D> {
                 Message::IntroduceEntity {
                     type_id,
                     entity,
-                    values: decode_component_values(reader, &schema)?,
+                    values: decode_component_values(reader, &schema, context.encodings())?,
                 }
             }
             code::REMOVE_ENTITY => Message::RemoveEntity {
@@ -289,7 +295,7 @@ impl<S: Space, D: Space> Message<S, D> {
                     )))?;
                 Message::UpdateEntity {
                     entity,
-                    values: decode_component_values(reader, &schema)?,
+                    values: decode_component_values(reader, &schema, context.encodings())?,
                 }
             }
             code::REQUEST_ENTITY => Message::RequestEntity {

@@ -10,6 +10,7 @@
 //! description of the wire format is docs/less-wire.md.
 
 pub mod codec;
+pub mod encoding;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod ids;

@@ -10,6 +10,7 @@
 //! representation, recursively").
 
 use super::codec::{write_count, write_u64, DecodeError, Reader};
+use super::encoding::LinkEncodings;
 use super::ids::{ComponentId, ComponentPath, PropertyId, PropertyKey};
 use super::limits::{MAX_COMPONENTS, MAX_PATH_LEN, MAX_PROPERTIES};
 use super::schema::{ComponentSchema, MemberKind, TypeSchema};
@@ -92,11 +93,14 @@ fn encode_member_list(out: &mut Vec<u8>, items: &[Item<'_>]) {
     }
 }
 
-/// Reads a component-property-value-list-list, typing each value by `schema`.
-/// Unknown components, unknown members and method ids are errors.
+/// Reads a component-property-value-list-list, typing each value by `schema`
+/// and reading the properties the link encodes in their encoding
+/// (docs/less-wire.md 16). Unknown components, unknown members and method
+/// ids are errors.
 pub fn decode_component_values(
     reader: &mut Reader<'_>,
     schema: &TypeSchema,
+    encodings: &LinkEncodings,
 ) -> Result<Vec<PropertyValue>, DecodeError> {
     // Every entry takes at least one byte, so the input bounds the count too.
     let count = reader.read_count("component count", MAX_COMPONENTS.min(reader.remaining()))?;
@@ -106,13 +110,21 @@ pub fn decode_component_values(
         let component = schema.component(&path).ok_or_else(|| {
             DecodeError::UndeclaredProperty(format!("component {path} of {}", schema.uri))
         })?;
-        decode_member_list(reader, component, &path, &mut out)?;
+        let typed = Typed { schema, encodings };
+        decode_member_list(reader, &typed, component, &path, &mut out)?;
     }
     Ok(out)
 }
 
+/// What a property value is read against.
+struct Typed<'a> {
+    schema: &'a TypeSchema,
+    encodings: &'a LinkEncodings,
+}
+
 fn decode_member_list(
     reader: &mut Reader<'_>,
+    typed: &Typed<'_>,
     component: &ComponentSchema,
     path: &ComponentPath,
     out: &mut Vec<PropertyValue>,
@@ -124,16 +136,19 @@ fn decode_member_list(
             .member(property)
             .ok_or_else(|| DecodeError::UndeclaredProperty(format!("{path}.{property}")))?;
         match &member.kind {
-            MemberKind::Property(value_type) => out.push(PropertyValue {
-                key: PropertyKey {
+            MemberKind::Property(value_type) => {
+                let key = PropertyKey {
                     component: path.clone(),
                     property,
-                },
-                value: Value::decode(reader, value_type)?,
-            }),
+                };
+                let value = typed
+                    .encodings
+                    .decode_value(reader, typed.schema, &key, value_type)?;
+                out.push(PropertyValue { key, value });
+            }
             MemberKind::Component(nested) => {
                 let child = path.child(nested.id).ok_or(DecodeError::TooDeep)?;
-                decode_member_list(reader, nested, &child, out)?;
+                decode_member_list(reader, typed, nested, &child, out)?;
             }
             MemberKind::Method(_) => {
                 return Err(DecodeError::Invalid("method id in a property-value-list"))
@@ -268,7 +283,9 @@ mod tests {
                 "03000000000000e03f"
             )
         );
-        let decoded = decode_component_values(&mut Reader::new(&out), &schema).unwrap();
+        let decoded =
+            decode_component_values(&mut Reader::new(&out), &schema, &LinkEncodings::plain())
+                .unwrap();
         let order: Vec<String> = decoded.iter().map(|v| v.key.to_string()).collect();
         assert_eq!(order, ["2.2", "2/7.1", "1.3"]);
         assert_eq!(decoded[1].value, Value::FixedBinary(vec![1, 2, 3, 4]));
@@ -280,12 +297,12 @@ mod tests {
         // component 2, one member: id 9 is a method.
         let method = [0x01, 0x02, 0x01, 0x09];
         assert_eq!(
-            decode_component_values(&mut Reader::new(&method), &schema),
+            decode_component_values(&mut Reader::new(&method), &schema, &LinkEncodings::plain()),
             Err(DecodeError::Invalid("method id in a property-value-list"))
         );
         let unknown = [0x01, 0x05, 0x00];
         assert!(matches!(
-            decode_component_values(&mut Reader::new(&unknown), &schema),
+            decode_component_values(&mut Reader::new(&unknown), &schema, &LinkEncodings::plain()),
             Err(DecodeError::UndeclaredProperty(_))
         ));
     }

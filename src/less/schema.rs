@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::encoding::EncodingRule;
 use super::ids::{ComponentId, ComponentPath, InteractionId, PropertyId, PropertyKey};
 use super::value_type::ValueType;
 
@@ -164,6 +165,7 @@ pub type SchemaResolver = fn(&str) -> Option<TypeSchema>;
 pub struct SchemaRegistry {
     types: HashMap<String, Arc<TypeSchema>>,
     resolver: Option<SchemaResolver>,
+    encoding_rules: Vec<EncodingRule>,
 }
 
 impl SchemaRegistry {
@@ -180,6 +182,17 @@ impl SchemaRegistry {
     /// The type with this URI.
     pub fn get(&self, uri: &str) -> Option<&Arc<TypeSchema>> {
         self.types.get(uri)
+    }
+
+    /// Sets the rules that pick a compact encoding for properties of these
+    /// types on links that agree on it (docs/less-wire.md 16.1).
+    pub fn set_encoding_rules(&mut self, rules: Vec<EncodingRule>) {
+        self.encoding_rules = rules;
+    }
+
+    /// The compact-encoding rules of these types.
+    pub fn encoding_rules(&self) -> &[EncodingRule] {
+        &self.encoding_rules
     }
 
     /// Sets the resolver consulted by [`Self::resolve`] for unknown URIs.

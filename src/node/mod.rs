@@ -178,6 +178,7 @@ impl Node {
     /// The network tick. `backlog` reports each client's unsent bytes.
     pub fn handle_tick(&mut self, now: Time, backlog: &dyn Fn(ClientId) -> usize) {
         self.settle();
+        self.federation.refresh(now);
         self.server.handle_tick(&self.scene, now, backlog);
     }
 

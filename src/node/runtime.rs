@@ -162,6 +162,10 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
     if let Some(upstream) = &config.upstream {
         node.attach_upstream(crate::upstream::Bridge::new(upstream.bridge_settings()));
     }
+    if let Some(peering) = &config.peering {
+        node.federation
+            .set_refresh_rate(peering.refresh_bytes_per_sec);
+    }
     Ok(Running {
         tundra_addr,
         node,

@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use lessgate::clock::Time;
 use lessgate::federation::{schemas::schema_registry, Link, LinkId, LinkPolicy};
+use lessgate::less::encoding::LinkEncodings;
 use lessgate::less::schema::ConnectionSchema;
-use lessgate::less::session::{Path, Session, SessionConfig};
+use lessgate::less::session::{FramingMode, Path, Session, SessionConfig};
 use lessgate::less::signature::{LinkRole, SessionKeys};
 use lessgate::node::Node;
 use lessgate::scene::{ClientId, Scene};
@@ -87,6 +88,13 @@ pub struct Sim {
     next_link: u32,
     next_client: u64,
     next_tick: Time,
+    /// Bytes each (node, link) has transmitted, datagrams and stream frames.
+    pub bytes_sent: HashMap<(usize, LinkId), usize>,
+    /// Links made from now on put every packet on the reliable stream.
+    pub stream_mode: bool,
+    /// (node, from, to): every transmission of that node in [from, to) is
+    /// lost, stream frames included (a fault no LESS re-send repairs).
+    pub blackout: Option<(usize, Time, Time)>,
 }
 
 fn registry() -> Registry {
@@ -114,24 +122,51 @@ impl Sim {
             next_link: 1,
             next_client: 1,
             next_tick: Time::ZERO,
+            bytes_sent: HashMap::new(),
+            stream_mode: false,
+            blackout: None,
         }
     }
 
     /// Peers two nodes; returns each side's link id.
     pub fn connect(&mut self, a: usize, b: usize, model: LinkModel) -> (LinkId, LinkId) {
+        self.connect_with(a, b, model, &[], &[])
+    }
+
+    /// Peers two nodes whose Hellos offer these features (docs/peer-link.md
+    /// 6.2: the link uses those both offer, e.g. compact encodings).
+    pub fn connect_with(
+        &mut self,
+        a: usize,
+        b: usize,
+        model: LinkModel,
+        features_a: &[String],
+        features_b: &[String],
+    ) -> (LinkId, LinkId) {
+        let agreed: Vec<String> = features_a
+            .iter()
+            .filter(|f| features_b.contains(f))
+            .cloned()
+            .collect();
+        let stream_mode = self.stream_mode;
         let (la, lb) = (LinkId(self.next_link), LinkId(self.next_link + 1));
         self.next_link += 2;
         let secret: [u8; 32] = self.rng.gen();
         let (sa, sb): (u8, u8) = (self.rng.gen(), self.rng.gen());
         let session = |node: &Node, role, local, remote| {
             let schemas = Arc::new(schema_registry(node.scene.registry()));
-            let config = SessionConfig::new(
+            let rules = schemas.encoding_rules().to_vec();
+            let mut config = SessionConfig::new(
                 SessionKeys::derive(&secret, role),
                 local,
                 remote,
                 schemas,
                 Arc::new(ConnectionSchema::builtin()),
             );
+            config.encodings = Arc::new(LinkEncodings::from_features(&agreed, rules));
+            if stream_mode {
+                config.mode = FramingMode::Stream;
+            }
             Session::new(config, self.now).expect("valid session config")
         };
         let session_a = session(&self.nodes[a], LinkRole::Initiator, sa, sb);
@@ -231,6 +266,17 @@ impl Sim {
 
     /// A client moves an entity it sees (by its node's ids).
     pub fn move_entity(&mut self, node: usize, client: ClientId, entity: EntityId, x: f32) {
+        self.set_transform(node, client, entity, transform(x));
+    }
+
+    /// A client sets an entity's whole Placeable transform.
+    pub fn set_transform(
+        &mut self,
+        node: usize,
+        client: ClientId,
+        entity: EntityId,
+        value: AttributeValue,
+    ) {
         let view = &self.clients[node][&client].view;
         let Some(components) = view.entities.get(&entity) else {
             panic!("client does not see {entity}")
@@ -242,7 +288,7 @@ impl Sim {
         let slots = registry().get(20).unwrap().slot_types();
         let edit = AttributeEdit {
             index: 0,
-            value: transform(x),
+            value: value.clone(),
         };
         let component = *component;
         let message = Message::EditAttributes(EditAttributes {
@@ -257,7 +303,7 @@ impl Sim {
             .and_then(|c| c.view.entities.get_mut(&entity))
             .and_then(|e| e.get_mut(&component))
         {
-            values.1[0] = transform(x);
+            values.1[0] = value;
         }
         self.send(node, client, &message);
     }
@@ -342,8 +388,14 @@ impl Sim {
                 if !up {
                     continue;
                 }
+                *self.bytes_sent.entry((node, link)).or_default() += transmit.bytes.len();
                 let stream = transmit.path == Path::Stream;
-                let copies = if stream {
+                let blacked_out = self
+                    .blackout
+                    .is_some_and(|(from, start, end)| from == node && start <= now && now < end);
+                let copies = if blacked_out {
+                    0
+                } else if stream {
                     1
                 } else if self.rng.gen_bool(model.loss) {
                     0
@@ -401,6 +453,19 @@ impl Sim {
         let entity = self.nodes[node].scene.entity(entity)?;
         match &entity.component_of_type(20)?.attribute(0)?.value {
             AttributeValue::Transform(t) => Some(t.pos.x),
+            _ => None,
+        }
+    }
+
+    /// The Placeable transform of an entity in a node's own scene.
+    pub fn scene_transform(
+        &self,
+        node: usize,
+        entity: EntityId,
+    ) -> Option<lessgate::tundra::values::Transform> {
+        let entity = self.nodes[node].scene.entity(entity)?;
+        match &entity.component_of_type(20)?.attribute(0)?.value {
+            AttributeValue::Transform(t) => Some(*t),
             _ => None,
         }
     }

@@ -149,11 +149,17 @@ fn values_of(
     let Some(entity_state) = state.entities.get(&entity) else {
         return Vec::new();
     };
+    // Values go out in the link's encoding of their property (their
+    // conformance to the schema was checked when they were set).
+    let schema = state.schema_of(entity);
     keys.iter()
         .filter_map(|key| {
             entity_state.slots.get(key).map(|slot| PropertyValue {
                 key: key.clone(),
-                value: slot.value.clone(),
+                value: match &schema {
+                    Some(schema) => state.encodings.to_wire(schema, key, &slot.value),
+                    None => slot.value.clone(),
+                },
             })
         })
         .collect()

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::less::encoding::LinkEncodings;
 use crate::less::limits::{MAX_FRAME_LEN, MIN_MTU};
 use crate::less::schema::{ConnectionSchema, SchemaRegistry};
 use crate::less::signature::SessionKeys;
@@ -56,6 +57,9 @@ pub struct SessionConfig {
     pub schemas: Arc<SchemaRegistry>,
     /// The connection schema both ends agreed on.
     pub connection: Arc<ConnectionSchema>,
+    /// Per-property encodings agreed at link set-up (docs/less-wire.md 16);
+    /// plain by default.
+    pub encodings: Arc<LinkEncodings>,
 }
 
 /// A configuration that cannot work.
@@ -95,6 +99,7 @@ impl SessionConfig {
             stream_id_quarantine: Duration::from_secs(30),
             schemas,
             connection,
+            encodings: Arc::new(LinkEncodings::plain()),
         }
     }
 

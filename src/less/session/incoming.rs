@@ -17,6 +17,7 @@ use super::event::Event;
 use super::outgoing::{LocalState, Pending, Wire};
 use super::Session;
 use crate::less::codec::{DecodeError, Reader};
+use crate::less::encoding::LinkEncodings;
 use crate::less::ids::{Local, ObjectId, PropertyKey, Remote, RequestId, TypeId};
 use crate::less::message::{DecodeContext, Message, MethodStatus};
 use crate::less::property_list::PropertyValue;
@@ -77,6 +78,7 @@ pub(super) struct Context<'a> {
     pub local: &'a LocalState,
     pub remote: &'a RemoteState,
     pub connection: &'a ConnectionSchema,
+    pub encodings: &'a LinkEncodings,
 }
 
 impl DecodeContext<Remote, Local> for Context<'_> {
@@ -91,6 +93,9 @@ impl DecodeContext<Remote, Local> for Context<'_> {
     }
     fn connection(&self) -> &ConnectionSchema {
         self.connection
+    }
+    fn encodings(&self) -> &LinkEncodings {
+        self.encodings
     }
 }
 
@@ -140,6 +145,7 @@ impl Session {
             local: &self.local,
             remote: &self.remote,
             connection: &self.config.connection,
+            encodings: &self.config.encodings,
         };
         Message::decode(reader, &context)
     }

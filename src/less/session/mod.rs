@@ -87,8 +87,8 @@ impl Session {
         Ok(Session {
             send: SendWindow::new(config.local_first_sequence, config.initial_rtt),
             receive: ReceiveWindow::new(config.remote_first_sequence),
+            local: LocalState::with_encodings(config.encodings.clone()),
             config,
-            local: LocalState::default(),
             remote: RemoteState::default(),
             events: VecDeque::new(),
             stats: Stats::default(),
@@ -278,6 +278,16 @@ impl Session {
     ) -> Result<(), CommandError> {
         self.check_open()?;
         self.local.set_values(entity, values)
+    }
+
+    /// Queues the current value of every subscribed property of one of our
+    /// introduced entities again, unchanged (seed 004: "rebroadcast
+    /// everything every x seconds ... if packets are lost"). Returns the
+    /// plain size of the values queued, 0 for an entity the peer does not
+    /// know yet (its introduction carries everything).
+    pub fn refresh_entity(&mut self, entity: ObjectId<Local>) -> Result<usize, CommandError> {
+        self.check_open()?;
+        self.local.refresh(entity)
     }
 
     /// Sets one property value (see [`Self::update_entity`]).

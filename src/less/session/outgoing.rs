@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use super::event::CommandError;
 use crate::clock::Time;
+use crate::less::encoding::LinkEncodings;
 use crate::less::ids::{Local, ObjectId, PropertyKey, Remote, TypeId};
 use crate::less::limits::MAX_FRAME_LEN;
 use crate::less::message::Message;
@@ -103,6 +104,8 @@ pub(super) struct LocalState {
     pub dirty: VecDeque<ObjectId<Local>>,
     pub tweaks: BTreeMap<(ObjectId<Remote>, PropertyKey), Slot>,
     pub dirty_tweaks: VecDeque<(ObjectId<Remote>, PropertyKey)>,
+    /// The link's per-property encodings, applied as messages are built.
+    pub encodings: Arc<LinkEncodings>,
 }
 
 /// Checks values against a schema: declared properties, conforming values,
@@ -135,6 +138,14 @@ pub(super) fn check_value(
 }
 
 impl LocalState {
+    /// Empty state for a link with these encodings.
+    pub fn with_encodings(encodings: Arc<LinkEncodings>) -> LocalState {
+        LocalState {
+            encodings,
+            ..LocalState::default()
+        }
+    }
+
     /// Allocates a type id and queues its introduce-type.
     pub fn introduce_type(&mut self, schema: Arc<TypeSchema>) -> TypeId<Local> {
         self.next_type += 1;
@@ -249,6 +260,37 @@ impl LocalState {
             self.dirty.push_back(entity);
         }
         Ok(())
+    }
+
+    /// Marks every subscribed property of an introduced entity dirty again;
+    /// returns the plain size of those values.
+    pub fn refresh(&mut self, entity: ObjectId<Local>) -> Result<usize, CommandError> {
+        let state = self
+            .entities
+            .get_mut(&entity)
+            .ok_or(CommandError::UnknownEntity)?;
+        if state.wire != Wire::Introduced {
+            return Ok(0);
+        }
+        let Some(subscription) = self
+            .types
+            .get(&state.type_id)
+            .and_then(|t| t.subscription.as_ref())
+        else {
+            return Ok(0);
+        };
+        let mut bytes = 0;
+        for (key, slot) in state.slots.iter_mut() {
+            if subscription.contains(key) {
+                slot.dirty = true;
+                bytes += slot.value.encoded_len();
+            }
+        }
+        if bytes > 0 && !state.queued {
+            state.queued = true;
+            self.dirty.push_back(entity);
+        }
+        Ok(bytes)
     }
 
     /// Removes an entity; a remove-entity is queued if the peer knows it.

@@ -16,6 +16,7 @@ use tracing::{info, info_span, warn, Instrument};
 use super::control::{finish_control, lost_reason, Control};
 use super::link::{LinkId, LinkShared, SessionOwnership};
 use super::{data, PeerEvent, Shared};
+use crate::less::encoding::LinkEncodings;
 use crate::less::session::{FramingMode, Session, SessionConfig};
 use crate::less::signature::{LinkRole, SessionKeys};
 use crate::peering::arbiter::LinkFacts;
@@ -271,6 +272,12 @@ fn prepare(
         LinkFraming::Stream => FramingMode::Stream,
     };
     session_config.mtu = usize::from(negotiated.mtu);
+    // Encodings both Hellos offered, applied by the schemas' rules
+    // (docs/less-wire.md 16.1); none agreed means every value plain.
+    session_config.encodings = Arc::new(LinkEncodings::from_features(
+        &negotiated.features,
+        config.schemas.encoding_rules().to_vec(),
+    ));
     session_config.timestamp_quantum = config.timestamp_quantum;
     session_config.idle_timeout = config.liveness_timeout;
     // Four keepalives per liveness period: one lost packet never ends a link.

@@ -124,7 +124,11 @@ impl PeerNodeConfig {
                 .then(|| Duration::from_secs(peering.stats_interval_secs)),
             schemas,
             connection_schema,
-            features: Vec::new(),
+            features: if peering.compact_encodings {
+                crate::less::encoding::link::offered_features()
+            } else {
+                Vec::new()
+            },
             seed: rand::random(),
             sessions: SessionOwnership::Driver,
         })

@@ -1,0 +1,137 @@
+//! The bit packer of the compact encodings (docs/less-wire.md section 16):
+//! fields are written least significant bit first into bytes filled from
+//! bit 0 up, and the value is padded with zero bits to a whole byte.
+//!
+//! Owns only bit order and bounds; what the fields mean is the encodings'.
+
+use crate::less::codec::DecodeError;
+
+/// Appends fields of 1..=64 bits.
+#[derive(Debug, Default)]
+pub struct BitWriter {
+    bytes: Vec<u8>,
+    bits: usize,
+}
+
+impl BitWriter {
+    /// An empty writer.
+    pub fn new() -> BitWriter {
+        BitWriter::default()
+    }
+
+    /// Appends the low `count` bits of `value`, least significant first.
+    pub fn write(&mut self, value: u64, count: u32) {
+        for bit in 0..count {
+            if self.bits % 8 == 0 {
+                self.bytes.push(0);
+            }
+            if (value >> bit) & 1 == 1 {
+                let last = self.bytes.len() - 1; // a byte was pushed above
+                self.bytes[last] |= 1 << (self.bits % 8);
+            }
+            self.bits += 1;
+        }
+    }
+
+    /// Appends an `f32` as its 32 IEEE 754 bits.
+    pub fn write_f32(&mut self, value: f32) {
+        self.write(u64::from(value.to_bits()), 32);
+    }
+
+    /// The bytes, the last one padded with zero bits.
+    pub fn finish(self) -> Vec<u8> {
+        self.bytes
+    }
+}
+
+/// Reads fields from a byte slice whose length the caller already checked.
+#[derive(Debug)]
+pub struct BitReader<'a> {
+    bytes: &'a [u8],
+    bit: usize,
+}
+
+impl<'a> BitReader<'a> {
+    /// Reads from the start of `bytes`.
+    pub fn new(bytes: &'a [u8]) -> BitReader<'a> {
+        BitReader { bytes, bit: 0 }
+    }
+
+    /// Reads `count` (at most 64) bits.
+    pub fn read(&mut self, count: u32) -> Result<u64, DecodeError> {
+        let mut value = 0u64;
+        for bit in 0..count {
+            let byte = self.bytes.get(self.bit / 8).ok_or(DecodeError::Truncated)?;
+            if (byte >> (self.bit % 8)) & 1 == 1 {
+                value |= 1 << bit;
+            }
+            self.bit += 1;
+        }
+        Ok(value)
+    }
+
+    /// Reads 32 bits as an `f32`.
+    pub fn read_f32(&mut self) -> Result<f32, DecodeError> {
+        // read(32) yields at most 32 significant bits.
+        Ok(f32::from_bits(self.read(32)? as u32))
+    }
+
+    /// Checks that only zero padding bits of the last byte are left:
+    /// exactly one encoding per value, so equal values give equal bytes.
+    pub fn expect_padding(&self) -> Result<(), DecodeError> {
+        let total = self.bytes.len() * 8;
+        if total < self.bit || total - self.bit >= 8 {
+            return Err(DecodeError::Invalid(
+                "encoded value length does not match its header",
+            ));
+        }
+        let mut probe = BitReader {
+            bytes: self.bytes,
+            bit: self.bit,
+        };
+        // At most 7 bits remain (checked above).
+        match probe.read((total - self.bit) as u32)? {
+            0 => Ok(()),
+            _ => Err(DecodeError::Invalid(
+                "non-zero padding bits in an encoded value",
+            )),
+        }
+    }
+}
+
+/// Bytes needed for `bits` bits.
+pub fn bytes_for(bits: usize) -> usize {
+    bits.div_ceil(8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_are_packed_least_significant_bit_first() {
+        let mut w = BitWriter::new();
+        w.write(0b101, 3);
+        w.write(0x1ff, 9);
+        let bytes = w.finish();
+        assert_eq!(hex::encode(&bytes), "fd0f");
+        let mut r = BitReader::new(&bytes);
+        assert_eq!(r.read(3), Ok(0b101));
+        assert_eq!(r.read(9), Ok(0x1ff));
+        assert_eq!(r.expect_padding(), Ok(()));
+        assert_eq!(r.read(4), Ok(0));
+        assert_eq!(r.read(1), Err(DecodeError::Truncated));
+    }
+
+    #[test]
+    fn padding_must_be_zero_and_short() {
+        let bytes = [0x81];
+        let mut r = BitReader::new(&bytes);
+        assert_eq!(r.read(1), Ok(1));
+        assert!(r.expect_padding().is_err());
+        let two = [0x01, 0x00];
+        let mut r = BitReader::new(&two);
+        assert_eq!(r.read(1), Ok(1));
+        assert!(r.expect_padding().is_err());
+    }
+}

@@ -1,0 +1,233 @@
+//! Rotation forms of the compact encodings: the smallest-three quaternion
+//! (`quat-smallest-three/1`), the yaw angle, and the conversions between
+//! Euler angles in degrees (R = Rz · Ry · Rx, the order Tundra's Transform
+//! uses, docs/federation.md 2.4) and unit quaternions.
+//!
+//! Computed in `f64` so that the stated error bounds are those of the
+//! quantization, not of the arithmetic. Pure functions only.
+
+use super::bits::{BitReader, BitWriter};
+use crate::less::codec::DecodeError;
+
+/// A quaternion `(x, y, z, w)`.
+pub type Quat = [f64; 4];
+
+/// Bits per quantized component of the smallest-three form.
+pub const QUAT_COMPONENT_BITS: u32 = 10;
+/// Bits of the smallest-three form: 2-bit index and three components.
+pub const QUAT_BITS: u32 = 2 + 3 * QUAT_COMPONENT_BITS;
+/// Proven bound on the rotation error of the smallest-three form, degrees
+/// (each component is off by at most half a step of sqrt(2)/1023, which
+/// moves the unit quaternion by at most 0.0024 and the rotation by twice
+/// that in radians); the property test measures it.
+pub const QUAT_MAX_ERROR_DEGREES: f64 = 0.3;
+/// Bits of the yaw form.
+pub const YAW_BITS: u32 = 12;
+/// Largest error of the yaw form: half a step of 360/4096 degrees.
+pub const YAW_MAX_ERROR_DEGREES: f64 = 360.0 / 4096.0 / 2.0;
+
+/// Components are quantized symmetrically to -511..=511 (stored plus 511),
+/// so 0 is exact and the identity rotation round-trips exactly.
+const QUAT_STEPS: f64 = ((1u32 << (QUAT_COMPONENT_BITS - 1)) - 1) as f64;
+
+fn axis_quat(axis: usize, degrees: f64) -> Quat {
+    let (s, c) = (degrees.to_radians() / 2.0).sin_cos();
+    let mut q = [0.0, 0.0, 0.0, c];
+    q[axis] = s;
+    q
+}
+
+fn mul(a: Quat, b: Quat) -> Quat {
+    let [ax, ay, az, aw] = a;
+    let [bx, by, bz, bw] = b;
+    [
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+        aw * bw - ax * bx - ay * by - az * bz,
+    ]
+}
+
+/// The unit quaternion of Euler degrees `(x, y, z)`: Rz(z) · Ry(y) · Rx(x).
+pub fn quat_from_euler_degrees(euler: [f32; 3]) -> Quat {
+    let [x, y, z] = euler.map(f64::from);
+    mul(mul(axis_quat(2, z), axis_quat(1, y)), axis_quat(0, x))
+}
+
+/// Euler degrees `(x, y, z)` with R = Rz · Ry · Rx for a unit quaternion;
+/// y in [-90, 90]. At y = ±90 the x angle is set to 0.
+pub fn euler_degrees_from_quat(q: Quat) -> [f32; 3] {
+    let [x, y, z, w] = q;
+    // Rotation matrix entries of the quaternion.
+    let m00 = 1.0 - 2.0 * (y * y + z * z);
+    let m01 = 2.0 * (x * y - z * w);
+    let m10 = 2.0 * (x * y + z * w);
+    let m11 = 1.0 - 2.0 * (x * x + z * z);
+    let m20 = 2.0 * (x * z - y * w);
+    let m21 = 2.0 * (y * z + x * w);
+    let m22 = 1.0 - 2.0 * (x * x + y * y);
+    let sy = (-m20).clamp(-1.0, 1.0);
+    let (ex, ez) = if sy.abs() < 0.999_999_9 {
+        (m21.atan2(m22), m10.atan2(m00))
+    } else {
+        (0.0, (-m01).atan2(m11))
+    };
+    [ex, sy.asin(), ez].map(|radians| radians.to_degrees() as f32)
+}
+
+/// The angle in degrees of the rotation taking `a` to `b` (unit quaternions).
+pub fn angle_between_degrees(a: Quat, b: Quat) -> f64 {
+    let dot: f64 = a.iter().zip(b.iter()).map(|(p, q)| p * q).sum();
+    (2.0 * dot.abs().min(1.0).acos()).to_degrees()
+}
+
+fn normalized(q: Quat) -> Option<Quat> {
+    let norm = q.iter().map(|c| c * c).sum::<f64>().sqrt();
+    (norm.is_finite() && norm > 1e-9).then(|| q.map(|c| c / norm))
+}
+
+/// Writes the smallest-three form of a rotation: the index of the largest
+/// component (2 bits, x = 0 .. w = 3), then the other three in order, each
+/// mapped from [-1/sqrt(2), 1/sqrt(2)] to 0..=1023 with rounding. The sign
+/// is chosen so the dropped component is positive (q and -q are one
+/// rotation). `None` for a quaternion that cannot be normalized.
+pub fn write_smallest_three(w: &mut BitWriter, q: Quat) -> Option<()> {
+    let q = normalized(q)?;
+    let mut largest = 0;
+    for i in 1..4 {
+        if q[i].abs() > q[largest].abs() {
+            largest = i;
+        }
+    }
+    let sign = if q[largest] < 0.0 { -1.0 } else { 1.0 };
+    w.write(largest as u64, 2);
+    for (i, c) in q.iter().enumerate() {
+        if i != largest {
+            let scaled = (c * sign * std::f64::consts::SQRT_2 * QUAT_STEPS).round();
+            // Clamped to -511..=511 before the conversion, so 0..=1022.
+            let code = (scaled.clamp(-QUAT_STEPS, QUAT_STEPS) + QUAT_STEPS) as u64;
+            w.write(code, QUAT_COMPONENT_BITS);
+        }
+    }
+    Some(())
+}
+
+/// Reads the smallest-three form. Every bit pattern is a rotation.
+pub fn read_smallest_three(r: &mut BitReader<'_>) -> Result<Quat, DecodeError> {
+    let largest = r.read(2)? as usize; // two bits: 0..=3
+    let mut q = [0.0; 4];
+    let mut sum = 0.0;
+    for (i, c) in q.iter_mut().enumerate() {
+        if i != largest {
+            // 1023 (never written) reads as 512/511 of the range: still finite.
+            let code = r.read(QUAT_COMPONENT_BITS)? as f64 - QUAT_STEPS;
+            *c = code / QUAT_STEPS / std::f64::consts::SQRT_2;
+            sum += *c * *c;
+        }
+    }
+    q[largest] = (1.0 - sum).max(0.0).sqrt();
+    Ok(normalized(q).unwrap_or([0.0, 0.0, 0.0, 1.0]))
+}
+
+/// Writes a yaw angle in degrees as 12 bits: `round(y / 360 * 4096) mod 4096`.
+pub fn write_yaw(w: &mut BitWriter, degrees: f32) {
+    let turns = f64::from(degrees) / 360.0;
+    let code = (turns * 4096.0).round().rem_euclid(4096.0) as u64; // in 0..4096
+    w.write(code, YAW_BITS);
+}
+
+/// Reads a yaw angle: code · 360/4096 degrees, taken into (-180, 180].
+pub fn read_yaw(r: &mut BitReader<'_>) -> Result<f32, DecodeError> {
+    let code = r.read(YAW_BITS)?;
+    let degrees = code as f64 * 360.0 / 4096.0;
+    Ok(if degrees > 180.0 {
+        degrees - 360.0
+    } else {
+        degrees
+    } as f32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn quat_bytes(q: Quat) -> Vec<u8> {
+        let mut w = BitWriter::new();
+        write_smallest_three(&mut w, q).unwrap();
+        w.finish()
+    }
+
+    #[test]
+    fn identity_and_a_quarter_turn_fixtures() {
+        // w largest (index 3), x = y = z = 0 -> stored 511 each.
+        let identity = quat_bytes([0.0, 0.0, 0.0, 1.0]);
+        assert_eq!(hex::encode(&identity), "fff7df7f");
+        // Not byte aligned on its own: 32 bits exactly.
+        assert_eq!(identity.len(), 4);
+        let mut r = BitReader::new(&identity);
+        assert_eq!(read_smallest_three(&mut r), Ok([0.0, 0.0, 0.0, 1.0]));
+        // A quarter turn about y: y = w = sqrt(1/2); ties pick the first (y).
+        let h = std::f64::consts::FRAC_1_SQRT_2;
+        let quarter = quat_bytes([0.0, h, 0.0, h]);
+        // index 1; x, z -> 511; w -> 511 + 511 = 1022.
+        assert_eq!(hex::encode(&quarter), "fdf79fff");
+        let back = read_smallest_three(&mut BitReader::new(&quarter)).unwrap();
+        assert!(angle_between_degrees(back, [0.0, h, 0.0, h]) < 1e-6);
+        // -q encodes like q.
+        assert_eq!(quat_bytes([0.0, 0.0, 0.0, -1.0]), identity);
+    }
+
+    #[test]
+    fn euler_round_trip() {
+        for euler in [[10.0, 20.0, 30.0], [0.0, 90.0, 0.0], [-45.0, 0.0, 170.0]] {
+            let q = quat_from_euler_degrees(euler);
+            let back = quat_from_euler_degrees(euler_degrees_from_quat(q));
+            assert!(angle_between_degrees(q, back) < 1e-3, "{euler:?}");
+        }
+    }
+
+    #[test]
+    fn yaw_fixture_and_wrap() {
+        let mut w = BitWriter::new();
+        write_yaw(&mut w, 90.0);
+        write_yaw(&mut w, -90.0);
+        let bytes = w.finish();
+        // 1024 = 0x400, 3072 = 0xc00: 0x400 | 0xc00 << 12.
+        assert_eq!(hex::encode(&bytes), "0004c0");
+        let mut r = BitReader::new(&bytes);
+        assert_eq!(read_yaw(&mut r), Ok(90.0));
+        assert_eq!(read_yaw(&mut r), Ok(-90.0));
+    }
+
+    proptest! {
+        #[test]
+        fn smallest_three_error_is_bounded(
+            x in -180.0f32..180.0, y in -180.0f32..180.0, z in -180.0f32..180.0
+        ) {
+            let q = quat_from_euler_degrees([x, y, z]);
+            let bytes = quat_bytes(q);
+            prop_assert_eq!(bytes.len(), 4);
+            let back = read_smallest_three(&mut BitReader::new(&bytes)).unwrap();
+            prop_assert!(angle_between_degrees(q, back) <= QUAT_MAX_ERROR_DEGREES);
+        }
+
+        #[test]
+        fn yaw_error_is_bounded(y in -720.0f32..720.0) {
+            let mut w = BitWriter::new();
+            write_yaw(&mut w, y);
+            let back = read_yaw(&mut BitReader::new(&w.finish())).unwrap();
+            let diff = (f64::from(back) - f64::from(y)).rem_euclid(360.0);
+            let diff = diff.min(360.0 - diff);
+            prop_assert!(diff <= YAW_MAX_ERROR_DEGREES + 1e-4);
+        }
+
+        #[test]
+        fn every_bit_pattern_is_a_unit_rotation(bits in any::<u32>()) {
+            let bytes = bits.to_le_bytes();
+            let q = read_smallest_three(&mut BitReader::new(&bytes)).unwrap();
+            let norm: f64 = q.iter().map(|c| c * c).sum();
+            prop_assert!((norm - 1.0).abs() < 1e-9);
+        }
+    }
+}
