@@ -80,6 +80,7 @@ pub fn log_node_stats(status: &NodeStatus) {
         info!(
             node = %status.node,
             peer = %link.peer,
+            link = link.link,
             rtt_ms = format_args!("{:.1}", link.rtt_ms),
             loss_pct = format_args!("{:.2}", loss_percent(link)),
             sent = link.packets_sent,
@@ -90,6 +91,9 @@ pub fn log_node_stats(status: &NodeStatus) {
             rejected_by = %reasons,
             exported = link.exported_entities,
             mirrored = link.mirrored_entities,
+            bytes_sent = link.bytes_sent,
+            bytes_received = link.bytes_received,
+            packets_sent = link.packets_sent,
             "link stats"
         );
     }

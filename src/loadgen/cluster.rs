@@ -281,7 +281,17 @@ pub fn absorb(counters: &mut NodeCounters, line: &str) {
             counters.bytes_out = number("bytes_out");
         }
         Some("link stats") => {
-            let key = value["span"].to_string();
+            // One key per connection: the span of the peer driver's line,
+            // or the peer and link number of the node's own stats line.
+            let key = if value["span"].is_null() {
+                serde_json::json!({
+                    "peer": value["fields"]["peer"],
+                    "link": value["fields"]["link"],
+                })
+                .to_string()
+            } else {
+                value["span"].to_string()
+            };
             counters.links.insert(
                 key,
                 LinkCounters {
