@@ -346,3 +346,27 @@ fn a_client_removing_remote_content_asks_the_authority_which_removes_it_everywhe
     }
     assert_eq!(sim.find(2, c, "crate").len(), 1, "the rest is untouched");
 }
+
+#[test]
+fn a_whole_world_crosses_a_triangle_once_per_entity() {
+    let mut sim = Sim::new(3, 26);
+    let world = &lessgate::demo::worlds::WORLDS[0];
+    let file = lessgate::tundra::txml::load(world.txml, &Registry::builtin()).unwrap();
+    sim.nodes[0].scene.import_txml(&file);
+    let replicated = sim.nodes[0]
+        .scene
+        .entities()
+        .filter(|e| e.is_replicated())
+        .count();
+    sim.connect(0, 1, LinkModel::CLEAN);
+    sim.connect(1, 2, LinkModel::CLEAN);
+    sim.connect(0, 2, LinkModel::CLEAN);
+    sim.run(SETTLE * 3);
+    for node in [1, 2] {
+        assert_eq!(
+            sim.nodes[node].scene.len(),
+            replicated,
+            "node {node} presents every replicated entity of the world"
+        );
+    }
+}

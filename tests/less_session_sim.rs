@@ -335,6 +335,46 @@ fn entities_larger_than_the_mtu_cross() {
     }
 }
 
+/// Every introduce-entity of a burst, first sent or re-sent, carries every
+/// property of a small entity: none is squeezed into a full packet with part
+/// of its values, and a re-send whose values a later refresh or update has
+/// carried since still carries them (at their current value), so a receiver
+/// can always build the object from its introduction.
+#[test]
+fn introductions_in_a_burst_carry_every_value() {
+    for seed in seeds(6) {
+        let mut sim = Sim::new(seed, LinkModel::hostile(), FramingMode::Datagram);
+        let mut truth = Truth::new();
+        let type_id = crate_type(&mut sim.a);
+        sim.run_for(Duration::from_secs(1));
+        let entities: Vec<ObjectId<Local>> = (0..300)
+            .map(|i| introduce(&mut sim, &mut truth, type_id, entity_values(i, i as f32)))
+            .collect();
+        for _ in 0..10 {
+            sim.run_for(TICK);
+            // Supersede the introductions' values while some are still in
+            // flight or lost: same identity, a new name and position.
+            let x = sim.now.as_micros() as f32;
+            for (i, entity) in entities.iter().enumerate().step_by(3) {
+                sim.a.session.refresh_entity(*entity).unwrap();
+                set(&mut sim, &mut truth, *entity, entity_values(i as i64, x));
+            }
+        }
+        sim.heal();
+        sim.run_for(Duration::from_secs(5));
+        assert_converged(&sim, &truth, &format!("burst introductions seed {seed}"));
+        let full: std::collections::BTreeSet<_> =
+            entity_values(0, 0.0).into_iter().map(|v| v.key).collect();
+        assert!(sim.b.model.introductions.len() >= entities.len());
+        for (entity, keys) in &sim.b.model.introductions {
+            assert_eq!(
+                keys, &full,
+                "seed {seed}: entity {entity} introduced without all its values"
+            );
+        }
+    }
+}
+
 /// A whole link on one reliable ordered stream.
 #[test]
 fn stream_mode_converges() {

@@ -97,6 +97,8 @@ pub struct Model {
     pub remote_types: BTreeMap<String, TypeId<Remote>>,
     pub subscribed_types: BTreeSet<TypeId<Local>>,
     pub rolled_back: u64,
+    /// The property keys each introduce-entity event carried, in order.
+    pub introductions: Vec<(u64, BTreeSet<PropertyKey>)>,
     /// Refuse (403) invocations whose argument is a multiple of this.
     pub refuse_multiple_of: Option<i64>,
     /// Subscribe automatically to every property of introduced types.
@@ -154,6 +156,9 @@ impl Node {
                 self.model.subscribed_types.remove(&type_id);
             }
             Event::EntityIntroduced { entity, values, .. } => {
+                self.model
+                    .introductions
+                    .push((entity.get(), values.iter().map(|v| v.key.clone()).collect()));
                 self.model.entities.insert(entity.get(), BTreeMap::new());
                 self.model.counters.remove(&entity.get());
                 self.record(entity.get(), values);

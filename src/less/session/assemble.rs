@@ -268,8 +268,13 @@ impl LocalState {
             values,
         };
         let (bytes, carried) = self.fit_entity_message(builder, entity, &candidates, &make);
-        // The bare introduce always fits an empty datagram.
-        if bytes.len() > builder.room() && builder.out.count > 0 {
+        // An introduction is split only when it starts a packet (wire section
+        // 11): squeezed in after other messages it could go out bare, and the
+        // receiver could not build the object (a federation entity object
+        // needs its origin and serial). The bare introduce always fits an
+        // empty datagram.
+        let split = carried.len() < candidates.len() || bytes.len() > builder.room();
+        if split && builder.out.count > 0 {
             return Outcome::Full;
         }
         builder.push(
@@ -442,7 +447,7 @@ impl LocalState {
                     type_id,
                     values,
                 } => {
-                    let values = self.still_owned(*entity, values, sequence);
+                    let values = self.introduction_values(*entity, *type_id, values, sequence);
                     let message: Message<Local, Remote> = Message::IntroduceEntity {
                         type_id: *type_id,
                         entity: *entity,
@@ -492,6 +497,63 @@ impl LocalState {
         // A subset of what fitted before, under headers sized for the worst case.
         debug_assert!(builder.out.messages.len() <= capacity);
         builder.out
+    }
+
+    /// The values of a re-sent introduce-entity (wire section 8): every
+    /// property the first sending carried, as first sent while its slot still
+    /// names packet `sequence`, else at its current value. The receiver builds
+    /// the object from its introduction (a federation entity object cannot
+    /// exist without its origin and serial), and a later packet that carried
+    /// the property since is held behind this one while the entity is unknown
+    /// to the receiver, so it cannot supply the value in time. The current
+    /// value is never older than anything sent before, and if it has not been
+    /// sent yet its slot is dirty, so a new packet carries it too. Superseded
+    /// values are kept only while the message stays within its first size,
+    /// so the re-send still fits the packet it rebuilds.
+    fn introduction_values(
+        &self,
+        entity: ObjectId<Local>,
+        type_id: TypeId<Local>,
+        values: &[PropertyValue],
+        sequence: u64,
+    ) -> Vec<PropertyValue> {
+        let Some(state) = self.entities.get(&entity) else {
+            return Vec::new();
+        };
+        let encoded = |values: Vec<PropertyValue>| {
+            let message: Message<Local, Remote> = Message::IntroduceEntity {
+                type_id,
+                entity,
+                values,
+            };
+            message.to_bytes().len()
+        };
+        let first_len = encoded(values.to_vec());
+        let mut rebuilt = Vec::with_capacity(values.len());
+        let mut superseded = Vec::new();
+        for (index, value) in values.iter().enumerate() {
+            let Some(slot) = state.slots.get(&value.key) else {
+                continue;
+            };
+            if slot.last_packet == Some(sequence) {
+                rebuilt.push(value.clone());
+            } else if let Some(current) =
+                values_of(self, entity, std::slice::from_ref(&value.key)).pop()
+            {
+                superseded.push(index);
+                rebuilt.push(current);
+            }
+        }
+        // Drop superseded values, last first, until the message fits again
+        // (a value that grew since; its later carrier still delivers it).
+        while encoded(rebuilt.clone()) > first_len {
+            let Some(index) = superseded.pop() else {
+                break;
+            };
+            let key = &values[index].key;
+            rebuilt.retain(|v| &v.key != key);
+        }
+        rebuilt
     }
 
     /// The values whose slot still names packet `sequence` as the last to carry it.
