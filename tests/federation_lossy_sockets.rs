@@ -128,9 +128,9 @@ async fn lossy_reordering_line_converges_and_actions_arrive_once_in_order() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "fails on main: in a triangle one node's entities ping-pong between the two \
-            other nodes (tens of thousands of LESS packets a second, even on clean links) \
-            and their updates stop reaching one of them; see RELIABILITY.md"]
+#[ignore = "fails under the lossy proxy: the path-echo storm is fixed (a clean triangle now \
+            exchanges a handful of packets), but runs still end with an action executed out \
+            of order or a scene not converged in 90 s; see RELIABILITY.md"]
 async fn lossy_reordering_triangle_converges_and_actions_arrive_once_in_order() {
     lossy_run(&TRIANGLE, 8).await;
 }
@@ -315,11 +315,11 @@ async fn injected_replayed_tampered_truncated_and_forged_datagrams_are_rejected(
     let captured = proxy.captured(1, 0);
     assert!(!captured.is_empty(), "b has sent a datagrams");
     let mut sent = 0u64;
-    // Fewer than the session's run limit of consecutive bad signatures
-    // (less::session::SessionConfig::max_bad_signature_run, 64), which
-    // would end the link on purpose. A quiet link may have sent only a few
-    // datagrams: they are reused.
-    for datagram in captured.iter().rev().cycle().take(8) {
+    // Well over 64 in a row with a bad signature: datagrams never count
+    // towards SessionConfig::max_bad_signature_run (only stream frames do),
+    // so a spoofer cannot end the link. A quiet link may have sent only a
+    // few datagrams: they are reused.
+    for datagram in captured.iter().rev().cycle().take(40) {
         // Replayed as it was, tampered in the middle, cut short.
         proxy.inject(1, 0, datagram).await;
         proxy.inject(1, 0, &tampered(datagram)).await;

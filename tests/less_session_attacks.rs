@@ -10,7 +10,7 @@ use lessgate::clock::Time;
 use lessgate::less::codec::Reader;
 use lessgate::less::ids::{Local, ObjectId, Remote, TypeId};
 use lessgate::less::message::{DecodeContext, Message, MethodStatus};
-use lessgate::less::packet::{open_datagram, seal_datagram, DatagramFraming};
+use lessgate::less::packet::{open_datagram, seal_datagram, seal_stream_datagram, DatagramFraming};
 use lessgate::less::schema::{ConnectionSchema, TypeSchema};
 use lessgate::less::session::{FramingMode, Session, SessionConfig, Stats};
 use lessgate::less::signature::{LinkRole, MacKey, SessionKeys};
@@ -171,7 +171,9 @@ fn replays_from_earlier_laps_have_no_effect() {
 }
 
 #[test]
-fn a_run_of_bad_signatures_closes_the_session() {
+fn bad_signature_datagrams_are_dropped_and_counted_and_never_close_the_session() {
+    // Anyone who can send UDP from the peer's address can send these: they
+    // must cost the link nothing, however many arrive in a row.
     let mut sim = converged_sim(4);
     let mut config = config(LinkRole::Acceptor, FramingMode::Datagram);
     config.max_bad_signature_run = 8;
@@ -180,19 +182,40 @@ fn a_run_of_bad_signatures_closes_the_session() {
     let mut garbage = valid.clone();
     let last = garbage.len() - 1;
     garbage[last] ^= 0xff;
-    for _ in 0..7 {
-        session.handle_datagram(Time::ZERO, &garbage);
-    }
-    // An authentic packet breaks the run.
-    session.handle_datagram(Time::ZERO, &valid);
-    for _ in 0..7 {
+    for _ in 0..1000 {
         session.handle_datagram(Time::ZERO, &garbage);
     }
     assert!(!session.is_closed());
-    session.handle_datagram(Time::ZERO, &garbage);
-    assert!(session.is_closed());
-    assert_eq!(session.stats().rejected_bad_signature, 15);
+    assert_eq!(session.stats().rejected_bad_signature, 1000);
+    assert_eq!(session.stats().packets_received, 0);
+    // The authentic packet still gets through after the flood.
+    session.handle_datagram(Time::ZERO, &valid);
+    assert_eq!(session.stats().packets_received, 1);
+    assert!(!session.is_closed());
     sim.run_for(Duration::from_millis(10));
+}
+
+#[test]
+fn a_run_of_bad_signatures_on_the_stream_closes_the_session() {
+    // The stream is the TLS-authenticated peer's own: bad MACs there mean
+    // the peer is broken.
+    let mut config = config(LinkRole::Acceptor, FramingMode::Datagram);
+    config.max_bad_signature_run = 8;
+    let mut session = Session::new(config, Time::ZERO).unwrap();
+    let wrong_key = SessionKeys::derive(&[3; 32], LinkRole::Initiator).send;
+    let framing = DatagramFraming {
+        sequence: 200,
+        ack_last: 16,
+        ack_bits: u64::MAX,
+    };
+    let forged = seal_stream_datagram(&wrong_key, &framing, 1, 0, &[]);
+    for _ in 0..7 {
+        session.handle_stream_frame(Time::ZERO, &forged);
+    }
+    assert!(!session.is_closed());
+    session.handle_stream_frame(Time::ZERO, &forged);
+    assert!(session.is_closed());
+    assert_eq!(session.stats().rejected_bad_signature, 8);
 }
 
 struct NoContext(ConnectionSchema);

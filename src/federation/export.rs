@@ -222,12 +222,19 @@ impl Federation {
         match (want, have) {
             (false, true) => unexport_entity(link, scene_id),
             (true, true) => {
-                if let Some(object) = link.exported.get(&scene_id).and_then(|e| e.object) {
-                    let _ = link.session.set_property(
+                // Only a changed path is sent (see `ExportedEntity::path`).
+                let Some(exported) = link.exported.get_mut(&scene_id) else {
+                    return;
+                };
+                if let Some(object) = exported.object.filter(|_| exported.path != path) {
+                    let sent = link.session.set_property(
                         object,
                         PropertyKey::new(entity::COMPONENT, entity::PATH),
                         path_value,
                     );
+                    if sent.is_ok() {
+                        exported.path = path;
+                    }
                 }
             }
             (true, false) => {
@@ -269,6 +276,7 @@ impl Federation {
                     scene_id,
                     ExportedEntity {
                         object: Some(object),
+                        path,
                         ..Default::default()
                     },
                 );

@@ -52,6 +52,11 @@ impl Default for LinkPolicy {
 pub struct ExportedEntity {
     pub object: Option<ObjectId<Local>>,
     pub components: HashMap<ComponentId, ObjectId<Local>>,
+    /// The path last sent for the entity object: it is sent again only when
+    /// it changes. Re-sending an unchanged path makes the peer re-route and
+    /// answer with its own unchanged path, so two nodes that export the same
+    /// entity to each other (a triangle) would echo paths without end.
+    pub path: Vec<Uuid>,
 }
 
 /// A type the peer introduced, as this node understood it.

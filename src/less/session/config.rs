@@ -47,7 +47,10 @@ pub struct SessionConfig {
     /// RTT assumed before the first sample.
     pub initial_rtt: Duration,
     /// The session closes after this many consecutive frames with a bad
-    /// signature (0: never). A run is broken by any authentic frame.
+    /// signature on the reliable stream (0: never); a run is broken by any
+    /// authentic frame. Datagrams with a bad signature never count: they
+    /// are dropped and counted in the stats, since anyone can send a
+    /// datagram from the peer's address (docs/less-wire.md section 12).
     pub max_bad_signature_run: u32,
     /// Stream mode only: how long a removed object id stays reserved (so that
     /// a tweak the peer sent before seeing the removal still decodes) before

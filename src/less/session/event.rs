@@ -93,7 +93,9 @@ pub enum CloseReason {
     Local,
     #[error("nothing authentic received for the idle timeout")]
     IdleTimeout,
-    #[error("{0} consecutive frames with a bad signature")]
+    /// The peer's reliable stream carried this many consecutive frames with
+    /// a bad signature (see `SessionConfig::max_bad_signature_run`).
+    #[error("{0} consecutive stream frames with a bad signature")]
     BadSignatureRun(u32),
     /// The authenticated peer broke the encoding rules (draft section 5).
     #[error("framing error: {0}")]

@@ -499,7 +499,7 @@ impl Session {
         }
         match open_datagram(&self.config.keys.receive, datagram) {
             Ok((framing, packet)) => self.receive_datagram(now, framing, packet),
-            Err(error) => self.open_failed(error),
+            Err(error) => self.open_failed(error, Path::Datagram),
         }
     }
 
@@ -513,24 +513,33 @@ impl Session {
         match self.config.mode {
             FramingMode::Datagram => match open_stream_datagram(&self.config.keys.receive, frame) {
                 Ok((framing, packet)) => self.receive_datagram(now, framing, packet),
-                Err(error) => self.open_failed(error),
+                Err(error) => self.open_failed(error, Path::Stream),
             },
             FramingMode::Stream => match open_stream_packet(&self.config.keys.receive, frame) {
                 Ok(packet) => self.receive_stream_packet(now, packet),
-                Err(error) => self.open_failed(error),
+                Err(error) => self.open_failed(error, Path::Stream),
             },
         }
     }
 
-    fn open_failed(&mut self, error: OpenError) {
+    fn open_failed(&mut self, error: OpenError, path: Path) {
         match error {
             OpenError::Malformed(_) => self.stats.reject(RejectReason::Malformed),
             OpenError::BadSignature => {
                 self.stats.reject(RejectReason::BadSignature);
-                self.bad_signature_run += 1;
-                let limit = self.config.max_bad_signature_run;
-                if limit > 0 && self.bad_signature_run >= limit {
-                    self.close_with(CloseReason::BadSignatureRun(self.bad_signature_run));
+                // A datagram with a bad MAC is dropped and counted, nothing
+                // more: anyone who can put the peer's source address on a
+                // UDP datagram can send one (a spoofer, or the other
+                // connection of a simultaneous dial still using its own
+                // keys), so it must cost the link nothing. Only the stream
+                // comes from the TLS-authenticated peer itself, whose bad
+                // MACs mean it is broken (docs/less-wire.md section 12).
+                if path == Path::Stream {
+                    self.bad_signature_run += 1;
+                    let limit = self.config.max_bad_signature_run;
+                    if limit > 0 && self.bad_signature_run >= limit {
+                        self.close_with(CloseReason::BadSignatureRun(self.bad_signature_run));
+                    }
                 }
             }
             OpenError::Framing(decode) => self.close_with(CloseReason::Framing(decode.to_string())),
@@ -613,9 +622,14 @@ impl Session {
         );
         let had_gap = !self.remote.held.is_empty() || !in_order;
         self.receive.insert(sequence, packet.timestamp);
-        // Packets with messages are acknowledged promptly; any packet that
-        // opens or fills a gap at once, since the peer's delivery waits on it.
-        if packet.message_count > 0 || had_gap {
+        // Only packets with messages elicit an acknowledgement: promptly, and
+        // at once when they open or fill a gap, since the peer's loss
+        // detection waits on it. A packet without messages never does, gap
+        // or not (docs/less-wire.md section 7, as QUIC's ACK-only packets,
+        // RFC 9000 section 13.2.1): two ends that both see a gap would
+        // otherwise answer each other's empty packets at once, without end.
+        // Its acknowledgement rides on the next packet sent.
+        if packet.message_count > 0 {
             self.schedule_ack(now, had_gap);
         }
         let result = if in_order {

@@ -217,6 +217,16 @@ pub(super) async fn run(
             timeout,
         } = due(&link_shared, now, last_inbound, &shared);
         let mut end = None;
+        // Once a Goodbye has gone out or come in (superseded by the other
+        // connection of a simultaneous dial, shut down, ended by the peer),
+        // nothing more is sent: the peer routes our data address to its
+        // surviving connection, whose session would only see our keys'
+        // MACs as bad signatures (docs/peer-link.md section 6.3).
+        let transmits = if control.handshake.is_closed() {
+            Vec::new()
+        } else {
+            transmits
+        };
         for transmit in transmits {
             match outputs
                 .send(&connection, transmit.path, &transmit.bytes)
