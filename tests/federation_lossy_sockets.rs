@@ -13,12 +13,11 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use common::TundraClient;
-use lessgate::tundra::messages::{exec_type, EditAttributes, EditAttributesBlock, EntityAction};
-use lessgate::tundra::values::{Float3, Transform};
-use lessgate::tundra::{
-    AttributeEdit, AttributeValue, ComponentData, ComponentId, Message, Registry,
+use lessgate::tundra::messages::{exec_type, EntityAction};
+use lessgate::tundra::Message;
+use net_common::{
+    capture, move_to, named_box, wait_observers, wait_status, Impairment, LiveNode, Observer, Proxy,
 };
-use net_common::{capture, wait_observers, wait_status, Impairment, LiveNode, Observer, Proxy};
 
 const NAMES: [&str; 3] = ["a", "b", "c"];
 const BOXES: usize = 4;
@@ -28,41 +27,6 @@ const ACTIONS: usize = 20;
 const CONVERGE: Duration = Duration::from_secs(90);
 /// Message of the runtime's log line for an action executed at its authority.
 const EXECUTED: &str = "entity action from a peer executed here, its authority";
-
-fn transform(x: f32) -> AttributeValue {
-    AttributeValue::Transform(Transform {
-        pos: Float3::new(x, 0.0, 0.0),
-        rot: Float3::new(0.0, 0.0, 0.0),
-        scale: Float3::new(1.0, 1.0, 1.0),
-    })
-}
-
-fn named_box(name: &str) -> Vec<ComponentData> {
-    let registry = Registry::builtin();
-    let placeable = registry.get(20).unwrap();
-    let mut values = placeable.default_values();
-    values[0] = transform(0.0);
-    let name_schema = registry.get(26).unwrap();
-    let mut names = name_schema.default_values();
-    names[0] = AttributeValue::String(name.to_owned());
-    vec![
-        ComponentData::with_values(ComponentId(0x4000_0001), placeable, values),
-        ComponentData::with_values(ComponentId(0x4000_0002), name_schema, names),
-    ]
-}
-
-fn move_to(entity: lessgate::tundra::EntityId, component: ComponentId, x: f32) -> Message {
-    let slots = Registry::builtin().get(20).unwrap().slot_types();
-    let edit = AttributeEdit {
-        index: 0,
-        value: transform(x),
-    };
-    Message::EditAttributes(EditAttributes {
-        scene_id: 0,
-        entity_id: entity,
-        blocks: vec![EditAttributesBlock::encode(component, &[edit], &slots).unwrap()],
-    })
-}
 
 /// Drains whatever a writer has been sent, so its socket never backs up.
 async fn drain(client: &mut TundraClient) {

@@ -21,12 +21,7 @@ mod net_common;
 use std::time::Duration;
 
 use common::TundraClient;
-use lessgate::tundra::messages::{EditAttributes, EditAttributesBlock};
-use lessgate::tundra::values::{Float3, Transform};
-use lessgate::tundra::{
-    AttributeEdit, AttributeValue, ComponentData, ComponentId, Message, Registry,
-};
-use net_common::{capture, wait_observers, wait_status, LiveNode, Observer};
+use net_common::{capture, move_to, named_box, wait_observers, wait_status, LiveNode, Observer};
 
 fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -46,41 +41,6 @@ fn rss_kib() -> u64 {
                 .and_then(|v| v.parse().ok())
         })
         .unwrap_or(0)
-}
-
-fn transform(x: f32) -> AttributeValue {
-    AttributeValue::Transform(Transform {
-        pos: Float3::new(x, 0.0, 0.0),
-        rot: Float3::new(0.0, 0.0, 0.0),
-        scale: Float3::new(1.0, 1.0, 1.0),
-    })
-}
-
-fn named_box(name: &str) -> Vec<ComponentData> {
-    let registry = Registry::builtin();
-    let placeable = registry.get(20).unwrap();
-    let mut values = placeable.default_values();
-    values[0] = transform(0.0);
-    let name_schema = registry.get(26).unwrap();
-    let mut names = name_schema.default_values();
-    names[0] = AttributeValue::String(name.to_owned());
-    vec![
-        ComponentData::with_values(ComponentId(0x4000_0001), placeable, values),
-        ComponentData::with_values(ComponentId(0x4000_0002), name_schema, names),
-    ]
-}
-
-fn move_to(entity: lessgate::tundra::EntityId, component: ComponentId, x: f32) -> Message {
-    let slots = Registry::builtin().get(20).unwrap().slot_types();
-    let edit = AttributeEdit {
-        index: 0,
-        value: transform(x),
-    };
-    Message::EditAttributes(EditAttributes {
-        scene_id: 0,
-        entity_id: entity,
-        blocks: vec![EditAttributesBlock::encode(component, &[edit], &slots).unwrap()],
-    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

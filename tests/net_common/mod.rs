@@ -20,7 +20,11 @@ use std::time::Duration;
 
 use lessgate::config::NodeConfig;
 use lessgate::node::status::NodeStatus;
-use lessgate::tundra::{AttributeValue, ComponentId, EntityId, Message, Registry};
+use lessgate::tundra::messages::{EditAttributes, EditAttributesBlock};
+use lessgate::tundra::values::{Float3, Transform};
+use lessgate::tundra::{
+    AttributeEdit, AttributeValue, ComponentData, ComponentId, EntityId, Message, Registry,
+};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tokio::net::UdpSocket;
@@ -741,4 +745,42 @@ pub async fn wait_observers(
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// A Placeable transform at `x` on the x axis.
+pub fn transform(x: f32) -> AttributeValue {
+    AttributeValue::Transform(Transform {
+        pos: Float3::new(x, 0.0, 0.0),
+        rot: Float3::new(0.0, 0.0, 0.0),
+        scale: Float3::new(1.0, 1.0, 1.0),
+    })
+}
+
+/// A client-created box: Placeable and Name, unacked component ids.
+pub fn named_box(name: &str) -> Vec<ComponentData> {
+    let registry = Registry::builtin();
+    let placeable = registry.get(20).unwrap();
+    let mut values = placeable.default_values();
+    values[0] = transform(0.0);
+    let name_schema = registry.get(26).unwrap();
+    let mut names = name_schema.default_values();
+    names[0] = AttributeValue::String(name.to_owned());
+    vec![
+        ComponentData::with_values(ComponentId(0x4000_0001), placeable, values),
+        ComponentData::with_values(ComponentId(0x4000_0002), name_schema, names),
+    ]
+}
+
+/// A client's edit moving a box's Placeable to `x`.
+pub fn move_to(entity: lessgate::tundra::EntityId, component: ComponentId, x: f32) -> Message {
+    let slots = Registry::builtin().get(20).unwrap().slot_types();
+    let edit = AttributeEdit {
+        index: 0,
+        value: transform(x),
+    };
+    Message::EditAttributes(EditAttributes {
+        scene_id: 0,
+        entity_id: entity,
+        blocks: vec![EditAttributesBlock::encode(component, &[edit], &slots).unwrap()],
+    })
 }
