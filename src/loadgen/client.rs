@@ -299,6 +299,7 @@ pub async fn run_observer(
         .ok_or("no Placeable type")?
         .slot_types();
     let mut placeables: HashMap<EntityId, ComponentId> = HashMap::new();
+    let mut partial: HashMap<EntityId, PartialEntity> = HashMap::new();
     let mut outcome = ObserverOutcome::default();
     let mut poll = tokio::time::interval(Duration::from_millis(50));
     loop {
@@ -329,7 +330,10 @@ pub async fn run_observer(
         use crate::tundra::messages::id;
         if !matches!(
             id,
-            id::CREATE_ENTITY | id::EDIT_ATTRIBUTES | id::REGISTER_COMPONENT_TYPE
+            id::CREATE_ENTITY
+                | id::CREATE_COMPONENTS
+                | id::EDIT_ATTRIBUTES
+                | id::REGISTER_COMPONENT_TYPE
         ) {
             continue;
         }
@@ -345,11 +349,21 @@ pub async fn run_observer(
             Message::RegisterComponentType(m) => {
                 m.register(&mut session.registry);
             }
+            // A federated entity may be presented in parts (CreateEntity with
+            // the components that had arrived, CreateComponents for the
+            // rest): it counts as seen once both Placeable and Name are known.
             Message::CreateEntity(create) => {
-                let placeable = create.components.iter().find(|c| c.type_id == PLACEABLE);
-                let named = create.components.iter().any(is_load_name);
-                if let (Some(p), true) = (placeable, named) {
-                    if placeables.insert(create.entity_id, p.id).is_none() {
+                let part = partial.entry(create.entity_id).or_default();
+                if let Some(placeable) = part.absorb(&create.components) {
+                    if placeables.insert(create.entity_id, placeable).is_none() {
+                        state.entities_seen.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+            Message::CreateComponents(create) => {
+                let part = partial.entry(create.entity_id).or_default();
+                if let Some(placeable) = part.absorb(&create.components) {
+                    if placeables.insert(create.entity_id, placeable).is_none() {
                         state.entities_seen.fetch_add(1, Ordering::Relaxed);
                     }
                 }
@@ -383,6 +397,27 @@ pub async fn run_observer(
         }
     }
     Ok(outcome)
+}
+
+/// What the observer has been shown of one entity so far.
+#[derive(Default)]
+struct PartialEntity {
+    placeable: Option<ComponentId>,
+    named: bool,
+}
+
+impl PartialEntity {
+    /// Takes in newly shown components; the Placeable's id once it is
+    /// known to be a load entity.
+    fn absorb(&mut self, components: &[ComponentData]) -> Option<ComponentId> {
+        for c in components {
+            if c.type_id == PLACEABLE {
+                self.placeable = Some(c.id);
+            }
+            self.named |= is_load_name(c);
+        }
+        self.placeable.filter(|_| self.named)
+    }
 }
 
 fn is_load_name(component: &ComponentData) -> bool {
