@@ -24,6 +24,10 @@ use tracing::{debug, info, info_span, warn, Instrument};
 /// How long a closing connection may take to flush what is queued.
 pub const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// Most frames written to a client before one flush: bounds the latency
+/// a long queue adds to its first frame and the memory of one batch.
+const WRITE_BATCH: usize = 256;
+
 /// Identifies one client connection for the lifetime of the process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ConnectionId(pub u64);
@@ -200,22 +204,40 @@ async fn run_connection<S>(
             },
             outbound = outbound_rx.recv() => match outbound {
                 Some(Outbound::Frame(frame)) => {
-                    let len = frame.len();
+                    // Feed every frame already queued (up to WRITE_BATCH) and
+                    // flush once: one write system call per batch instead of
+                    // one per frame, which dominated the fan-out to clients.
+                    let mut len = frame.len();
+                    let mut batch = vec![frame];
+                    let mut close = None;
+                    while batch.len() < WRITE_BATCH {
+                        match outbound_rx.try_recv() {
+                            Ok(Outbound::Frame(more)) => {
+                                len += more.len();
+                                batch.push(more);
+                            }
+                            Ok(Outbound::Close(reason)) => {
+                                close = Some(reason);
+                                break;
+                            }
+                            Err(_) => break,
+                        }
+                    }
                     let sent = tokio::select! {
-                        sent = sink.send(Message::Binary(frame)) => sent,
+                        sent = write_batch(&mut sink, batch) => sent,
                         _ = &mut close_deadline => break "closed by the node; client not reading".to_owned(),
                     };
                     queued.fetch_sub(len, Ordering::Relaxed);
                     if let Err(error) = sent {
                         break format!("send failed: {error}");
                     }
+                    if let Some(reason) = close {
+                        send_close(&mut sink, &reason, &mut close_deadline).await;
+                        break reason;
+                    }
                 }
                 Some(Outbound::Close(reason)) => {
-                    let frame = CloseFrame { code: CloseCode::Policy, reason: truncate(&reason).into() };
-                    tokio::select! {
-                        _ = sink.send(Message::Close(Some(frame))) => {}
-                        _ = &mut close_deadline => {}
-                    }
+                    send_close(&mut sink, &reason, &mut close_deadline).await;
                     break reason;
                 }
                 None => break "node dropped the connection".to_owned(),
@@ -224,6 +246,33 @@ async fn run_connection<S>(
     };
     debug!(%reason, "disconnected");
     let _ = events.send(ClientEvent::Closed { id, reason }).await;
+}
+
+/// Writes `frames` with one flush at the end.
+async fn write_batch<K>(sink: &mut K, frames: Vec<Bytes>) -> Result<(), K::Error>
+where
+    K: futures_util::Sink<Message> + Unpin,
+{
+    for frame in frames {
+        sink.feed(Message::Binary(frame)).await?;
+    }
+    sink.flush().await
+}
+
+/// Sends a close frame with `reason`, giving up when the grace runs out.
+async fn send_close<K, D>(sink: &mut K, reason: &str, deadline: &mut std::pin::Pin<&mut D>)
+where
+    K: futures_util::Sink<Message> + Unpin,
+    D: std::future::Future<Output = ()>,
+{
+    let frame = CloseFrame {
+        code: CloseCode::Policy,
+        reason: truncate(reason).into(),
+    };
+    tokio::select! {
+        _ = sink.send(Message::Close(Some(frame))) => {}
+        _ = deadline.as_mut() => {}
+    }
 }
 
 /// A close reason must fit a control frame (125 bytes, 2 of them the code).
