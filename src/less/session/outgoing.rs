@@ -98,6 +98,10 @@ pub(super) struct LocalState {
     next_type: u64,
     pub entities: BTreeMap<ObjectId<Local>, LocalEntity>,
     pub retired: BTreeMap<ObjectId<Local>, Retired>,
+    /// Entities in `Wire::Withdrawn` whose remove went out in a datagram:
+    /// the only ones an acknowledgement can re-introduce, kept apart so an
+    /// acknowledgement costs nothing per entity the link carries.
+    withdrawn_sent: BTreeSet<ObjectId<Local>>,
     free_ids: VecDeque<ObjectId<Local>>,
     next_object: u64,
     pub pending: VecDeque<Pending>,
@@ -440,7 +444,8 @@ impl LocalState {
                     Some(sequence) => {
                         state.wire = Wire::Withdrawn {
                             remove_sequence: Some(sequence),
-                        }
+                        };
+                        self.withdrawn_sent.insert(entity);
                     }
                     // On an ordered stream the peer sees the remove first.
                     None => state.wire = Wire::Waiting,
@@ -483,19 +488,25 @@ impl LocalState {
             self.retired.remove(&id);
             self.free_ids.push_back(id);
         }
-        let reintroduce: Vec<ObjectId<Local>> = self
-            .entities
-            .iter_mut()
-            .filter_map(|(id, entity)| match entity.wire {
+        let mut reintroduce = Vec::new();
+        self.withdrawn_sent.retain(|id| {
+            let Some(entity) = self.entities.get_mut(id) else {
+                return false;
+            };
+            match entity.wire {
                 Wire::Withdrawn {
                     remove_sequence: Some(r),
                 } if r < oldest_unacked => {
                     entity.wire = Wire::Waiting;
-                    Some(*id)
+                    reintroduce.push(*id);
+                    false
                 }
-                _ => None,
-            })
-            .collect();
+                Wire::Withdrawn {
+                    remove_sequence: Some(_),
+                } => true,
+                _ => false,
+            }
+        });
         for id in reintroduce {
             let subscribed = self
                 .entities
