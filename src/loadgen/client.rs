@@ -16,7 +16,7 @@ use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message as WsMessage;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
-use super::latency::{SendTable, SEQ_LIMIT};
+use super::latency::{position, read_position, SendTable, SEQ_LIMIT};
 use super::now_us;
 use crate::tundra::messages::{
     split_frame, CreateEntity, EditAttributes, EditAttributesBlock, Login,
@@ -161,11 +161,12 @@ impl Session {
     }
 }
 
-/// The moved value: `pos = (seq, index, 0)`, small integers an f32 holds
-/// exactly.
+/// The moved value: a position carrying `(index, seq)` (see
+/// [`position`]), small integers an f32 holds exactly.
 pub fn transform(seq: u64, index: usize) -> AttributeValue {
+    let [x, y, z] = position(seq, index);
     AttributeValue::Transform(Transform {
-        pos: Float3::new((seq % SEQ_LIMIT) as f32, index as f32, 0.0),
+        pos: Float3::new(x, y, z),
         rot: Float3::new(0.0, 0.0, 0.0),
         scale: Float3::new(1.0, 1.0, 1.0),
     })
@@ -384,8 +385,10 @@ pub async fn run_observer(
                             continue;
                         }
                         outcome.delivered += 1;
-                        let seq = t.pos.x.round().max(0.0) as u64;
-                        let index = t.pos.y.round().max(0.0) as usize;
+                        let Some((index, seq)) = read_position([t.pos.x, t.pos.y, t.pos.z]) else {
+                            outcome.stale += 1;
+                            continue;
+                        };
                         match table.sent_at(index, seq) {
                             Some(sent) => outcome.latency.push(at.saturating_sub(sent)),
                             None => outcome.stale += 1,

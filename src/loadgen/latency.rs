@@ -2,9 +2,11 @@
 //!
 //! Writers record the send time of update `seq` of entity `index` in a
 //! ring per entity; the observer looks it up when the move arrives. The
-//! moved value carries only `(index, seq)` (small integers, exact in an
-//! f32), so the measurement survives any encoding that keeps positions to
-//! better than 0.5 units, and needs no clock inside the protocol.
+//! moved value carries only `(index, seq mod 512)` as small integers inside
+//! +-256 on each axis (see [`position`]), so the measurement survives any
+//! encoding that keeps positions to better than 0.5 units, keeps within
+//! the range of the compact position encodings (docs/less-wire.md section
+//! 16), and needs no clock inside the protocol.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -12,8 +14,41 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// anything later than that is counted as stale rather than measured.
 pub const RING: usize = 64;
 
-/// Sequence numbers are carried in an f32, exact below 2^24.
+/// Sequence numbers are stored in 24 bits of a ring slot.
 pub const SEQ_LIMIT: u64 = 1 << 24;
+
+/// The moved position carries the sequence modulo this: a multiple of
+/// [`RING`], so the ring slot follows from it, and 25 s of history at
+/// 20 Hz, far beyond what the ring remembers.
+pub const SEQ_MODULUS: u64 = 512;
+
+/// Offset that centres each axis on 0 (values -256..=255).
+const AXIS_OFFSET: f32 = 256.0;
+const AXIS_SPAN: usize = 512;
+
+/// The position that carries update `seq` of entity `index`: x the
+/// sequence modulo [`SEQ_MODULUS`], y and z the index in base 512. Inside
+/// +-256 for up to 262 144 entities (beyond that z leaves the compact
+/// range and the encodings send it exactly).
+pub fn position(seq: u64, index: usize) -> [f32; 3] {
+    [
+        (seq % SEQ_MODULUS) as f32 - AXIS_OFFSET,
+        (index % AXIS_SPAN) as f32 - AXIS_OFFSET,
+        (index / AXIS_SPAN) as f32 - AXIS_OFFSET,
+    ]
+}
+
+/// `(index, seq mod SEQ_MODULUS)` back from a received position.
+pub fn read_position(pos: [f32; 3]) -> Option<(usize, u64)> {
+    let axis = |v: f32| {
+        let shifted = (v + AXIS_OFFSET).round();
+        (shifted >= 0.0 && shifted < 1e9).then_some(shifted as u64)
+    };
+    let seq = axis(pos[0]).filter(|s| *s < SEQ_MODULUS)?;
+    let low = axis(pos[1]).filter(|y| (*y as usize) < AXIS_SPAN)?;
+    let high = axis(pos[2])?;
+    Some((high as usize * AXIS_SPAN + low as usize, seq))
+}
 
 const TIME_BITS: u32 = 40;
 const TIME_MASK: u64 = (1 << TIME_BITS) - 1;
@@ -47,13 +82,16 @@ impl SendTable {
         slot.store((seq << TIME_BITS) | (at_us & TIME_MASK), Ordering::Relaxed);
     }
 
-    /// The send time of update `seq` of entity `index`, if still remembered.
-    pub fn sent_at(&self, index: usize, seq: u64) -> Option<u64> {
-        if index >= self.entities || seq == 0 {
+    /// The send time of the remembered update of entity `index` whose
+    /// sequence is `seq_mod` modulo [`SEQ_MODULUS`], if any.
+    pub fn sent_at(&self, index: usize, seq_mod: u64) -> Option<u64> {
+        if index >= self.entities {
             return None;
         }
-        let value = self.slots[index * RING + (seq as usize % RING)].load(Ordering::Relaxed);
-        (value >> TIME_BITS == seq).then_some(value & TIME_MASK)
+        let value = self.slots[index * RING + (seq_mod as usize % RING)].load(Ordering::Relaxed);
+        let stored = value >> TIME_BITS;
+        // 0 is an empty slot: sequences start at 1.
+        (stored != 0 && stored % SEQ_MODULUS == seq_mod).then_some(value & TIME_MASK)
     }
 }
 
@@ -130,6 +168,27 @@ mod tests {
         assert_eq!(table.sent_at(1, 5), None, "overwritten by a later seq");
         assert_eq!(table.sent_at(1, 5 + RING as u64), Some(9999));
         assert_eq!(table.sent_at(7, 1), None, "out of range");
+        // Looked up by the sequence modulo SEQ_MODULUS, as carried.
+        table.record(0, SEQ_MODULUS * 3 + 7, 42);
+        assert_eq!(table.sent_at(0, 7), Some(42));
+        assert_eq!(table.sent_at(0, 8), None);
+    }
+
+    #[test]
+    fn positions_carry_index_and_sequence_inside_the_compact_range() {
+        for (seq, index) in [
+            (1, 0),
+            (511, 511),
+            (512, 512),
+            (70_000, 99_999),
+            (3, 262_143),
+        ] {
+            let pos = position(seq, index);
+            assert!(pos.iter().all(|v| (-256.0..256.0).contains(v)), "{pos:?}");
+            assert_eq!(read_position(pos), Some((index, seq % SEQ_MODULUS)));
+        }
+        assert_eq!(read_position([300.0, 0.0, 0.0]), None);
+        assert_eq!(read_position([0.0, f32::NAN, 0.0]), None);
     }
 
     #[test]
