@@ -12,12 +12,14 @@
 //! One concept per file: [`login`] (the client login), [`ids`] (id mapping
 //! both directions), [`mirror`] (the world's entities into the scene),
 //! [`export`] (the federation's entities into the world), [`echo`] (what is
-//! never sent back), [`reconcile`] (reconnects), [`bridge`] (state and
+//! never sent back), [`reconcile`] (reconnects), [`hold`] (removals held when a peer link
+//! is replaced), [`bridge`] (state and
 //! interface).
 
 mod bridge;
 pub mod echo;
 mod export;
+mod hold;
 pub mod ids;
 pub mod login;
 mod mirror;
@@ -25,5 +27,5 @@ mod reconcile;
 #[cfg(test)]
 mod tests;
 
-pub use bridge::{Bridge, BridgeEvent, BridgeSettings, BridgeStats, LinkState};
+pub use bridge::{Bridge, BridgeEvent, BridgeSettings, BridgeStats, LinkCommand, LinkState};
 pub use login::{LoginError, LoginSettings, Session};
