@@ -123,6 +123,9 @@ pub struct Bridge {
     /// Set while a peer link is being removed: removals are held.
     pub(super) holding: bool,
     pub(super) commands: VecDeque<LinkCommand>,
+    /// Custom component types the world server knows this session (it
+    /// registered them, or the bridge announced them).
+    pub(super) announced: HashSet<u32>,
     pub(super) transmits: VecDeque<Vec<u8>>,
     pub(super) events: VecDeque<BridgeEvent>,
     pub(super) stats: BridgeStats,
@@ -143,6 +146,7 @@ impl Bridge {
             holding: false,
             last_now: Time::ZERO,
             commands: VecDeque::new(),
+            announced: HashSet::new(),
             transmits: VecDeque::new(),
             events: VecDeque::new(),
             stats: BridgeStats::default(),
@@ -198,6 +202,7 @@ impl Bridge {
         self.ids.begin_session();
         self.orphans.clear();
         self.declined.clear();
+        self.announced.clear();
         self.state = LinkState::LoggingIn {
             until: now + self.settings.login_timeout,
             down_since,

@@ -19,9 +19,10 @@ use super::ids::ShadowComponent;
 use crate::scene::{Attribute, ComponentContent, Entity, Scene};
 use crate::tundra::messages::{
     CreateAttributes, CreateComponents, CreateEntity, EditAttributes, EditAttributesBlock,
-    NewAttribute, RemoveAttributes, RemoveComponents, RemoveEntity, RemovedAttribute,
-    SetEntityParent,
+    NewAttribute, RegisterComponentType, RemoveAttributes, RemoveComponents, RemoveEntity,
+    RemovedAttribute, SetEntityParent,
 };
+use crate::tundra::ProtocolVersion;
 use crate::tundra::{AttributeValue, ComponentBody, ComponentData, ComponentId, EntityId, Message};
 
 /// Whether the bridge brings `entity` to the world server: a replicated
@@ -119,7 +120,32 @@ impl Bridge {
         }
     }
 
+    /// Custom component types the world server has not registered are
+    /// announced before the first component of the type, as a Tundra client
+    /// does (RegisterComponentType, section 4.17, protocol 2 and up):
+    /// otherwise it could not read the component or edits of it.
+    fn announce_custom_types(&mut self, entity: &Entity, only: Option<&[ComponentId]>) {
+        if self.protocol() < ProtocolVersion::CUSTOM_COMPONENTS {
+            return;
+        }
+        for component in entity.replicated_components() {
+            if only.is_some_and(|ids| !ids.contains(&component.id)) {
+                continue;
+            }
+            let ComponentContent::Known { schema, .. } = &component.content else {
+                continue;
+            };
+            if schema.custom && self.announced.insert(schema.type_id) {
+                debug!(type_id = schema.type_id, name = %schema.name, "custom type announced to the world server");
+                self.send(&Message::RegisterComponentType(
+                    RegisterComponentType::from_schema(schema),
+                ));
+            }
+        }
+    }
+
     fn create_upstream(&mut self, entity: &Entity) {
+        self.announce_custom_types(entity, None);
         let unacked = self.ids.begin_export(entity.id);
         let key = self.keys.get(&entity.id).copied();
         let mut unresolved = false;
@@ -254,6 +280,7 @@ impl Bridge {
                 }
             }
         }
+        let created_local: Vec<ComponentId> = created.iter().map(|d| d.id).collect();
         for data in &mut created {
             let local = data.id;
             let id = ComponentId(self.ids.next_unacked_id().0);
@@ -272,6 +299,9 @@ impl Bridge {
         }
         if unresolved {
             self.waiting.insert(entity.id);
+        }
+        if !created.is_empty() {
+            self.announce_custom_types(entity, Some(&created_local));
         }
         // Tundra's per-entity order: removals, creations, edits, then the
         // parent (section 7.2).

@@ -32,12 +32,15 @@ impl Bridge {
                     Err(error) => warn!(%error, "world server login failed"),
                 }
             }
-            Message::RegisterComponentType(m) => match m.register(scene.registry_mut()) {
-                CustomRegistration::Added(id) | CustomRegistration::Replaced(id) => {
-                    self.events.push_back(BridgeEvent::TypeRegistered(id));
+            Message::RegisterComponentType(m) => {
+                self.announced.insert(m.type_id);
+                match m.register(scene.registry_mut()) {
+                    CustomRegistration::Added(id) | CustomRegistration::Replaced(id) => {
+                        self.events.push_back(BridgeEvent::TypeRegistered(id));
+                    }
+                    CustomRegistration::IgnoredStatic(_) => {}
                 }
-                CustomRegistration::IgnoredStatic(_) => {}
-            },
+            }
             Message::CreateEntity(m) => {
                 self.extend_sync(now);
                 self.handle_create_entity(m, scene);

@@ -26,6 +26,10 @@ mod mirror;
 mod reconcile;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_export;
+#[cfg(test)]
+mod tests_links;
 
 pub use bridge::{Bridge, BridgeEvent, BridgeSettings, BridgeStats, LinkCommand, LinkState};
 pub use login::{LoginError, LoginSettings, Session};
