@@ -10,15 +10,15 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::time::Duration;
 
-use tracing::{debug, info, warn};
+use tracing::{info, warn};
 
 use super::ids::IdMap;
 use super::login::{LoginSettings, Session};
 use crate::clock::Time;
 use crate::federation::GlobalId;
-use crate::scene::{Change, ChangeSource, ProxiedEdit, Scene};
-use crate::tundra::messages::{exec_type, EditAttributes, EditAttributesBlock, EntityAction};
-use crate::tundra::{AttributeEdit, AttributeValue, ComponentId, DecodeContext, EntityId, Message};
+use crate::scene::{Change, Scene};
+use crate::tundra::messages::EntityAction;
+use crate::tundra::{AttributeValue, ComponentId, DecodeContext, EntityId, Message};
 use crate::tundra::{ProtocolVersion, UserId};
 
 /// Settings of the bridge core.
@@ -184,7 +184,7 @@ impl Bridge {
             .map_or(ProtocolVersion::ORIGINAL, |s| s.protocol)
     }
 
-    fn ready(&self) -> bool {
+    pub(super) fn ready(&self) -> bool {
         matches!(self.state, LinkState::Ready { .. })
     }
 
@@ -228,72 +228,6 @@ impl Bridge {
         );
         self.state = LinkState::Down { since };
         self.transmits.clear();
-    }
-
-    /// When [`Bridge::handle_timeout`] wants to run next.
-    pub fn poll_timeout(&self) -> Option<Time> {
-        let link = match self.state {
-            LinkState::Syncing { until, .. } => Some(until),
-            LinkState::Down { since: Some(since) } => Some(since + self.settings.grace),
-            LinkState::LoggingIn { until, down_since } => {
-                Some(down_since.map_or(until, |s| until.min(s + self.settings.grace)))
-            }
-            _ => None,
-        };
-        [link, self.poll_hold_timeout()].into_iter().flatten().min()
-    }
-
-    /// Timers: the end of the initial scene, the end of the grace period.
-    pub fn handle_timeout(&mut self, now: Time, scene: &mut Scene) {
-        self.last_now = now;
-        self.handle_hold_timeout(now);
-        match self.state {
-            LinkState::Syncing { session, until } if now >= until => {
-                self.reconcile(scene);
-                self.state = LinkState::Ready { session };
-                info!(
-                    mirrored = self.ids.mirrored_count(),
-                    exported = self.ids.exported_count(),
-                    "world server scene reconciled"
-                );
-                self.flush(scene);
-            }
-            LinkState::Down { since: Some(since) } if now - since >= self.settings.grace => {
-                info!("world server unreachable past the grace period: its entities leave");
-                self.drop_mirrored(scene);
-                self.state = LinkState::Down { since: None };
-            }
-            LinkState::LoggingIn { until, down_since } => {
-                if down_since.is_some_and(|s| now - s >= self.settings.grace) {
-                    info!("world server unreachable past the grace period: its entities leave");
-                    self.drop_mirrored(scene);
-                    self.state = LinkState::LoggingIn {
-                        until,
-                        down_since: None,
-                    };
-                }
-                if now >= until {
-                    let timeout_ms = self.settings.login_timeout.as_millis() as u64;
-                    warn!(
-                        timeout_ms,
-                        "the world server accepted the connection but sent no LoginReply within upstream.login_timeout_ms; closing it to redial"
-                    );
-                    self.commands.push_back(LinkCommand::Close(format!(
-                        "no LoginReply within {timeout_ms} ms (upstream.login_timeout_ms)"
-                    )));
-                    self.transmits.clear();
-                    let down_since = match self.state {
-                        LinkState::LoggingIn { down_since, .. } => down_since,
-                        _ => None,
-                    };
-                    self.state = LinkState::Down { since: down_since };
-                }
-            }
-            _ => {}
-        }
-        if self.ready() {
-            self.flush(scene);
-        }
     }
 
     /// One binary frame from the world server.
@@ -351,105 +285,14 @@ impl Bridge {
                 self.hold(entity);
             }
             // A removed entity is no longer in the scene: known by its export.
-            if exportable || self.ids.exported(entity).is_some() {
+            if exportable || self.ids.exported(entity).is_some() || self.declined.contains(&entity)
+            {
                 self.dirty.insert(entity);
             }
         }
         if self.ready() {
             self.flush(scene);
         }
-    }
-
-    /// Edits clients and peers asked for on the world server's entities:
-    /// sent upstream, then applied to the node's copy as a Tundra client
-    /// applies its own edits (the server does not echo them, reference
-    /// section 7.5). Until logged in to the world server they are dropped.
-    pub fn handle_proxied_edits(&mut self, scene: &mut Scene, edits: Vec<ProxiedEdit>) {
-        for edit in edits {
-            let Some(upstream) = self.ids.upstream_of(edit.entity) else {
-                continue;
-            };
-            if self.session().is_none() {
-                debug!(entity = %edit.entity, "edit dropped: world server unreachable");
-                continue;
-            }
-            let Some(component) = scene
-                .entity(edit.entity)
-                .and_then(|e| e.components.get(&edit.component))
-            else {
-                continue;
-            };
-            let Some(upstream_component) = self
-                .ids
-                .mirrored(upstream)
-                .and_then(|m| m.components.iter().find(|(_, l)| **l == edit.component))
-                .map(|(u, _)| *u)
-            else {
-                continue;
-            };
-            let slots = component.slot_types();
-            let block = EditAttributesBlock::encode(
-                upstream_component,
-                &[AttributeEdit {
-                    index: edit.index,
-                    value: edit.value.clone(),
-                }],
-                &slots,
-            );
-            match block {
-                Ok(block) => {
-                    self.send(&Message::EditAttributes(EditAttributes {
-                        scene_id: 0,
-                        entity_id: upstream,
-                        blocks: vec![block],
-                    }));
-                    self.stats.edits_sent += 1;
-                    let _ = scene.edit_attribute(
-                        ChangeSource::Node,
-                        edit.entity,
-                        edit.component,
-                        edit.index,
-                        edit.value,
-                    );
-                }
-                Err(error) => {
-                    warn!(entity = %edit.entity, %error, "edit does not fit its attribute")
-                }
-            }
-        }
-    }
-
-    /// An action the node executes as authority of one of its entities, or
-    /// that a local client sent for the server: the world server's entities
-    /// run it there. Returns false for entities that are not the world's.
-    pub fn handle_action_for_world(&mut self, action: &EntityAction) -> bool {
-        if !self.ids.is_mirrored(action.entity_id) {
-            return false;
-        }
-        // A client strips Local from what it sends (reference section 4.15).
-        let kind = action.execution_type & !exec_type::LOCAL;
-        self.send_action(action, kind | exec_type::SERVER);
-        true
-    }
-
-    /// An action with the Peers bit from this node's clients or another
-    /// node's: the world server's clients get it too.
-    pub fn handle_peers_action(&mut self, action: &EntityAction) {
-        self.send_action(action, exec_type::PEERS);
-    }
-
-    fn send_action(&mut self, action: &EntityAction, execution_type: u8) {
-        if self.session().is_none() {
-            return;
-        }
-        let Some(upstream) = self.ids.upstream_of(action.entity_id) else {
-            return;
-        };
-        let mut out = action.clone();
-        out.entity_id = upstream;
-        out.execution_type = execution_type;
-        self.send(&Message::EntityAction(out));
-        self.stats.actions_sent += 1;
     }
 
     /// Whether a node entity is a copy of a world-server entity.

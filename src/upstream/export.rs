@@ -42,6 +42,10 @@ impl Bridge {
     }
 
     fn sync_exported(&mut self, local: EntityId, scene: &Scene) {
+        if self.declined.contains(&local) && scene.entity(local).is_none() {
+            self.declined.remove(&local);
+            self.keys.remove(&local);
+        }
         if self.ids.is_mirrored(local) || self.declined.contains(&local) {
             return;
         }
