@@ -2,8 +2,11 @@
 //! node with a TXML scene acting as the Tundra world server (no peering);
 //! node U logs in to W as a client and is peered with node F. A Tundra client
 //! on F sees W's world once, edits it (the edit reaches W and comes back),
-//! creates and removes an entity there, sends an action W's clients get; W
-//! restarts and U reconciles without duplicates on either side.
+//! creates and removes an entity there, sends an action W's clients get; a
+//! client of U creates an entity that W gets once and that a W client edits;
+//! W restarts and U reconciles without duplicates on either side. A second
+//! test: a server that accepts the WebSocket but never answers the login is
+//! closed after `login_timeout_ms` and dialled again.
 
 mod common;
 
@@ -353,6 +356,36 @@ async fn a_world_server_bridged_into_the_federation() {
         .until(&mut at_w, |v, _| v.removed.contains(&visitor_w))
         .await;
 
+    // A client of U itself creates an entity: it reaches W once, an edit a
+    // W client makes reaches U's client (U is its authority), and it leaves
+    // W when the client removes it.
+    let (mut at_u, _) = TundraClient::login(&u.url, "ula", 3).await;
+    let mut u_view = View::default();
+    let home_u = create_at(&mut u_view, &mut at_u, 1, named_box("homegrown")).await;
+    w_view
+        .until(&mut at_w, |v, _| v.ids.contains_key("homegrown"))
+        .await;
+    let home_w = w_view.ids["homegrown"];
+    at_w.send(&move_message(home_w, w_view.placeable[&home_w], 5.0))
+        .await;
+    u_view
+        .until(&mut at_u, |_, m| x_of(m, home_u) == Some(5.0))
+        .await;
+    at_u.send(&Message::RemoveEntity(RemoveEntity {
+        scene_id: 0,
+        entity_id: home_u,
+    }))
+    .await;
+    w_view
+        .until(&mut at_w, |v, _| v.removed.contains(&home_w))
+        .await;
+    assert_eq!(
+        w_view.created.get("homegrown"),
+        Some(&1),
+        "U's own entity created in W once, never echoed"
+    );
+    drop(at_u);
+
     // A second one stays through W's restart.
     create_at(&mut f_view, &mut at_f, 2, named_box("guest")).await;
     w_view
@@ -414,4 +447,63 @@ async fn a_world_server_bridged_into_the_federation() {
     u.stop().await;
     world.stop().await;
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_world_server_that_never_answers_the_login_is_redialled() {
+    use futures_util::StreamExt;
+    use tokio_tungstenite::tungstenite::Message as WsMessage;
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    // Accepts WebSocket connections, reports each one's first frame, and
+    // then whether the node closed it; never answers.
+    let (report, mut reports) = tokio::sync::mpsc::unbounded_channel::<(usize, String)>();
+    tokio::spawn(async move {
+        for n in 0.. {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let report = report.clone();
+            tokio::spawn(async move {
+                let Ok(mut socket) = tokio_tungstenite::accept_async(stream).await else {
+                    return;
+                };
+                while let Some(message) = socket.next().await {
+                    match message {
+                        Ok(WsMessage::Binary(bytes)) => {
+                            let _ = report.send((n, format!("frame {:02x}", bytes[0])));
+                        }
+                        Ok(WsMessage::Close(_)) | Err(_) => break,
+                        Ok(_) => {}
+                    }
+                }
+                let _ = report.send((n, "closed".to_owned()));
+            });
+        }
+    });
+    let text = format!(
+        "[node]\nname = \"hung\"\n[tundra]\nlisten = \"127.0.0.1:0\"\n\
+         [upstream]\nurl = \"ws://{address}\"\nlogin_timeout_ms = 200\n\
+         reconnect_min_ms = 50\nreconnect_max_ms = 100\n"
+    );
+    let node = Running::start(NodeConfig::parse(Path::new("hung.toml"), &text).unwrap()).await;
+    let mut seen = Vec::new();
+    while !seen.contains(&(1, "frame 64".to_owned())) {
+        let report = tokio::time::timeout(std::time::Duration::from_secs(20), reports.recv())
+            .await
+            .expect("the node keeps dialling")
+            .expect("the server runs");
+        seen.push(report);
+    }
+    assert_eq!(
+        &seen[..3],
+        &[
+            (0, "frame 64".to_owned()),
+            (0, "closed".to_owned()),
+            (1, "frame 64".to_owned())
+        ],
+        "Login (100) sent, the silent connection closed by the node, then a new Login"
+    );
+    node.stop().await;
 }

@@ -15,6 +15,8 @@ use crate::upstream::{BridgeSettings, LoginSettings};
 const MAX_LOGIN_PROPERTY_BYTES: usize = 1024;
 /// At most this many login properties.
 const MAX_LOGIN_PROPERTIES: usize = 32;
+/// Ten minutes: a longer wait for LoginReply is a hung server, not a slow one.
+const MAX_LOGIN_TIMEOUT_MS: u64 = 600_000;
 
 /// `[upstream]`: present only in upstream mode.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -36,6 +38,9 @@ pub struct UpstreamSection {
     /// The initial scene after a login is complete once no new entity has
     /// arrived for this many milliseconds.
     pub settle_ms: u64,
+    /// How long to wait for the world server's LoginReply before closing
+    /// the connection and redialling with backoff.
+    pub login_timeout_ms: u64,
 }
 
 impl Default for UpstreamSection {
@@ -48,6 +53,7 @@ impl Default for UpstreamSection {
             reconnect_max_ms: 30_000,
             grace_secs: 30,
             settle_ms: 500,
+            login_timeout_ms: 10_000,
         }
     }
 }
@@ -91,6 +97,12 @@ impl UpstreamSection {
         if self.settle_ms == 0 || self.settle_ms > 60_000 {
             return Err(invalid("upstream.settle_ms", "must be between 1 and 60000"));
         }
+        if self.login_timeout_ms == 0 || self.login_timeout_ms > MAX_LOGIN_TIMEOUT_MS {
+            return Err(invalid(
+                "upstream.login_timeout_ms",
+                "must be between 1 and 600000 (milliseconds to wait for the world server's LoginReply)",
+            ));
+        }
         Ok(())
     }
 
@@ -103,6 +115,7 @@ impl UpstreamSection {
             },
             grace: Duration::from_secs(self.grace_secs),
             settle: Duration::from_millis(self.settle_ms),
+            login_timeout: Duration::from_millis(self.login_timeout_ms),
         }
     }
 
@@ -134,6 +147,7 @@ mod tests {
         );
         let settings = upstream.bridge_settings();
         assert_eq!(settings.login.protocol.0, 3);
+        assert_eq!(settings.login_timeout, std::time::Duration::from_secs(10));
         assert!(NodeConfig::default().upstream.is_none());
     }
 
@@ -154,6 +168,14 @@ mod tests {
                 "upstream.reconnect_max_ms",
             ),
             ("url = \"ws://x:1\"\nsettle_ms = 0\n", "upstream.settle_ms"),
+            (
+                "url = \"ws://x:1\"\nlogin_timeout_ms = 0\n",
+                "upstream.login_timeout_ms",
+            ),
+            (
+                "url = \"ws://x:1\"\nlogin_timeout_ms = 600001\n",
+                "upstream.login_timeout_ms",
+            ),
         ] {
             let error = NodeConfig::parse(Path::new("n.toml"), &format!("[upstream]\n{text}"))
                 .unwrap_err()

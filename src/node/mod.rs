@@ -117,6 +117,27 @@ impl Node {
                 component,
                 index,
                 value,
+            } if self
+                .scene
+                .entity(entity)
+                .is_some_and(|e| e.origin == crate::scene::Origin::Local) =>
+            {
+                // This node is the authority (an entity of its own
+                // clients): the edit applies here and reaches its clients
+                // and peers as any change of the node's.
+                let _ = self.scene.edit_attribute(
+                    crate::scene::ChangeSource::Node,
+                    entity,
+                    component,
+                    index,
+                    value,
+                );
+            }
+            BridgeEvent::EditToAuthority {
+                entity,
+                component,
+                index,
+                value,
             } => self.federation.handle_server_event(
                 &ServerEvent::RemoteEdit {
                     client: UPSTREAM_CLIENT,
@@ -159,8 +180,22 @@ impl Node {
 
     /// A peer link is gone.
     pub fn handle_link_down(&mut self, link: LinkId) {
+        self.remove_link(link);
+    }
+
+    /// Removes a link. The bridge to a world server holds the removals this
+    /// causes: a replacing link may present the same entities again
+    /// (docs/upstream.md section 4).
+    fn remove_link(&mut self, link: LinkId) {
+        self.settle();
+        if let Some(bridge) = &mut self.upstream {
+            bridge.set_holding_removals(true);
+        }
         self.federation.remove_link(link, &mut self.scene);
         self.settle();
+        if let Some(bridge) = &mut self.upstream {
+            bridge.set_holding_removals(false);
+        }
     }
 
     /// Applies what a link's session received. Returns the close reason when
@@ -169,7 +204,7 @@ impl Node {
         let closed = self.federation.handle_link_events(link, &mut self.scene);
         if let Some(reason) = &closed {
             info!(%link, %reason, "peer session closed");
-            self.federation.remove_link(link, &mut self.scene);
+            self.remove_link(link);
         }
         self.settle();
         closed
@@ -193,7 +228,10 @@ impl Node {
                 self.server.handle_scene_changes(&changes);
                 self.federation.handle_scene_changes(&self.scene, &changes);
                 if let Some(bridge) = &mut self.upstream {
-                    bridge.handle_scene_changes(&self.scene, &changes);
+                    let federation = &self.federation;
+                    bridge.handle_scene_changes_with(&self.scene, &changes, &|entity| {
+                        federation.global_of(entity)
+                    });
                 }
             }
             let proxied = self.scene.take_proxied_edits();

@@ -259,7 +259,9 @@ impl Running {
                 seed: id_seed(&self.config),
             })
         });
-        let mut upstream_out: Option<mpsc::UnboundedSender<Vec<u8>>> = None;
+        let mut upstream_out: Option<
+            mpsc::UnboundedSender<crate::transport::upstream::UpstreamCommand>,
+        > = None;
         tokio::pin!(shutdown);
         loop {
             // Peer datagrams carry the acknowledgements that open the LESS
@@ -377,9 +379,21 @@ impl Running {
             self.drain(&mut handles);
             self.flush_links(&clock, &mut links);
             if let Some(bridge) = &mut self.node.upstream {
+                use crate::transport::upstream::UpstreamCommand;
                 while let Some(frame) = bridge.poll_transmit() {
                     if let Some(out) = &upstream_out {
-                        let _ = out.send(frame);
+                        let _ = out.send(UpstreamCommand::Frame(frame));
+                    }
+                }
+                while let Some(command) = bridge.poll_link_command() {
+                    let command = match command {
+                        crate::upstream::LinkCommand::LoggedIn => UpstreamCommand::LoggedIn,
+                        crate::upstream::LinkCommand::Close(reason) => {
+                            UpstreamCommand::Close(reason)
+                        }
+                    };
+                    if let Some(out) = &upstream_out {
+                        let _ = out.send(command);
                     }
                 }
             }

@@ -21,12 +21,24 @@ use crate::tundra::messages::MAX_PAYLOAD_BYTES;
 /// Frames queued toward the node before the reader waits for it.
 const EVENT_QUEUE: usize = 1024;
 
+/// What the node asks of the open connection.
+#[derive(Debug)]
+pub enum UpstreamCommand {
+    /// One binary frame for the world server.
+    Frame(Vec<u8>),
+    /// The login succeeded: the next redial starts from the shortest delay.
+    LoggedIn,
+    /// Close the connection and redial with backoff (a login that timed
+    /// out, for example); the reason is logged and reported.
+    Close(String),
+}
+
 /// What the driver reports.
 #[derive(Debug)]
 pub enum UpstreamEvent {
-    /// A connection is open; frames for it go into this sender (dropped
+    /// A connection is open; commands for it go into this sender (dropped
     /// when the connection ends, so nothing reaches a later connection).
-    Connected(mpsc::UnboundedSender<Vec<u8>>),
+    Connected(mpsc::UnboundedSender<UpstreamCommand>),
     /// One binary message from the world server.
     Frame(Vec<u8>),
     /// The connection ended or a dial failed; the driver redials.
@@ -65,20 +77,27 @@ async fn run(dial: UpstreamDial, events: mpsc::Sender<UpstreamEvent>) {
         .await
         {
             Ok((socket, _)) => {
+                // The backoff starts over only once the login succeeded: a
+                // server that accepts connections but refuses or ignores
+                // the login is redialled ever more slowly.
                 info!(url = %dial.url, "connected to the world server");
-                backoff.reset();
                 let (mut sink, mut stream) = socket.split();
-                let (out, mut outgoing) = mpsc::unbounded_channel::<Vec<u8>>();
+                let (out, mut outgoing) = mpsc::unbounded_channel::<UpstreamCommand>();
                 if events.send(UpstreamEvent::Connected(out)).await.is_err() {
                     return;
                 }
                 loop {
                     tokio::select! {
-                        frame = outgoing.recv() => match frame {
-                            Some(frame) => {
+                        command = outgoing.recv() => match command {
+                            Some(UpstreamCommand::Frame(frame)) => {
                                 if let Err(error) = sink.send(WsMessage::Binary(frame.into())).await {
                                     break error.to_string();
                                 }
+                            }
+                            Some(UpstreamCommand::LoggedIn) => backoff.reset(),
+                            Some(UpstreamCommand::Close(reason)) => {
+                                let _ = sink.send(WsMessage::Close(None)).await;
+                                break reason;
                             }
                             None => break "node released the connection".to_owned(),
                         },

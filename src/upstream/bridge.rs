@@ -7,17 +7,18 @@
 //! only with [`ChangeSource::Node`], so its own changes are told apart from
 //! the federation's in the journal.
 
-use std::collections::{BTreeSet, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::time::Duration;
 
-use tracing::{debug, info, warn};
+use tracing::{info, warn};
 
 use super::ids::IdMap;
 use super::login::{LoginSettings, Session};
 use crate::clock::Time;
-use crate::scene::{Change, ChangeSource, Origin, ProxiedEdit, Scene};
-use crate::tundra::messages::{exec_type, EditAttributes, EditAttributesBlock, EntityAction};
-use crate::tundra::{AttributeEdit, AttributeValue, ComponentId, DecodeContext, EntityId, Message};
+use crate::federation::GlobalId;
+use crate::scene::{Change, Scene};
+use crate::tundra::messages::EntityAction;
+use crate::tundra::{AttributeValue, ComponentId, DecodeContext, EntityId, Message};
 use crate::tundra::{ProtocolVersion, UserId};
 
 /// Settings of the bridge core.
@@ -30,6 +31,17 @@ pub struct BridgeSettings {
     /// After login, the initial scene is complete once no CreateEntity has
     /// arrived for this long; reconciliation runs then.
     pub settle: Duration,
+    /// How long to wait for LoginReply before closing and redialling.
+    pub login_timeout: Duration,
+}
+
+/// What the bridge asks of the connection driver.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LinkCommand {
+    /// The login succeeded: the redial backoff starts over.
+    LoggedIn,
+    /// Close this connection (and redial with backoff), for this reason.
+    Close(String),
 }
 
 /// What the bridge asks of the node.
@@ -60,8 +72,12 @@ pub enum LinkState {
     /// No connection; `since` is when it was lost (None: never connected or
     /// the grace period is over).
     Down { since: Option<Time> },
-    /// Login sent, waiting for LoginReply.
-    LoggingIn,
+    /// Login sent, waiting for LoginReply until `until`; `down_since` is
+    /// when the last working session was lost (its grace period runs on).
+    LoggingIn {
+        until: Time,
+        down_since: Option<Time>,
+    },
     /// Logged in, receiving the initial scene until `until`.
     Syncing { session: Session, until: Time },
     /// Reconciled; changes flow both ways.
@@ -92,6 +108,24 @@ pub struct Bridge {
     pub(super) declined: HashSet<EntityId>,
     /// Unacked ids of exported entities removed before their reply.
     pub(super) orphans: HashSet<EntityId>,
+    /// Exported entities whose parent or an entity reference names an
+    /// entity the world server has no id for yet: revisited after a reply.
+    pub(super) waiting: BTreeSet<EntityId>,
+    /// Federation identities of the entities the bridge exports.
+    pub(super) keys: HashMap<EntityId, GlobalId>,
+    /// Exported entities removed because their peer link went away, with
+    /// when the hold started (stamped by the next timer run): kept in the
+    /// world server for the grace period in case they come back.
+    pub(super) held: BTreeMap<EntityId, Time>,
+    /// The latest `now` the bridge was given (the scene's journal comes
+    /// without one).
+    pub(super) last_now: Time,
+    /// Set while a peer link is being removed: removals are held.
+    pub(super) holding: bool,
+    pub(super) commands: VecDeque<LinkCommand>,
+    /// Custom component types the world server knows this session (it
+    /// registered them, or the bridge announced them).
+    pub(super) announced: HashSet<u32>,
     pub(super) transmits: VecDeque<Vec<u8>>,
     pub(super) events: VecDeque<BridgeEvent>,
     pub(super) stats: BridgeStats,
@@ -106,6 +140,13 @@ impl Bridge {
             dirty: BTreeSet::new(),
             declined: HashSet::new(),
             orphans: HashSet::new(),
+            waiting: BTreeSet::new(),
+            keys: HashMap::new(),
+            held: BTreeMap::new(),
+            holding: false,
+            last_now: Time::ZERO,
+            commands: VecDeque::new(),
+            announced: HashSet::new(),
             transmits: VecDeque::new(),
             events: VecDeque::new(),
             stats: BridgeStats::default(),
@@ -143,25 +184,42 @@ impl Bridge {
             .map_or(ProtocolVersion::ORIGINAL, |s| s.protocol)
     }
 
-    fn ready(&self) -> bool {
+    pub(super) fn ready(&self) -> bool {
         matches!(self.state, LinkState::Ready { .. })
     }
 
     /// A WebSocket connection to the world server is open: log in.
-    pub fn handle_connected(&mut self, _now: Time) {
+    pub fn handle_connected(&mut self, now: Time) {
+        self.last_now = now;
+        let down_since = match self.state {
+            LinkState::Down { since }
+            | LinkState::LoggingIn {
+                down_since: since, ..
+            } => since,
+            _ => None,
+        };
         self.transmits.clear();
         self.ids.begin_session();
         self.orphans.clear();
         self.declined.clear();
-        self.state = LinkState::LoggingIn;
+        self.announced.clear();
+        self.state = LinkState::LoggingIn {
+            until: now + self.settings.login_timeout,
+            down_since,
+        };
         self.stats.sessions += 1;
         self.transmits.push_back(self.settings.login.login_frame());
     }
 
     /// The connection ended. The world's entities stay for the grace period.
     pub fn handle_disconnected(&mut self, now: Time) {
+        self.last_now = now;
         let since = match self.state {
             LinkState::Down { since } => since,
+            LinkState::LoggingIn {
+                down_since: Some(since),
+                ..
+            } => Some(since),
             _ => Some(now),
         };
         info!(
@@ -172,39 +230,9 @@ impl Bridge {
         self.transmits.clear();
     }
 
-    /// When [`Bridge::handle_timeout`] wants to run next.
-    pub fn poll_timeout(&self) -> Option<Time> {
-        match self.state {
-            LinkState::Syncing { until, .. } => Some(until),
-            LinkState::Down { since: Some(since) } => Some(since + self.settings.grace),
-            _ => None,
-        }
-    }
-
-    /// Timers: the end of the initial scene, the end of the grace period.
-    pub fn handle_timeout(&mut self, now: Time, scene: &mut Scene) {
-        match self.state {
-            LinkState::Syncing { session, until } if now >= until => {
-                self.reconcile(scene);
-                self.state = LinkState::Ready { session };
-                info!(
-                    mirrored = self.ids.mirrored_count(),
-                    exported = self.ids.exported_count(),
-                    "world server scene reconciled"
-                );
-                self.flush(scene);
-            }
-            LinkState::Down { since: Some(since) } if now - since >= self.settings.grace => {
-                info!("world server unreachable past the grace period: its entities leave");
-                self.drop_mirrored(scene);
-                self.state = LinkState::Down { since: None };
-            }
-            _ => {}
-        }
-    }
-
     /// One binary frame from the world server.
     pub fn handle_frame(&mut self, now: Time, frame: &[u8], scene: &mut Scene) {
+        self.last_now = now;
         self.stats.frames_in += 1;
         let context = DecodeContext {
             protocol_version: self.protocol(),
@@ -228,114 +256,43 @@ impl Bridge {
     /// leave are brought to the world server. The bridge's own changes
     /// (source Node on mirrored entities) are never sent back.
     pub fn handle_scene_changes(&mut self, scene: &Scene, changes: &[Change]) {
+        self.handle_scene_changes_with(scene, changes, &|_| None);
+    }
+
+    /// [`Bridge::handle_scene_changes`], with the federation identity of
+    /// scene entities (`Federation::global_of`): an entity a replaced peer
+    /// link presents again under a new node id keeps its world-server copy.
+    pub fn handle_scene_changes_with(
+        &mut self,
+        scene: &Scene,
+        changes: &[Change],
+        identity: &dyn Fn(EntityId) -> Option<GlobalId>,
+    ) {
         for change in changes {
             let entity = change.kind.entity();
             if self.ids.is_mirrored(entity) {
                 continue; // the world server's own: it knows
             }
-            let remote = scene
-                .entity(entity)
-                .is_some_and(|e| e.origin == Origin::Remote && e.is_replicated());
+            let present = scene.entity(entity);
+            let exportable = present.is_some_and(super::export::is_exportable);
+            if exportable && self.ids.exported(entity).is_none() {
+                if let Some(key) = identity(entity) {
+                    self.keys.insert(entity, key);
+                    self.adopt_held(entity, key, scene);
+                }
+            }
+            if present.is_none() && self.holding && self.ids.exported(entity).is_some() {
+                self.hold(entity);
+            }
             // A removed entity is no longer in the scene: known by its export.
-            if remote || self.ids.exported(entity).is_some() {
+            if exportable || self.ids.exported(entity).is_some() || self.declined.contains(&entity)
+            {
                 self.dirty.insert(entity);
             }
         }
         if self.ready() {
             self.flush(scene);
         }
-    }
-
-    /// Edits clients and peers asked for on the world server's entities:
-    /// sent upstream, then applied to the node's copy as a Tundra client
-    /// applies its own edits (the server does not echo them, reference
-    /// section 7.5). Until logged in to the world server they are dropped.
-    pub fn handle_proxied_edits(&mut self, scene: &mut Scene, edits: Vec<ProxiedEdit>) {
-        for edit in edits {
-            let Some(upstream) = self.ids.upstream_of(edit.entity) else {
-                continue;
-            };
-            if self.session().is_none() {
-                debug!(entity = %edit.entity, "edit dropped: world server unreachable");
-                continue;
-            }
-            let Some(component) = scene
-                .entity(edit.entity)
-                .and_then(|e| e.components.get(&edit.component))
-            else {
-                continue;
-            };
-            let Some(upstream_component) = self
-                .ids
-                .mirrored(upstream)
-                .and_then(|m| m.components.iter().find(|(_, l)| **l == edit.component))
-                .map(|(u, _)| *u)
-            else {
-                continue;
-            };
-            let slots = component.slot_types();
-            let block = EditAttributesBlock::encode(
-                upstream_component,
-                &[AttributeEdit {
-                    index: edit.index,
-                    value: edit.value.clone(),
-                }],
-                &slots,
-            );
-            match block {
-                Ok(block) => {
-                    self.send(&Message::EditAttributes(EditAttributes {
-                        scene_id: 0,
-                        entity_id: upstream,
-                        blocks: vec![block],
-                    }));
-                    self.stats.edits_sent += 1;
-                    let _ = scene.edit_attribute(
-                        ChangeSource::Node,
-                        edit.entity,
-                        edit.component,
-                        edit.index,
-                        edit.value,
-                    );
-                }
-                Err(error) => {
-                    warn!(entity = %edit.entity, %error, "edit does not fit its attribute")
-                }
-            }
-        }
-    }
-
-    /// An action the node executes as authority of one of its entities, or
-    /// that a local client sent for the server: the world server's entities
-    /// run it there. Returns false for entities that are not the world's.
-    pub fn handle_action_for_world(&mut self, action: &EntityAction) -> bool {
-        if !self.ids.is_mirrored(action.entity_id) {
-            return false;
-        }
-        // A client strips Local from what it sends (reference section 4.15).
-        let kind = action.execution_type & !exec_type::LOCAL;
-        self.send_action(action, kind | exec_type::SERVER);
-        true
-    }
-
-    /// An action with the Peers bit from this node's clients or another
-    /// node's: the world server's clients get it too.
-    pub fn handle_peers_action(&mut self, action: &EntityAction) {
-        self.send_action(action, exec_type::PEERS);
-    }
-
-    fn send_action(&mut self, action: &EntityAction, execution_type: u8) {
-        if self.session().is_none() {
-            return;
-        }
-        let Some(upstream) = self.ids.upstream_of(action.entity_id) else {
-            return;
-        };
-        let mut out = action.clone();
-        out.entity_id = upstream;
-        out.execution_type = execution_type;
-        self.send(&Message::EntityAction(out));
-        self.stats.actions_sent += 1;
     }
 
     /// Whether a node entity is a copy of a world-server entity.
@@ -350,6 +307,11 @@ impl Bridge {
 
     pub fn poll_event(&mut self) -> Option<BridgeEvent> {
         self.events.pop_front()
+    }
+
+    /// Next request for the connection driver (close, backoff reset).
+    pub fn poll_link_command(&mut self) -> Option<LinkCommand> {
+        self.commands.pop_front()
     }
 
     pub(super) fn send(&mut self, message: &Message) {

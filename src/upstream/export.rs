@@ -2,24 +2,34 @@
 //! (reference section 7.4): CreateEntity under an unacked id, CreateEntityReply
 //! (117) / CreateComponentsReply (118) for the real ids, then only what
 //! differs from the shadow (see [`super::echo`]) as Create/Edit/Remove
-//! messages, and RemoveEntity when the entity leaves the federation.
+//! messages, SetEntityParent (124) when the parent changes, and RemoveEntity
+//! when the entity leaves the federation.
+//!
+//! Exported: every replicated entity of the node's scene that is not a copy
+//! of the world server's own: other nodes' entities and those of this node's
+//! clients alike (docs/upstream.md section 1). Entity ids inside values
+//! (EntityReference, such as Placeable.parentRef) are renumbered into the
+//! world server's id space.
 
 use tracing::debug;
 
 use super::bridge::Bridge;
-use super::echo::{diff_slots, shadow_of};
+use super::echo::diff_slots;
 use super::ids::ShadowComponent;
-use crate::scene::{Entity, Origin, Scene};
+use crate::scene::{Attribute, ComponentContent, Entity, Scene};
 use crate::tundra::messages::{
     CreateAttributes, CreateComponents, CreateEntity, EditAttributes, EditAttributesBlock,
-    NewAttribute, RemoveAttributes, RemoveComponents, RemoveEntity, RemovedAttribute,
+    NewAttribute, RegisterComponentType, RemoveAttributes, RemoveComponents, RemoveEntity,
+    RemovedAttribute, SetEntityParent,
 };
-use crate::tundra::{ComponentData, ComponentId, EntityId, Message};
+use crate::tundra::ProtocolVersion;
+use crate::tundra::{AttributeValue, ComponentBody, ComponentData, ComponentId, EntityId, Message};
 
 /// Whether the bridge brings `entity` to the world server: a replicated
-/// entity another node simulates.
+/// entity (the world server's own copies are told apart by their id, see
+/// [`super::ids::IdMap::is_mirrored`]).
 pub(super) fn is_exportable(entity: &Entity) -> bool {
-    entity.origin == Origin::Remote && entity.is_replicated()
+    entity.is_replicated()
 }
 
 impl Bridge {
@@ -32,10 +42,18 @@ impl Bridge {
     }
 
     fn sync_exported(&mut self, local: EntityId, scene: &Scene) {
+        if self.declined.contains(&local) && scene.entity(local).is_none() {
+            self.declined.remove(&local);
+            self.keys.remove(&local);
+        }
         if self.ids.is_mirrored(local) || self.declined.contains(&local) {
             return;
         }
         let Some(entity) = scene.entity(local).filter(|e| is_exportable(e)) else {
+            if self.held.contains_key(&local) {
+                return; // its link went away: kept for a while (section 4)
+            }
+            self.keys.remove(&local);
             if let Some(entry) = self.ids.end_export(local) {
                 match entry.upstream {
                     Some(upstream) => self.send(&Message::RemoveEntity(RemoveEntity {
@@ -59,34 +77,108 @@ impl Bridge {
         self.update_upstream(entity, upstream);
     }
 
+    /// An EntityReference's text in the world server's id space: a node id
+    /// becomes the world server's id of that entity; a name travels as it
+    /// is. An id the world server has no entity for yet is sent empty, and
+    /// `unresolved` is set so the entity is revisited after the next reply.
+    fn reference_out(&self, text: &str, unresolved: &mut bool) -> String {
+        match text.trim().parse::<u32>() {
+            Ok(0) | Err(_) => text.to_owned(),
+            Ok(id) => match self.ids.upstream_of(EntityId(id)) {
+                Some(upstream) => upstream.0.to_string(),
+                None => {
+                    *unresolved = true;
+                    String::new()
+                }
+            },
+        }
+    }
+
+    fn value_out(&self, value: &AttributeValue, unresolved: &mut bool) -> AttributeValue {
+        match value {
+            AttributeValue::EntityReference(text) => {
+                AttributeValue::EntityReference(self.reference_out(text, unresolved))
+            }
+            other => other.clone(),
+        }
+    }
+
+    /// A component's full data as the world server must see it.
+    fn data_out(&self, data: &mut ComponentData, unresolved: &mut bool) {
+        if let ComponentBody::Attributes(block) = &mut data.body {
+            for value in &mut block.values {
+                *value = self.value_out(value, unresolved);
+            }
+            for dynamic in &mut block.dynamic {
+                dynamic.value = self.value_out(&dynamic.value, unresolved);
+            }
+        }
+    }
+
+    /// The parent to give the world server's copy: `Some(0)` for none,
+    /// `None` while the parent has no world-server id yet.
+    fn parent_out(&self, entity: &Entity) -> Option<EntityId> {
+        match entity.parent {
+            None => Some(EntityId(0)),
+            Some(parent) => self.ids.upstream_of(parent),
+        }
+    }
+
+    /// Custom component types the world server has not registered are
+    /// announced before the first component of the type, as a Tundra client
+    /// does (RegisterComponentType, section 4.17, protocol 2 and up):
+    /// otherwise it could not read the component or edits of it.
+    fn announce_custom_types(&mut self, entity: &Entity, only: Option<&[ComponentId]>) {
+        if self.protocol() < ProtocolVersion::CUSTOM_COMPONENTS {
+            return;
+        }
+        for component in entity.replicated_components() {
+            if only.is_some_and(|ids| !ids.contains(&component.id)) {
+                continue;
+            }
+            let ComponentContent::Known { schema, .. } = &component.content else {
+                continue;
+            };
+            if schema.custom && self.announced.insert(schema.type_id) {
+                debug!(type_id = schema.type_id, name = %schema.name, "custom type announced to the world server");
+                self.send(&Message::RegisterComponentType(
+                    RegisterComponentType::from_schema(schema),
+                ));
+            }
+        }
+    }
+
     fn create_upstream(&mut self, entity: &Entity) {
+        self.announce_custom_types(entity, None);
         let unacked = self.ids.begin_export(entity.id);
+        let key = self.keys.get(&entity.id).copied();
+        let mut unresolved = false;
         let mut components = Vec::new();
+        let mut shadows = Vec::new();
         for component in entity.replicated_components() {
             let id = ComponentId(self.ids.next_unacked_id().0);
             let mut data = Scene::component_data(component);
             data.id = id;
+            self.data_out(&mut data, &mut unresolved);
+            let mut shadow = ShadowComponent::of(component, id);
+            shadow.values = super::echo::shadow_of_data(&data);
+            shadows.push((component.id, shadow));
             components.push(data);
-            if let Some(entry) = self.ids.exported_mut(entity.id) {
-                entry.components.insert(
-                    component.id,
-                    ShadowComponent {
-                        upstream: id,
-                        values: shadow_of(component),
-                    },
-                );
-            }
         }
-        let parent = if self.protocol().has_entity_parent() {
-            Some(
-                entity
-                    .parent
-                    .and_then(|p| self.ids.upstream_of(p))
-                    .unwrap_or(EntityId(0)),
-            )
-        } else {
-            None
-        };
+        let parent = self.parent_out(entity);
+        unresolved |= parent.is_none();
+        if let Some(entry) = self.ids.exported_mut(entity.id) {
+            entry.components.extend(shadows);
+            entry.parent = parent.unwrap_or(EntityId(0));
+            entry.key = key;
+        }
+        if unresolved {
+            self.waiting.insert(entity.id);
+        }
+        let parent = self
+            .protocol()
+            .has_entity_parent()
+            .then(|| parent.unwrap_or(EntityId(0)));
         debug!(entity = %entity.id, %unacked, "federation entity created in the world server");
         self.send(&Message::CreateEntity(CreateEntity {
             scene_id: 0,
@@ -103,9 +195,37 @@ impl Bridge {
         let mut new_attributes = Vec::<NewAttribute>::new();
         let mut removed_attributes = Vec::<RemovedAttribute>::new();
         let mut blocks = Vec::<EditAttributesBlock>::new();
+        let mut unresolved = false;
+        // Values in the world server's id space, computed before the entry
+        // is borrowed for the diff.
+        let translated: Vec<(ComponentId, Vec<Option<Attribute>>)> = entity
+            .replicated_components()
+            .filter_map(|component| match &component.content {
+                ComponentContent::Known { slots, .. } => Some((
+                    component.id,
+                    slots
+                        .iter()
+                        .map(|slot| {
+                            slot.as_ref().map(|a| Attribute {
+                                dynamic_name: a.dynamic_name.clone(),
+                                value: self.value_out(&a.value, &mut unresolved),
+                            })
+                        })
+                        .collect(),
+                )),
+                ComponentContent::Opaque(_) => None,
+            })
+            .collect();
+        let parent = self.parent_out(entity);
+        unresolved |= parent.is_none();
         let Some(entry) = self.ids.exported_mut(entity.id) else {
             return;
         };
+        let mut reparent = None;
+        if let Some(parent) = parent.filter(|p| *p != entry.parent) {
+            entry.parent = parent;
+            reparent = Some(parent);
+        }
         for component in entity.replicated_components() {
             let Some(shadow) = entry.components.get_mut(&component.id) else {
                 created.push(Scene::component_data(component));
@@ -114,7 +234,17 @@ impl Bridge {
             if shadow.upstream.is_unacked() {
                 continue; // CreateComponents not answered yet
             }
-            let crate::scene::ComponentContent::Known { slots, .. } = &component.content else {
+            if let ComponentContent::Opaque(bytes) = &component.content {
+                // Its attribute layout is unknown here, so no edit can name
+                // an attribute: the world server's copy is replaced whole.
+                if shadow.opaque.as_ref() != Some(bytes) {
+                    removed.push(shadow.upstream);
+                    entry.components.remove(&component.id);
+                    created.push(Scene::component_data(component));
+                }
+                continue;
+            }
+            let Some((_, slots)) = translated.iter().find(|(id, _)| *id == component.id) else {
                 continue;
             };
             let diff = diff_slots(&mut shadow.values, slots, component.static_count());
@@ -154,24 +284,31 @@ impl Bridge {
                 }
             }
         }
+        let created_local: Vec<ComponentId> = created.iter().map(|d| d.id).collect();
         for data in &mut created {
             let local = data.id;
             let id = ComponentId(self.ids.next_unacked_id().0);
             data.id = id;
+            self.data_out(data, &mut unresolved);
             if let (Some(entry), Some(component)) = (
                 self.ids.exported_mut(entity.id),
                 entity.components.get(&local),
             ) {
-                entry.components.insert(
-                    local,
-                    ShadowComponent {
-                        upstream: id,
-                        values: shadow_of(component),
-                    },
-                );
+                let mut shadow = ShadowComponent::of(component, id);
+                if shadow.opaque.is_none() {
+                    shadow.values = super::echo::shadow_of_data(data);
+                }
+                entry.components.insert(local, shadow);
             }
         }
-        // Tundra's per-entity order: removals, creations, edits (section 7.2).
+        if unresolved {
+            self.waiting.insert(entity.id);
+        }
+        if !created.is_empty() {
+            self.announce_custom_types(entity, Some(&created_local));
+        }
+        // Tundra's per-entity order: removals, creations, edits, then the
+        // parent (section 7.2).
         if !removed.is_empty() {
             self.send(&Message::RemoveComponents(RemoveComponents {
                 scene_id: 0,
@@ -206,6 +343,15 @@ impl Bridge {
                 scene_id: 0,
                 entity_id: upstream,
                 blocks,
+            }));
+        }
+        // SetEntityParent exists from protocol 3 (HierarchicScene, section
+        // 4.18); it carries full u32 ids.
+        if let Some(parent_id) = reparent.filter(|_| self.protocol().has_entity_parent()) {
+            self.send(&Message::SetEntityParent(SetEntityParent {
+                scene_id: 0,
+                entity_id: upstream,
+                parent_id,
             }));
         }
     }

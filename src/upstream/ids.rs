@@ -12,6 +12,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use crate::federation::GlobalId;
+use crate::scene::{Component, ComponentContent};
 use crate::tundra::ids::FIRST_UNACKED_ID;
 use crate::tundra::{AttributeValue, ComponentId, EntityId};
 
@@ -47,6 +49,30 @@ pub struct ShadowComponent {
     pub upstream: ComponentId,
     /// Slot values as last sent to (or received from) the world server.
     pub values: Vec<Option<AttributeValue>>,
+    /// The whole attribute block of an opaque component (a type this node
+    /// does not know): it can only be replaced whole.
+    pub opaque: Option<Vec<u8>>,
+    /// Type and instance name: how a component is recognised when its
+    /// entity comes back under another node id (a replaced peer link).
+    pub type_id: u32,
+    pub name: String,
+}
+
+impl ShadowComponent {
+    /// What the world server holds once `component` is created there as
+    /// `upstream`.
+    pub fn of(component: &Component, upstream: ComponentId) -> ShadowComponent {
+        ShadowComponent {
+            upstream,
+            values: super::echo::shadow_of(component),
+            opaque: match &component.content {
+                ComponentContent::Opaque(bytes) => Some(bytes.clone()),
+                ComponentContent::Known { .. } => None,
+            },
+            type_id: component.type_id,
+            name: component.name.clone(),
+        }
+    }
 }
 
 /// A federation entity created in the world server by the bridge.
@@ -60,6 +86,11 @@ pub struct Exported {
     pub components: BTreeMap<ComponentId, ShadowComponent>,
     /// Seen in the current session (reconnect reconciliation).
     pub seen: bool,
+    /// The parent the world server has (its id; `EntityId(0)`: none).
+    pub parent: EntityId,
+    /// The entity's federation identity, to recognise it when a replaced
+    /// peer link presents it again under a new node id.
+    pub key: Option<GlobalId>,
 }
 
 /// Both directions of every mapping.
@@ -164,6 +195,8 @@ impl IdMap {
                 upstream: None,
                 components: BTreeMap::new(),
                 seen: true,
+                parent: EntityId(0),
+                key: None,
             },
         ) {
             self.forget_exported_ids(&old);
@@ -199,6 +232,26 @@ impl IdMap {
             entry.seen = true;
             self.upstream_to_exported.insert(id, local);
         }
+    }
+
+    /// The export of node entity `from` continues as node entity `to` (the
+    /// same federation entity presented again under a new id): the world
+    /// server keeps its copy and ids.
+    pub fn move_export(&mut self, from: EntityId, to: EntityId) -> bool {
+        if self.exported.contains_key(&to) {
+            return false;
+        }
+        let Some(entry) = self.exported.remove(&from) else {
+            return false;
+        };
+        if let Some(upstream) = entry.upstream {
+            self.upstream_to_exported.insert(upstream, to);
+        }
+        if self.unacked_to_exported.get(&entry.unacked) == Some(&from) {
+            self.unacked_to_exported.insert(entry.unacked, to);
+        }
+        self.exported.insert(to, entry);
+        true
     }
 
     /// Stops exporting `local`; returns its entry.
@@ -270,6 +323,24 @@ mod tests {
         assert_eq!(map.ack_export(unacked, EntityId(41)), None);
         map.end_export(EntityId(12));
         assert_eq!(map.resolve(EntityId(40)), UpstreamEntity::Unknown);
+    }
+
+    #[test]
+    fn a_moved_export_keeps_its_world_server_id() {
+        let mut map = IdMap::default();
+        let unacked = map.begin_export(EntityId(12));
+        map.ack_export(unacked, EntityId(40));
+        assert!(map.move_export(EntityId(12), EntityId(30)));
+        assert_eq!(
+            map.resolve(EntityId(40)),
+            UpstreamEntity::Exported(EntityId(30))
+        );
+        assert_eq!(map.upstream_of(EntityId(30)), Some(EntityId(40)));
+        assert!(map.exported(EntityId(12)).is_none());
+        assert!(
+            !map.move_export(EntityId(12), EntityId(31)),
+            "nothing left to move"
+        );
     }
 
     #[test]

@@ -19,23 +19,28 @@ impl Bridge {
     pub(super) fn handle_message(&mut self, now: Time, message: Message, scene: &mut Scene) {
         match message {
             Message::LoginReply(reply) => {
-                if self.state != LinkState::LoggingIn {
+                if !matches!(self.state, LinkState::LoggingIn { .. }) {
                     return;
                 }
                 match self.settings.login.accept_reply(&reply) {
                     Ok(session) => {
                         info!(user = %session.user, protocol = session.protocol.0, "logged in to the world server");
+                        self.commands
+                            .push_back(super::bridge::LinkCommand::LoggedIn);
                         self.begin_sync(now, session);
                     }
                     Err(error) => warn!(%error, "world server login failed"),
                 }
             }
-            Message::RegisterComponentType(m) => match m.register(scene.registry_mut()) {
-                CustomRegistration::Added(id) | CustomRegistration::Replaced(id) => {
-                    self.events.push_back(BridgeEvent::TypeRegistered(id));
+            Message::RegisterComponentType(m) => {
+                self.announced.insert(m.type_id);
+                match m.register(scene.registry_mut()) {
+                    CustomRegistration::Added(id) | CustomRegistration::Replaced(id) => {
+                        self.events.push_back(BridgeEvent::TypeRegistered(id));
+                    }
+                    CustomRegistration::IgnoredStatic(_) => {}
                 }
-                CustomRegistration::IgnoredStatic(_) => {}
-            },
+            }
             Message::CreateEntity(m) => {
                 self.extend_sync(now);
                 self.handle_create_entity(m, scene);
@@ -222,6 +227,8 @@ impl Bridge {
             debug!(%unacked, "CreateEntityReply for no pending entity");
             return;
         };
+        // Entities whose parent or references waited for an id: retry.
+        self.dirty.append(&mut self.waiting);
         self.ack_components(local, &m.components);
         // Edits made while unacked go out now (as Tundra's client re-sends
         // dirty components after the ack, reference section 4.13).

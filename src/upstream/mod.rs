@@ -12,18 +12,26 @@
 //! One concept per file: [`login`] (the client login), [`ids`] (id mapping
 //! both directions), [`mirror`] (the world's entities into the scene),
 //! [`export`] (the federation's entities into the world), [`echo`] (what is
-//! never sent back), [`reconcile`] (reconnects), [`bridge`] (state and
-//! interface).
+//! never sent back), [`reconcile`] (reconnects), [`hold`] (removals held
+//! when a peer link is replaced), [`timers`] (login timeout, grace
+//! periods), [`proxy`] (edits and actions upstream), [`bridge`] (state and interface).
 
 mod bridge;
 pub mod echo;
 mod export;
+mod hold;
 pub mod ids;
 pub mod login;
 mod mirror;
+mod proxy;
 mod reconcile;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_export;
+#[cfg(test)]
+mod tests_links;
+mod timers;
 
-pub use bridge::{Bridge, BridgeEvent, BridgeSettings, BridgeStats, LinkState};
+pub use bridge::{Bridge, BridgeEvent, BridgeSettings, BridgeStats, LinkCommand, LinkState};
 pub use login::{LoginError, LoginSettings, Session};

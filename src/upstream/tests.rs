@@ -18,7 +18,7 @@ use crate::tundra::{
 
 const PROTOCOL: ProtocolVersion = ProtocolVersion(3);
 
-fn bridge() -> Bridge {
+pub(super) fn bridge() -> Bridge {
     Bridge::new(BridgeSettings {
         login: LoginSettings {
             properties: BTreeMap::from([("username".to_owned(), "gw".to_owned())]),
@@ -26,14 +26,15 @@ fn bridge() -> Bridge {
         },
         grace: Duration::from_secs(10),
         settle: Duration::from_millis(500),
+        login_timeout: Duration::from_secs(5),
     })
 }
 
-fn frame(message: Message) -> Vec<u8> {
+pub(super) fn frame(message: Message) -> Vec<u8> {
     message.encode_frame(PROTOCOL).unwrap()
 }
 
-fn sent(bridge: &mut Bridge) -> Vec<Message> {
+pub(super) fn sent(bridge: &mut Bridge) -> Vec<Message> {
     let registry = Registry::builtin();
     let context = DecodeContext {
         protocol_version: PROTOCOL,
@@ -44,7 +45,7 @@ fn sent(bridge: &mut Bridge) -> Vec<Message> {
         .collect()
 }
 
-fn named(id: u32, name: &str, value: i32) -> Vec<ComponentData> {
+pub(super) fn named(id: u32, name: &str, value: i32) -> Vec<ComponentData> {
     let registry = Registry::builtin();
     let schema = registry.get(26).unwrap();
     let mut values = schema.default_values();
@@ -64,7 +65,7 @@ fn named(id: u32, name: &str, value: i32) -> Vec<ComponentData> {
     ]
 }
 
-fn create(id: u32, name: &str, value: i32) -> Vec<u8> {
+pub(super) fn create(id: u32, name: &str, value: i32) -> Vec<u8> {
     frame(Message::CreateEntity(CreateEntity {
         scene_id: 0,
         entity_id: EntityId(id),
@@ -75,7 +76,12 @@ fn create(id: u32, name: &str, value: i32) -> Vec<u8> {
 }
 
 /// Connects, logs in and takes `entities` as the initial scene.
-fn logged_in(bridge: &mut Bridge, scene: &mut Scene, now: Time, entities: &[(u32, &str, i32)]) {
+pub(super) fn logged_in(
+    bridge: &mut Bridge,
+    scene: &mut Scene,
+    now: Time,
+    entities: &[(u32, &str, i32)],
+) {
     bridge.handle_connected(now);
     let login = bridge.poll_transmit().unwrap();
     assert_eq!(&login[..2], &[0x64, 0x00], "Login (100) goes first");
@@ -96,7 +102,7 @@ fn logged_in(bridge: &mut Bridge, scene: &mut Scene, now: Time, entities: &[(u32
     assert!(matches!(bridge.state(), LinkState::Ready { session } if session.protocol == PROTOCOL));
 }
 
-fn dynamic_value(scene: &Scene, entity: EntityId) -> Option<AttributeValue> {
+pub(super) fn dynamic_value(scene: &Scene, entity: EntityId) -> Option<AttributeValue> {
     let e = scene.entity(entity)?;
     Some(e.component_of_type(25)?.attribute(0)?.value.clone())
 }
@@ -168,7 +174,7 @@ fn a_peer_edit_of_a_world_entity_goes_upstream_not_into_the_scene() {
 }
 
 /// A federation entity in the node's scene (another node simulates it).
-fn remote_entity(scene: &mut Scene, name: &str) -> EntityId {
+pub(super) fn remote_entity(scene: &mut Scene, name: &str) -> EntityId {
     scene
         .create_entity(
             ChangeSource::Peer(1),

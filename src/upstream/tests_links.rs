@@ -1,0 +1,209 @@
+//! Scripted link events: a world server that never answers the login, and
+//! a peer link replaced under the bridge (removals held, then resumed).
+
+use std::time::Duration;
+
+use super::tests::{bridge, frame, logged_in, named, sent};
+use super::*;
+use crate::clock::Time;
+use crate::federation::GlobalId;
+use crate::scene::{ChangeSource, Origin, Scene};
+use crate::tundra::messages::{CreateEntityReply, IdPair, LoginReply, RemoveEntity};
+use crate::tundra::{AttributeValue, ComponentId, EntityId, Message, Registry, UserId};
+
+#[test]
+fn a_login_without_reply_is_closed_after_the_timeout_once_and_redialled() {
+    let (mut b, mut scene) = (bridge(), Scene::new(Registry::builtin()));
+    let t0 = Time::from_millis(1_000);
+    b.handle_connected(t0);
+    assert!(b.poll_transmit().is_some(), "Login sent");
+    assert_eq!(b.poll_timeout(), Some(t0 + Duration::from_secs(5)));
+    b.handle_timeout(t0 + Duration::from_millis(4_999), &mut scene);
+    assert_eq!(b.poll_link_command(), None, "still within the timeout");
+    b.handle_timeout(t0 + Duration::from_secs(5), &mut scene);
+    let Some(LinkCommand::Close(reason)) = b.poll_link_command() else {
+        panic!("the connection is closed");
+    };
+    assert!(reason.contains("upstream.login_timeout_ms"), "{reason}");
+    assert!(matches!(b.state(), LinkState::Down { .. }));
+    b.handle_timeout(t0 + Duration::from_secs(6), &mut scene);
+    assert_eq!(b.poll_link_command(), None, "closed once");
+
+    // A late LoginReply on the closed connection changes nothing.
+    let reply = frame(Message::LoginReply(LoginReply {
+        success: true,
+        user_id: UserId(3),
+        reply_data: "{}".into(),
+        protocol_version: Some(3),
+    }));
+    b.handle_frame(t0 + Duration::from_secs(6), &reply, &mut scene);
+    assert!(matches!(b.state(), LinkState::Down { .. }));
+
+    // The driver redials: a fresh Login, and a reply that comes in time
+    // resets the backoff.
+    b.handle_disconnected(t0 + Duration::from_secs(6));
+    b.handle_connected(t0 + Duration::from_secs(7));
+    assert!(b.poll_transmit().is_some(), "Login sent again");
+    b.handle_frame(t0 + Duration::from_secs(7), &reply, &mut scene);
+    assert_eq!(b.poll_link_command(), Some(LinkCommand::LoggedIn));
+    assert!(matches!(b.state(), LinkState::Syncing { .. }));
+}
+
+#[test]
+fn the_grace_period_runs_on_through_unanswered_logins() {
+    let (mut b, mut scene) = (bridge(), Scene::new(Registry::builtin()));
+    logged_in(&mut b, &mut scene, Time::ZERO, &[(5, "box", 1)]);
+    b.handle_disconnected(Time::from_millis(1_000));
+    // Reconnected at 2 s to a server that hangs; closed at 7 s.
+    b.handle_connected(Time::from_millis(2_000));
+    assert_eq!(b.poll_timeout(), Some(Time::from_millis(7_000)));
+    b.handle_timeout(Time::from_millis(7_000), &mut scene);
+    b.handle_disconnected(Time::from_millis(7_000));
+    b.handle_connected(Time::from_millis(8_000));
+    // Lost at 1 s with 10 s of grace: its entities leave at 11 s, not later.
+    assert_eq!(b.poll_timeout(), Some(Time::from_millis(11_000)));
+    assert_eq!(scene.len(), 1);
+    b.handle_timeout(Time::from_millis(11_000), &mut scene);
+    assert!(scene.is_empty());
+    assert!(matches!(
+        b.state(),
+        LinkState::LoggingIn {
+            down_since: None,
+            ..
+        }
+    ));
+}
+
+const KEY: GlobalId = GlobalId {
+    origin: uuid::Uuid::from_u128(0xF),
+    serial: 7,
+};
+
+/// Applies the journal with `entity` known to the federation as [`KEY`].
+fn journal_as(b: &mut Bridge, scene: &mut Scene, entity: Option<EntityId>) {
+    let changes = scene.take_journal();
+    b.handle_scene_changes_with(scene, &changes, &|e| (Some(e) == entity).then_some(KEY));
+}
+
+fn visitor(scene: &mut Scene, value: i32) -> EntityId {
+    scene
+        .create_entity(
+            ChangeSource::Peer(1),
+            None,
+            Origin::Remote,
+            false,
+            None,
+            named(0x4000_0001, "visitor", value),
+        )
+        .unwrap()
+        .id
+}
+
+/// A federation entity created and acked as world entity 50.
+fn exported(b: &mut Bridge, scene: &mut Scene) -> EntityId {
+    let first = visitor(scene, 3);
+    journal_as(b, scene, Some(first));
+    let out = sent(b);
+    let [Message::CreateEntity(create)] = out.as_slice() else {
+        panic!("created upstream: {out:?}");
+    };
+    let reply = frame(Message::CreateEntityReply(CreateEntityReply {
+        scene_id: 0,
+        sender_entity_id: create.entity_id,
+        entity_id: EntityId(50),
+        components: (1..)
+            .zip(&create.components)
+            .map(|(n, c)| IdPair {
+                sender: c.id,
+                id: ComponentId(n),
+            })
+            .collect(),
+    }));
+    b.handle_frame(Time::ZERO, &reply, scene);
+    first
+}
+
+/// The peer link carrying it goes away: the federation removes it.
+fn link_lost(b: &mut Bridge, scene: &mut Scene, entity: EntityId) {
+    b.set_holding_removals(true);
+    scene.remove_entity(ChangeSource::Peer(1), entity).unwrap();
+    journal_as(b, scene, None);
+    b.set_holding_removals(false);
+}
+
+#[test]
+fn an_entity_back_through_a_replacing_link_keeps_its_world_server_copy() {
+    let (mut b, mut scene) = (bridge(), Scene::new(Registry::builtin()));
+    logged_in(&mut b, &mut scene, Time::ZERO, &[]);
+    let first = exported(&mut b, &mut scene);
+    link_lost(&mut b, &mut scene, first);
+    assert!(sent(&mut b).is_empty(), "no RemoveEntity while held");
+    assert_eq!(b.held_removals(), vec![first]);
+
+    // The replacing link presents it again, under a new node id, with a
+    // value that changed meanwhile.
+    let again = visitor(&mut scene, 9);
+    assert_ne!(again, first);
+    journal_as(&mut b, &mut scene, Some(again));
+    let out = sent(&mut b);
+    let [Message::EditAttributes(edit)] = out.as_slice() else {
+        panic!("only the difference is sent: {out:?}");
+    };
+    assert_eq!(edit.entity_id, EntityId(50), "the same world entity");
+    assert_eq!(edit.blocks[0].component_id, ComponentId(2));
+    assert_eq!(
+        b.ids().resolve(EntityId(50)),
+        ids::UpstreamEntity::Exported(again)
+    );
+    assert!(b.held_removals().is_empty());
+    let component = scene
+        .entity(again)
+        .unwrap()
+        .component_of_type(25)
+        .unwrap()
+        .id;
+    scene
+        .edit_attribute(
+            ChangeSource::Peer(1),
+            again,
+            component,
+            0,
+            AttributeValue::Int(2),
+        )
+        .unwrap();
+    journal_as(&mut b, &mut scene, Some(again));
+    assert!(
+        matches!(sent(&mut b).as_slice(), [Message::EditAttributes(e)] if e.entity_id == EntityId(50)),
+        "kept current under its new node id"
+    );
+}
+
+#[test]
+fn a_held_removal_that_does_not_come_back_is_sent_after_the_grace_period() {
+    let (mut b, mut scene) = (bridge(), Scene::new(Registry::builtin()));
+    logged_in(&mut b, &mut scene, Time::ZERO, &[]);
+    let first = exported(&mut b, &mut scene);
+    link_lost(&mut b, &mut scene, first);
+    // Held from the bridge's latest time (the CreateEntityReply at 0) for
+    // the 10 s grace period.
+    let due = Time::ZERO + Duration::from_secs(10);
+    assert_eq!(b.poll_timeout(), Some(due));
+    b.handle_timeout(due - Duration::from_millis(1), &mut scene);
+    assert!(sent(&mut b).is_empty());
+    b.handle_timeout(due, &mut scene);
+    assert_eq!(
+        sent(&mut b),
+        vec![Message::RemoveEntity(RemoveEntity {
+            scene_id: 0,
+            entity_id: EntityId(50)
+        })]
+    );
+    assert_eq!(b.poll_timeout(), None);
+    // Another entity with the same identity now is a new creation.
+    let again = visitor(&mut scene, 3);
+    journal_as(&mut b, &mut scene, Some(again));
+    assert!(matches!(
+        sent(&mut b).as_slice(),
+        [Message::CreateEntity(_)]
+    ));
+}
