@@ -16,7 +16,7 @@ use super::link::LinkId;
 
 /// Datagrams queued per link between the socket task and the link task. A
 /// link that falls this far behind loses datagrams, which LESS re-sends.
-pub(super) const ROUTE_QUEUE: usize = 1024;
+pub const ROUTE_QUEUE: usize = 1024;
 /// Largest datagram read: the largest UDP payload. The MTU check is the
 /// session's; this buffer only has to hold anything the socket can deliver.
 const RECEIVE_BUFFER: usize = 65_536;
