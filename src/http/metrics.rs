@@ -298,6 +298,7 @@ mod tests {
                 exported_entities: 1,
                 mirrored_entities: 2,
             }],
+            ..NodeStatus::default()
         }
     }
 

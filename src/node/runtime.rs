@@ -12,7 +12,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::MissedTickBehavior;
 use tracing::{debug, error, info};
 
-use super::status::{NodeStatus, STATUS_PERIOD};
+use super::status::{DataSocketCounters, LinkEnd, LinkEnds, NodeStatus, STATUS_PERIOD};
 use super::Node;
 use crate::clock::Time;
 use crate::config::NodeConfig;
@@ -20,6 +20,7 @@ use crate::federation::{schemas::schema_registry, Link, LinkId as FederationLink
 use crate::http;
 use crate::less::schema::ConnectionSchema;
 use crate::less::session::Session;
+use crate::peering::handshake::Initiator;
 use crate::peering::reason::{Reason, ReasonCode};
 use crate::scene::{ClientId, Scene};
 use crate::server::{ServerConfig, ServerEvent, TundraServer};
@@ -89,6 +90,8 @@ pub struct Running {
     http: Option<TcpListener>,
     http_addr: Option<SocketAddr>,
     view: watch::Sender<http::ViewSnapshot>,
+    /// Why peer links ended, for the status.
+    link_ends: LinkEnds,
 }
 
 /// Loads the scene and binds the listener; errors say what to fix.
@@ -178,6 +181,7 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
         http,
         http_addr,
         view: watch::Sender::new(http::ViewSnapshot::default()),
+        link_ends: LinkEnds::default(),
     })
 }
 
@@ -358,11 +362,11 @@ impl Running {
                             peer.set_entity_counts(link.exported.len() as u64, link.mirror.entities.len() as u64);
                         }
                     }
-                    let status = NodeStatus::collect(&self.node, &self.config.node.name, &tundra_url, clock.elapsed());
+                    let status = self.snapshot(&tundra_url, &clock, peer_node.as_ref());
                     crate::logging::log_node_stats(&status);
                 }
                 _ = status_timer.tick() => {
-                    let status = NodeStatus::collect(&self.node, &self.config.node.name, &tundra_url, clock.elapsed());
+                    let status = self.snapshot(&tundra_url, &clock, peer_node.as_ref());
                     self.status.send_replace(status);
                     if http_task.is_some() {
                         self.view.send_replace(http::ViewSnapshot {
@@ -458,6 +462,14 @@ impl Running {
             } => {
                 let id = federation_link(link.0);
                 info!(%peer, ?closure, "peer link down");
+                self.link_ends.record(LinkEnd {
+                    link: link.0 as u32,
+                    peer: peer.to_string(),
+                    code: closure.reason.code.name().to_owned(),
+                    reason: closure.reason.text.clone(),
+                    by_this_node: closure.initiator == Initiator::Local,
+                    at_secs: clock.elapsed().as_secs_f64(),
+                });
                 links.remove(&id);
                 self.node.handle_link_down(id);
             }
@@ -471,6 +483,25 @@ impl Running {
             }
             PeerEvent::Session { .. } => {}
         }
+    }
+
+    /// The status snapshot: the pure node's view plus what only the
+    /// driver knows (link ends, the data socket's refusals).
+    fn snapshot(&self, tundra_url: &str, clock: &Clock, peers: Option<&PeerNode>) -> NodeStatus {
+        let mut status = NodeStatus::collect(
+            &self.node,
+            &self.config.node.name,
+            tundra_url,
+            clock.elapsed(),
+        );
+        status.link_ends = self.link_ends.clone();
+        if let Some(peers) = peers {
+            status.data_socket = DataSocketCounters {
+                unknown_source: peers.unknown_source_datagrams(),
+                queue_full: peers.queue_full_datagrams(),
+            };
+        }
+        status
     }
 
     /// Applies a link's session events; a closed session ends the link.

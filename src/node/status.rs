@@ -3,7 +3,7 @@
 //! [`STATUS_PERIOD`]; the HTTP endpoints (`/status`, `/metrics`) and the
 //! periodic stats line read it. Owns no state of its own.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -33,6 +33,61 @@ pub struct NodeStatus {
     pub server: ServerCounters,
     /// Peer links that are up now.
     pub links: Vec<LinkStatus>,
+    /// Peer links that have ended since the node started, and why.
+    pub link_ends: LinkEnds,
+    /// What the UDP data socket refused before any link saw it.
+    pub data_socket: DataSocketCounters,
+}
+
+/// Link ends kept in [`LinkEnds::recent`]: enough to see what happened to
+/// every link of a small federation, bounded however often a peer flaps.
+pub const RECENT_LINK_ENDS: usize = 16;
+
+/// Why peer links ended: a count per reason code and the latest few ends.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct LinkEnds {
+    /// Ended links by reason code name (`protocol-error`, `liveness-timeout`,
+    /// `shutdown`, ...; docs/peer-link.md).
+    pub by_code: BTreeMap<String, u64>,
+    /// The latest [`RECENT_LINK_ENDS`] ends, oldest first.
+    pub recent: VecDeque<LinkEnd>,
+}
+
+/// One ended peer link.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LinkEnd {
+    pub link: u32,
+    pub peer: String,
+    /// The reason code's name.
+    pub code: String,
+    /// The reason's text (for a protocol error, what the peer broke).
+    pub reason: String,
+    /// True when this node ended the link, false when the peer did.
+    pub by_this_node: bool,
+    /// When, in seconds since the node started.
+    pub at_secs: f64,
+}
+
+impl LinkEnds {
+    /// Counts `end` and keeps it among the recent ones.
+    pub fn record(&mut self, end: LinkEnd) {
+        *self.by_code.entry(end.code.clone()).or_default() += 1;
+        if self.recent.len() == RECENT_LINK_ENDS {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(end);
+    }
+}
+
+/// Datagrams the node's UDP data socket dropped before any session parsed
+/// them (docs/peer-link.md 7.1): the first line of defence against a flood.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct DataSocketCounters {
+    /// From an address no link expects.
+    pub unknown_source: u64,
+    /// From a peer's address while that link's receive queue was full
+    /// (`transport::peer::ROUTE_QUEUE`).
+    pub queue_full: u64,
 }
 
 /// Entities of one origin node.
@@ -158,6 +213,8 @@ impl NodeStatus {
                 clients_closed_for_misbehaviour: s.clients_closed_for_misbehaviour,
             },
             links,
+            link_ends: LinkEnds::default(),
+            data_socket: DataSocketCounters::default(),
         }
     }
 }
@@ -181,7 +238,33 @@ mod tests {
         assert_eq!(status.origins[0].uuid, id);
         assert_eq!(status.origins[0].name.as_deref(), Some("alpha"));
         assert!(status.links.is_empty());
+        assert!(status.link_ends.by_code.is_empty());
         let json = serde_json::to_value(&status).unwrap();
         assert_eq!(json["tundra_url"], "ws://127.0.0.1:2345");
+    }
+
+    #[test]
+    fn link_ends_are_counted_by_code_and_the_recent_ones_bounded() {
+        let mut ends = LinkEnds::default();
+        for i in 0..RECENT_LINK_ENDS as u32 + 4 {
+            ends.record(LinkEnd {
+                link: i,
+                peer: "beta".to_owned(),
+                code: if i % 2 == 0 {
+                    "protocol-error"
+                } else {
+                    "shutdown"
+                }
+                .to_owned(),
+                reason: format!("end {i}"),
+                by_this_node: true,
+                at_secs: f64::from(i),
+            });
+        }
+        assert_eq!(ends.by_code["protocol-error"], 10);
+        assert_eq!(ends.by_code["shutdown"], 10);
+        assert_eq!(ends.recent.len(), RECENT_LINK_ENDS);
+        assert_eq!(ends.recent.front().map(|e| e.link), Some(4));
+        assert_eq!(ends.recent.back().map(|e| e.link), Some(19));
     }
 }

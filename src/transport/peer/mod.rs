@@ -47,6 +47,7 @@ use tracing::{debug, info, info_span, warn, Instrument};
 
 pub use link::{Frame, LinkClosed, LinkId, PeerLink, SessionOwnership};
 pub use node_config::{PeerNodeConfig, PeerStartError};
+pub use udp::ROUTE_QUEUE;
 
 use crate::clock::Time;
 use crate::config::PeerLinkMode;
@@ -343,6 +344,12 @@ impl PeerNode {
     /// Datagrams dropped because no link expects their source address.
     pub fn unknown_source_datagrams(&self) -> u64 {
         self.shared.routes.unknown_source.load(Ordering::Relaxed)
+    }
+
+    /// Datagrams from a peer's address dropped because that link's receive
+    /// queue ([`ROUTE_QUEUE`]) was full.
+    pub fn queue_full_datagrams(&self) -> u64 {
+        self.shared.routes.queue_full.load(Ordering::Relaxed)
     }
 
     /// Says goodbye on every link (reason `shutdown`), waits for the links to
