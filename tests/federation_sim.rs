@@ -175,6 +175,37 @@ fn triangle_reroutes_around_a_failed_link_without_ghosts() {
 }
 
 #[test]
+fn a_route_change_keeps_the_entity_and_its_component_ids() {
+    // In the lossy real-socket triangle a node often first presents an
+    // entity through the two-hop copy (the direct introduction was lost) and
+    // then switches to the direct one. Its clients must see at most changed
+    // values: a client follows a component by the id it was given, and one
+    // that kept the old Placeable id stopped seeing every later move.
+    let mut sim = Sim::new(3, 7);
+    sim.connect(0, 1, LinkModel::CLEAN);
+    sim.connect(1, 2, LinkModel::CLEAN);
+    let a = sim.add_client(0);
+    let c = sim.add_client(2);
+    sim.create_box(0, a, 1, "lamp", 1.0);
+    sim.run(SETTLE);
+    let seen = sim.find(2, c, "lamp");
+    assert_eq!(seen.len(), 1, "C sees A's lamp through B");
+    let components = |sim: &Sim| -> Vec<ComponentId> {
+        sim.view(2, c).entities[&seen[0]].keys().copied().collect()
+    };
+    let before = components(&sim);
+    // The direct link comes up: C's shorter route to A's lamp.
+    sim.connect(2, 0, LinkModel::CLEAN);
+    sim.run(SETTLE);
+    assert_eq!(sim.find(2, c, "lamp"), seen, "the same entity, once");
+    assert_eq!(components(&sim), before, "the same component ids");
+    let at_a = sim.find(0, a, "lamp")[0];
+    sim.move_entity(0, a, at_a, 4.0);
+    sim.run(SETTLE);
+    assert_eq!(sim.x_of(2, c, seen[0]), Some(4.0), "moves still arrive");
+}
+
+#[test]
 fn lossy_links_converge_to_the_same_scene() {
     // Seed 10 once found a component whose owner arrived in an update
     // rather than its introduction (it was never attached to its entity).
@@ -396,4 +427,57 @@ fn peers_actions_reach_every_client_of_every_node_once() {
         rings(&sim, 2, clients[2]).is_empty(),
         "never back to the sender"
     );
+}
+
+#[test]
+fn calls_to_one_entity_stay_in_order_when_the_route_changes() {
+    // C calls A's entity through B; then the direct link C - A comes up
+    // and C's route changes while calls are still travelling the two lossy
+    // hops. A call on the new route must not overtake them.
+    for seed in 20..24 {
+        let mut sim = Sim::new(3, seed);
+        sim.connect(0, 1, LinkModel::LOSSY);
+        sim.connect(1, 2, LinkModel::LOSSY);
+        let a = sim.add_client(0);
+        let c = sim.add_client(2);
+        sim.create_box(0, a, 1, "bell", 0.0);
+        for _ in 0..20 {
+            if !sim.find(2, c, "bell").is_empty() {
+                break;
+            }
+            sim.run(Duration::from_secs(1));
+        }
+        let bell = sim.find(2, c, "bell");
+        assert_eq!(
+            bell.len(),
+            1,
+            "seed {seed}: C sees A's bell once: {:?}",
+            sim.view(2, c)
+        );
+        let bell = bell[0];
+        for k in 0..40 {
+            if k == 10 {
+                sim.connect(2, 0, LinkModel::LOSSY);
+            }
+            sim.send(
+                2,
+                c,
+                &Message::EntityAction(EntityAction {
+                    entity_id: bell,
+                    name: format!("Ring-{k:02}"),
+                    execution_type: exec_type::SERVER,
+                    parameters: Vec::new(),
+                }),
+            );
+            sim.run(Duration::from_millis(20));
+        }
+        sim.run(Duration::from_secs(10));
+        let executed: Vec<String> = sim.nodes[0]
+            .executed_actions
+            .iter()
+            .map(|(_, action)| action.name.clone())
+            .collect();
+        let want: Vec<String> = (0..40).map(|k| format!("Ring-{k:02}")).collect();
+        assert_eq!(executed, want, "seed {seed}: once each, in order");
+    }
 }

@@ -52,8 +52,7 @@ async fn ten_minutes_at_steady_load_with_flat_memory_and_no_error() {
     let hz = env_or("SOAK_HZ", 5).max(1);
     let names = ["a", "b", "c"];
     let dir = tempfile::tempdir().unwrap();
-    // A line a - b - c: the triangle under loss still has the open defect
-    // recorded in RELIABILITY.md (federation_lossy_sockets, ignored test).
+    // A line a - b - c (no proxy: clean sockets), as in the recorded runs.
     let pairs = [(0, 1), (1, 2)];
     let seats = net_common::write_nodes(dir.path(), &names, &pairs, None, "");
     let mut nodes = Vec::new();

@@ -4,6 +4,7 @@
 
 use tracing::{debug, warn};
 
+use super::call_order::{Admission, WaitingCall, MAX_WAITING_CALLS};
 use super::core::{Federation, FederationEvent};
 use super::export::reference_out;
 use super::ids::LinkId;
@@ -193,6 +194,28 @@ impl Federation {
         let Some(link_id) = tracked.selected else {
             return false;
         };
+        match self.calls.admit(global, link_id) {
+            Admission::Send => {}
+            Admission::Wait => {
+                debug!(link = %link_id, entity = %global, "call waits for earlier calls on the old route");
+                self.calls.wait(
+                    global,
+                    WaitingCall {
+                        entity,
+                        request,
+                        on_behalf_of,
+                    },
+                );
+                return true;
+            }
+            Admission::Refuse => {
+                warn!(entity = %global, limit = MAX_WAITING_CALLS, "call refused: too many waiting for a route change");
+                return false;
+            }
+        }
+        let Some(tracked) = self.globals.get(&global) else {
+            return false;
+        };
         let component_object = match &request {
             AuthorityRequest::RemoveComponent(id) => {
                 match tracked.components.iter().find(|(_, c)| *c == id) {
@@ -239,8 +262,9 @@ impl Federation {
         };
         match link.session.invoke_method(object, method, arguments) {
             Ok(call) => {
-                link.forwarded_calls.insert(call, on_behalf_of);
+                link.forwarded_calls.insert(call, (global, on_behalf_of));
                 debug!(link = %link_id, entity = %global, ?request, "request forwarded to authority");
+                self.calls.sent(global, link_id);
                 true
             }
             Err(error) => {
@@ -350,13 +374,14 @@ impl Federation {
         status: MethodStatus,
         value: Value,
     ) {
-        let Some(call) = self
+        let Some((global, call)) = self
             .links
             .get_mut(&link_id)
             .and_then(|l| l.forwarded_calls.remove(&request))
         else {
             return;
         };
+        let released = self.calls.answered(global, link_id);
         match call {
             Some(ForwardedCall { from, request }) => {
                 if let Some(link) = self.links.get_mut(&from) {
@@ -371,12 +396,33 @@ impl Federation {
                 });
             }
         }
+        self.release_calls(released);
+    }
+
+    /// Sends calls that waited for a route change, in order; a call made
+    /// on behalf of another link that finds no route is answered so.
+    pub(super) fn release_calls(&mut self, calls: Vec<WaitingCall>) {
+        for call in calls {
+            let on_behalf_of = call.on_behalf_of;
+            if self.forward_request(call.entity, call.request, on_behalf_of) {
+                continue;
+            }
+            if let Some(ForwardedCall { from, request }) = on_behalf_of {
+                if let Some(link) = self.links.get_mut(&from) {
+                    let _ = link.session.send_method_result(
+                        request,
+                        MethodStatus::NOT_FOUND,
+                        Value::String("no route to the entity's authority".into()),
+                    );
+                }
+            }
+        }
     }
 }
 
 /// What a method call asks of an entity's authority.
 #[derive(Debug, Clone)]
-enum AuthorityRequest {
+pub(super) enum AuthorityRequest {
     Action(EntityAction),
     RemoveEntity,
     RemoveComponent(ComponentId),

@@ -60,6 +60,8 @@ pub struct Federation {
     pub(super) floods: super::flood::FloodMemory,
     /// Background refresh budget per link, bytes per second (0: off).
     pub(super) refresh_rate: u32,
+    /// Per-entity order of method calls across route changes.
+    pub(super) calls: super::call_order::CallOrder,
 }
 
 impl Federation {
@@ -73,6 +75,7 @@ impl Federation {
             events: VecDeque::new(),
             floods: Default::default(),
             refresh_rate: 0,
+            calls: Default::default(),
         }
     }
 
@@ -140,6 +143,24 @@ impl Federation {
         let affected: Vec<GlobalId> = link.mirror.by_global.keys().copied().collect();
         for global in affected {
             self.reroute(global, scene);
+        }
+        // Calls on the lost link will never be answered from there: answer
+        // those made on behalf of another link, and let calls that waited
+        // behind them go on the new route.
+        for (_, on_behalf_of) in link.forwarded_calls.into_values() {
+            let Some(call) = on_behalf_of else { continue };
+            if let Some(from) = self.links.get_mut(&call.from) {
+                let _ = from.session.send_method_result(
+                    call.request,
+                    crate::less::message::MethodStatus::NOT_FOUND,
+                    crate::less::value::Value::String(
+                        "route to the entity's authority lost".into(),
+                    ),
+                );
+            }
+        }
+        for (_, calls) in self.calls.link_gone(id) {
+            self.release_calls(calls);
         }
     }
 
@@ -239,7 +260,7 @@ impl Federation {
         if global.origin == self.node {
             return; // our own entity came back: never presented twice
         }
-        let best = self
+        let mut candidates: Vec<(usize, Uuid, LinkId)> = self
             .links
             .values()
             .filter_map(|link| {
@@ -251,13 +272,25 @@ impl Federation {
                     link.id,
                 ))
             })
-            .min()
-            .map(|(_, _, id)| id);
+            .collect();
+        candidates.sort();
+        let best = candidates.first().map(|(_, _, id)| *id);
         let current = self.globals.get(&global).and_then(|t| t.selected);
+        let current_usable = current.is_some_and(|c| candidates.iter().any(|(_, _, id)| *id == c));
         match (current, best) {
             (None, None) => {}
             (Some(_), None) => self.unpresent(global, scene),
             (None, Some(link)) => self.present(global, link, scene),
+            // A shorter route whose copy has not yet brought every component
+            // the presented copy has (its entity object arrives before its
+            // component objects): stay on the working route until it has,
+            // so the switch keeps every component and its id (`switch_route`).
+            // A route that is gone is left at once.
+            (Some(old), Some(new))
+                if old != new && current_usable && !self.copy_covers(global, new, scene) =>
+            {
+                debug!(entity = %global, from = %old, to = %new, "route change waits for the new copy's components");
+            }
             (Some(old), Some(new)) if old != new => {
                 debug!(entity = %global, from = %old, to = %new, "route changed");
                 self.switch_route(global, new, scene);
@@ -265,6 +298,35 @@ impl Federation {
             (Some(_), Some(_)) => {}
         }
         self.sync_all_links(global, scene);
+    }
+
+    /// Whether the copy of `global` on `link` has a component object for
+    /// every component presented now (same type and name).
+    fn copy_covers(&self, global: GlobalId, link: LinkId, scene: &Scene) -> bool {
+        let (Some(tracked), Some(link)) = (self.globals.get(&global), self.links.get(&link)) else {
+            return false;
+        };
+        let Some(copy) = link
+            .mirror
+            .by_global
+            .get(&global)
+            .and_then(|o| link.mirror.entities.get(o))
+        else {
+            return false;
+        };
+        let Some(entity) = scene.entity(tracked.scene) else {
+            return true;
+        };
+        tracked.components.values().all(|id| {
+            let Some(presented) = entity.components.get(id) else {
+                return true;
+            };
+            copy.components.iter().any(|object| {
+                link.mirror.components.get(object).is_some_and(|c| {
+                    c.kind.type_id() == presented.type_id && c.name == presented.name
+                })
+            })
+        })
     }
 
     /// Brings every link's export of `global` in line with `should_export`.

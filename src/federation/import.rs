@@ -14,7 +14,7 @@ use super::values::from_less;
 use crate::less::ids::{ObjectId, PropertyKey, Remote};
 use crate::less::session::{CloseReason, Event};
 use crate::less::value::Value;
-use crate::scene::{ChangeSource, Origin, Scene};
+use crate::scene::{ChangeSource, ComponentContent, Origin, Scene};
 use crate::tundra::{
     AttributeBlock, AttributeType, ComponentBody, ComponentData, ComponentId, DynamicAttribute,
     EntityId,
@@ -204,6 +204,17 @@ impl Federation {
                             new.components.insert(entity);
                         }
                     }
+                    let waiting = after
+                        .and_then(|o| link.mirror.entities.get(&o))
+                        .map(|e| e.global)
+                        .filter(|g| {
+                            before != after
+                                && self.globals.get(g).and_then(|t| t.selected) != Some(link_id)
+                        });
+                    if let Some(global) = waiting {
+                        // As for a new component object: a route change may wait on it.
+                        self.reroute(global, scene);
+                    }
                     self.apply_component_update(link_id, entity, &values, scene);
                 }
             }
@@ -390,6 +401,9 @@ impl Federation {
         let global = entity.global;
         if self.globals.get(&global).and_then(|t| t.selected) == Some(link_id) {
             self.present_component(link_id, global, object, scene);
+        } else {
+            // This copy may now be complete enough for a waiting route change.
+            self.reroute(global, scene);
         }
     }
 
@@ -487,33 +501,119 @@ impl Federation {
         self.apply_entity_properties(link_id, global, scene);
     }
 
-    /// Presents another copy of an entity already in the scene: its
-    /// components are replaced by the new copy's, the entity keeps its id.
+    /// Presents another copy of an entity already in the scene (a route
+    /// change). The entity keeps its id, and each of its components whose
+    /// type and name the new copy also has keeps its id too: the new copy's
+    /// values are applied to it as edits, so a client sees a route change at
+    /// most as changed values. Replacing the components instead would give
+    /// them new ids, and a client that follows a component by the id it was
+    /// first given (as a Tundra client's scripts do) would stop seeing its
+    /// updates. Components only the old copy had are removed, those only the
+    /// new copy has are created.
     pub(super) fn switch_route(&mut self, global: GlobalId, link_id: LinkId, scene: &mut Scene) {
         let Some(tracked) = self.globals.get_mut(&global) else {
             return;
         };
         let entity = tracked.scene;
-        let old: Vec<ComponentId> = tracked.components.drain().map(|(_, c)| c).collect();
+        let mut unclaimed: Vec<ComponentId> = tracked.components.drain().map(|(_, c)| c).collect();
+        unclaimed.sort();
         tracked.selected = Some(link_id);
-        for component in old {
-            let _ = scene.remove_component(ChangeSource::Peer(link_id.0), entity, component);
-        }
-        let objects: Vec<ObjectId<Remote>> = self
-            .links
-            .get(&link_id)
-            .and_then(|l| {
-                l.mirror
-                    .by_global
-                    .get(&global)
-                    .and_then(|o| l.mirror.entities.get(o))
-            })
+        let Some(link) = self.links.get(&link_id) else {
+            return;
+        };
+        let objects: Vec<ObjectId<Remote>> = link
+            .mirror
+            .by_global
+            .get(&global)
+            .and_then(|o| link.mirror.entities.get(o))
             .map(|e| e.components.iter().copied().collect())
             .unwrap_or_default();
+        let mut kept = Vec::new();
+        let mut fresh = Vec::new();
         for object in objects {
+            let Some(mirrored) = link.mirror.components.get(&object) else {
+                continue;
+            };
+            let same = unclaimed.iter().position(|id| {
+                scene
+                    .entity(entity)
+                    .and_then(|e| e.components.get(id))
+                    .is_some_and(|c| {
+                        c.type_id == mirrored.kind.type_id() && c.name == mirrored.name
+                    })
+            });
+            match same {
+                Some(index) => kept.push((object, unclaimed.remove(index))),
+                None => fresh.push(object),
+            }
+        }
+        let source = ChangeSource::Peer(link_id.0);
+        for component in unclaimed {
+            let _ = scene.remove_component(source, entity, component);
+        }
+        for (object, component) in kept {
+            if let Some(tracked) = self.globals.get_mut(&global) {
+                tracked.components.insert(object, component);
+            }
+            self.refresh_presented_component(link_id, global, object, scene);
+        }
+        for object in fresh {
             self.present_component(link_id, global, object, scene);
         }
         self.apply_entity_properties(link_id, global, scene);
+    }
+
+    /// Makes a presented component hold every value of its mirrored object
+    /// (edits only where a value differs; the scene records no equal value).
+    fn refresh_presented_component(
+        &mut self,
+        link_id: LinkId,
+        global: GlobalId,
+        object: ObjectId<Remote>,
+        scene: &mut Scene,
+    ) {
+        let (Some(link), Some(tracked)) = (self.links.get(&link_id), self.globals.get(&global))
+        else {
+            return;
+        };
+        let (Some(mirrored), Some(&component)) = (
+            link.mirror.components.get(&object),
+            tracked.components.get(&object),
+        ) else {
+            return;
+        };
+        let dynamic = matches!(mirrored.kind, ComponentKind::Dynamic { .. });
+        let Some(data) = component_data(self, link, scene, mirrored) else {
+            return;
+        };
+        let entity = tracked.scene;
+        let source = ChangeSource::Peer(link_id.0);
+        match data.body {
+            ComponentBody::Attributes(block) if !dynamic => {
+                for (index, value) in block.values.into_iter().enumerate() {
+                    if let Ok(index) = u8::try_from(index) {
+                        let _ = scene.edit_attribute(source, entity, component, index, value);
+                    }
+                }
+            }
+            ComponentBody::Attributes(block) => {
+                let _ = reconcile_dynamic(scene, source, entity, component, block.dynamic);
+            }
+            ComponentBody::Opaque(bytes) => {
+                let same = scene
+                    .entity(entity)
+                    .and_then(|e| e.components.get(&component))
+                    .is_some_and(|c| c.content == ComponentContent::Opaque(bytes.clone()));
+                if !same {
+                    // Opaque content has no attributes to edit: present anew.
+                    let _ = scene.remove_component(source, entity, component);
+                    if let Some(tracked) = self.globals.get_mut(&global) {
+                        tracked.components.remove(&object);
+                    }
+                    self.present_component(link_id, global, object, scene);
+                }
+            }
+        }
     }
 
     /// Applies a component object's update to the scene if it is presented.

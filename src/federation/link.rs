@@ -88,8 +88,9 @@ pub struct Link {
     /// Reverse of `exported`: object → (entity, component or the entity).
     pub export_owner: HashMap<ObjectId<Local>, (EntityId, Option<ComponentId>)>,
     pub mirror: Mirror,
-    /// Calls this node invoked on the peer, and whom to answer.
-    pub forwarded_calls: HashMap<RequestId<Local>, Option<ForwardedCall>>,
+    /// Calls this node invoked on the peer: the entity called, and whom to
+    /// answer (none: one of this node's clients).
+    pub forwarded_calls: HashMap<RequestId<Local>, (super::ids::GlobalId, Option<ForwardedCall>)>,
     /// Background refresh position and budget (`refresh.rs`).
     pub refresh: super::refresh::RefreshCursor,
 }

@@ -7,6 +7,7 @@
 //! [`crate::less::session::Session`]s and mutates the [`crate::scene::Scene`].
 
 mod authority;
+mod call_order;
 mod core;
 pub mod encodings;
 mod export;

@@ -330,9 +330,14 @@ impl LiveNode {
         let url = running.tundra_url();
         let status = running.status();
         let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(running.run(async {
-            let _ = stopped.await;
-        }));
+        // The node's name on every line it logs (RUST_LOG diagnosis).
+        let span = tracing::info_span!("live", node = %seat.name);
+        let task = tokio::spawn(tracing::Instrument::instrument(
+            running.run(async {
+                let _ = stopped.await;
+            }),
+            span,
+        ));
         LiveNode {
             url,
             status,
@@ -562,7 +567,15 @@ pub mod capture {
     /// Installs the recorder as this test binary's subscriber (once).
     pub fn install() {
         INSTALLED.get_or_init(|| {
-            let subscriber = tracing_subscriber::registry().with(Recorder);
+            // RUST_LOG, when set, also prints to stderr (diagnosis only;
+            // the recorder decides what the tests assert).
+            let print = std::env::var("RUST_LOG").ok().map(|filter| {
+                tracing_subscriber::fmt::layer()
+                    .with_writer(std::io::stderr)
+                    .with_ansi(false)
+                    .with_filter(tracing_subscriber::EnvFilter::new(filter))
+            });
+            let subscriber = tracing_subscriber::registry().with(Recorder).with(print);
             let _ = tracing::subscriber::set_global_default(subscriber);
         });
     }
