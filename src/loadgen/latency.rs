@@ -42,7 +42,7 @@ pub fn position(seq: u64, index: usize) -> [f32; 3] {
 pub fn read_position(pos: [f32; 3]) -> Option<(usize, u64)> {
     let axis = |v: f32| {
         let shifted = (v + AXIS_OFFSET).round();
-        (shifted >= 0.0 && shifted < 1e9).then_some(shifted as u64)
+        (0.0..1e9).contains(&shifted).then_some(shifted as u64)
     };
     let seq = axis(pos[0]).filter(|s| *s < SEQ_MODULUS)?;
     let low = axis(pos[1]).filter(|y| (*y as usize) < AXIS_SPAN)?;
