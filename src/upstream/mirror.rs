@@ -41,8 +41,11 @@ impl Bridge {
                     CustomRegistration::IgnoredStatic(_) => {}
                 }
             }
-            Message::CreateEntity(m) => {
+            Message::CreateEntity(mut m) => {
                 self.extend_sync(now);
+                for data in &mut m.components {
+                    self.component_in(data);
+                }
                 self.handle_create_entity(m, scene);
             }
             Message::CreateEntityReply(m) => self.handle_create_reply(m),
@@ -69,7 +72,8 @@ impl Bridge {
         match message {
             Message::CreateComponents(m) => {
                 if let Some((upstream, local)) = entity_of(self, m.entity_id) {
-                    for data in m.components {
+                    for mut data in m.components {
+                        self.component_in(&mut data);
                         let id = data.id;
                         if let Ok(pairs) = scene.create_components(source, local, vec![data]) {
                             if let (Some((_, assigned)), Some(entry)) =
@@ -83,8 +87,9 @@ impl Bridge {
             }
             Message::CreateAttributes(m) => {
                 if let Some((upstream, local)) = entity_of(self, m.entity_id) {
-                    for a in m.attributes {
+                    for mut a in m.attributes {
                         if let Some(component) = self.local_component(upstream, a.component_id) {
+                            self.value_in(&mut a.value);
                             let attribute = DynamicAttribute {
                                 index: a.index,
                                 name: a.name,
@@ -266,7 +271,8 @@ impl Bridge {
                     };
                     match block.decode(&slots) {
                         Ok(decoded) => {
-                            for edit in decoded.edits {
+                            for mut edit in decoded.edits {
+                                self.value_in(&mut edit.value);
                                 let _ = scene.edit_attribute(
                                     ChangeSource::Node,
                                     local,
@@ -295,20 +301,29 @@ impl Bridge {
             return;
         };
         for block in &m.blocks {
-            let Some(entry) = self.ids.exported_mut(local) else {
-                return;
+            let Some(component) = self.ids.exported(local).and_then(|entry| {
+                entry
+                    .components
+                    .iter()
+                    .find(|(_, s)| s.upstream == block.component_id)
+                    .map(|(component, _)| *component)
+            }) else {
+                continue;
             };
-            let Some((component, shadow)) = entry
-                .components
-                .iter_mut()
-                .find(|(_, s)| s.upstream == block.component_id)
+            let Some(current) = entity.components.get(&component) else {
+                continue;
+            };
+            let Ok(mut decoded) = block.decode(&current.slot_types()) else {
+                continue;
+            };
+            for edit in &mut decoded.edits {
+                self.value_in(&mut edit.value);
+            }
+            let Some(shadow) = self
+                .ids
+                .exported_mut(local)
+                .and_then(|entry| entry.components.get_mut(&component))
             else {
-                continue;
-            };
-            let Some(current) = entity.components.get(component) else {
-                continue;
-            };
-            let Ok(decoded) = block.decode(&current.slot_types()) else {
                 continue;
             };
             for edit in decoded.edits {
@@ -320,7 +335,7 @@ impl Bridge {
                 if current.attribute(edit.index).map(|a| &a.value) != Some(&edit.value) {
                     self.events.push_back(BridgeEvent::EditToAuthority {
                         entity: local,
-                        component: *component,
+                        component,
                         index: edit.index,
                         value: edit.value,
                     });

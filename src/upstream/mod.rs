@@ -25,6 +25,7 @@ pub mod login;
 mod mirror;
 mod proxy;
 mod reconcile;
+mod references;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -373,3 +373,64 @@ fn custom_types_are_announced_before_their_first_component_and_edits_follow() {
         "announced once; the edit goes out: {out:?}"
     );
 }
+
+#[test]
+fn entity_references_from_the_world_server_are_renumbered_into_node_ids() {
+    let (mut b, mut scene) = (bridge(), Scene::new(Registry::builtin()));
+    logged_in(&mut b, &mut scene, Time::ZERO, &[(5, "box", 1)]);
+    let world_box = b.ids().mirrored(EntityId(5)).unwrap().local;
+    assert_ne!(world_box, EntityId(5), "the node numbers its copy itself");
+    let parent_ref = |scene: &Scene, entity: EntityId| {
+        let entity = scene.entity(entity).unwrap();
+        let placeable = entity.component_of_type(20).unwrap();
+        placeable.attribute(4).unwrap().value.clone()
+    };
+
+    // A world entity whose Placeable names the box by the world's id.
+    let lamp = CreateEntity {
+        scene_id: 0,
+        entity_id: EntityId(6),
+        temporary: false,
+        parent: None,
+        components: placeable("5"),
+    };
+    b.handle_frame(Time::ZERO, &frame(Message::CreateEntity(lamp)), &mut scene);
+    let lamp = b.ids().mirrored(EntityId(6)).unwrap().local;
+    assert_eq!(
+        parent_ref(&scene, lamp),
+        AttributeValue::EntityReference(world_box.0.to_string()),
+        "the node's copy names the node's copy of the box"
+    );
+
+    // Later edits: an id is renumbered, a name kept, an unknown id emptied.
+    let slots = Registry::builtin().get(20).unwrap().slot_types();
+    for (text, expected) in [
+        ("box", "box".to_owned()),
+        ("5", world_box.0.to_string()),
+        ("77", String::new()),
+    ] {
+        let edit = EditAttributes {
+            scene_id: 0,
+            entity_id: EntityId(6),
+            blocks: vec![EditAttributesBlock::encode(
+                ComponentId(0x4000_0001),
+                &[AttributeEdit {
+                    index: 4,
+                    value: AttributeValue::EntityReference(text.to_owned()),
+                }],
+                &slots,
+            )
+            .unwrap()],
+        };
+        b.handle_frame(
+            Time::ZERO,
+            &frame(Message::EditAttributes(edit)),
+            &mut scene,
+        );
+        assert_eq!(
+            parent_ref(&scene, lamp),
+            AttributeValue::EntityReference(expected),
+            "edit naming {text}"
+        );
+    }
+}
