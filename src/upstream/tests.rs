@@ -173,19 +173,29 @@ fn a_peer_edit_of_a_world_entity_goes_upstream_not_into_the_scene() {
     assert_eq!(dynamic_value(&scene, local), Some(AttributeValue::Int(7)));
 }
 
-/// A federation entity in the node's scene (another node simulates it).
-pub(super) fn remote_entity(scene: &mut Scene, name: &str) -> EntityId {
+/// An entity named `name` created in the node's scene by `source`.
+pub(super) fn entity(
+    scene: &mut Scene,
+    source: ChangeSource,
+    origin: Origin,
+    name: &str,
+) -> EntityId {
     scene
         .create_entity(
-            ChangeSource::Peer(1),
+            source,
             None,
-            Origin::Remote,
+            origin,
             false,
             None,
             named(0x4000_0001, name, 3),
         )
         .unwrap()
         .id
+}
+
+/// A federation entity in the node's scene (another node simulates it).
+pub(super) fn remote_entity(scene: &mut Scene, name: &str) -> EntityId {
+    entity(scene, ChangeSource::Peer(1), Origin::Remote, name)
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! plain creation: entities of this node's own clients, parent changes,
 //! entity references and custom component types.
 
-use super::tests::{bridge, frame, logged_in, named, sent};
+use super::tests::{bridge, entity, frame, logged_in, named, sent};
 use super::*;
 use crate::clock::Time;
 use crate::scene::{ChangeSource, ClientId, Origin, Scene};
@@ -46,20 +46,6 @@ fn ack(b: &mut Bridge, scene: &mut Scene, create: &CreateEntity, id: u32, first:
             .collect(),
     }));
     b.handle_frame(Time::ZERO, &reply, scene);
-}
-
-fn entity(scene: &mut Scene, source: ChangeSource, origin: Origin, name: &str) -> EntityId {
-    scene
-        .create_entity(
-            source,
-            None,
-            origin,
-            false,
-            None,
-            named(0x4000_0001, name, 3),
-        )
-        .unwrap()
-        .id
 }
 
 #[test]
