@@ -7,6 +7,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use super::codec::Reader;
+use super::encoding::link::offered_features;
+use super::encoding::LinkEncodings;
 use super::ids::{Local, ObjectId, Remote, TypeId};
 use super::message::{DecodeContext, Message};
 use super::packet::{open_datagram, open_stream_datagram, open_stream_packet, StreamDeframer};
@@ -24,6 +26,8 @@ struct Fixtures {
     registry: Arc<SchemaRegistry>,
     connection: Arc<ConnectionSchema>,
     crate_type: Arc<TypeSchema>,
+    /// Every feature offered, so the keyed update codes are decoded too.
+    encodings: LinkEncodings,
 }
 
 fn fixtures() -> &'static Fixtures {
@@ -36,6 +40,7 @@ fn fixtures() -> &'static Fixtures {
             registry: Arc::new(registry),
             connection: Arc::new(ConnectionSchema::builtin()),
             crate_type,
+            encodings: LinkEncodings::from_features(&offered_features(), Vec::new()),
         }
     })
 }
@@ -55,6 +60,9 @@ impl DecodeContext<Remote, Local> for FixedContext {
     }
     fn connection(&self) -> &ConnectionSchema {
         &fixtures().connection
+    }
+    fn encodings(&self) -> &LinkEncodings {
+        &fixtures().encodings
     }
 }
 

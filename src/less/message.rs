@@ -13,14 +13,17 @@ use std::sync::Arc;
 
 use super::codec::{write_integer, write_u64, DecodeError, Reader, Unresolved};
 use super::encoding::LinkEncodings;
-use super::ids::{InteractionId, ObjectId, PropertyId, PropertyKey, RequestId, Space, TypeId};
+use super::ids::{
+    ComponentId, ComponentPath, InteractionId, ObjectId, PropertyId, PropertyKey, RequestId, Space,
+    TypeId,
+};
 use super::limits::MAX_ARGUMENTS;
 use super::property_list::{
     decode_component_values, decode_field_values, decode_path, decode_subscriptions,
     encode_component_values, encode_field_values, encode_path, encode_subscriptions,
     ComponentSubscription, FieldValue, PropertyValue,
 };
-use super::schema::{ConnectionSchema, TypeSchema};
+use super::schema::{ConnectionSchema, MemberKind, TypeSchema};
 use super::value::{decode_string, encode_string, Value};
 
 /// Message codes, serialized as INTEGER. 1-11 are the draft's;
@@ -39,7 +42,19 @@ pub mod code {
     pub const INTERACTION: i64 = 10;
     pub const TWEAK_ENTITY: i64 = 11;
     pub const CONNECTION_CONTROL: i64 = 12;
+    /// update-property (docs/less-wire.md 16.8): an update-entity of one
+    /// property whose key is the code minus `UPDATE_PROPERTY_FIRST`, so
+    /// code and key share one INTEGER byte. Only on links that agreed the
+    /// `msg:update-property/1` feature.
+    pub const UPDATE_PROPERTY_FIRST: i64 = 16;
+    /// The last update-property code: the last one-byte INTEGER.
+    pub const UPDATE_PROPERTY_LAST: i64 = 127;
 }
+
+/// Low bits of an update-property key that hold the property id; the rest
+/// hold the top-level component id. Three bits cover every Placeable
+/// attribute (six) and leave room for components 0 to 13 in the 112 codes.
+pub const KEY_PROPERTY_BITS: u32 = 3;
 
 /// A method-result status (draft: "0 means success ... HTTP status codes can
 /// be used for the error numbers").
@@ -245,6 +260,32 @@ impl<S: Space, D: Space> Message<S, D> {
         }
     }
 
+    /// Appends the message as a link with `encodings` carries it: an
+    /// update-entity of one property of a top-level component with a small
+    /// enough id goes in the keyed form when the link agreed it (16.8).
+    pub fn encode_on(&self, out: &mut Vec<u8>, encodings: &LinkEncodings) {
+        if let (Message::UpdateEntity { entity, values }, true) =
+            (self, encodings.update_property())
+        {
+            if let [only] = values.as_slice() {
+                if let Some(key) = update_property_key(&only.key) {
+                    write_integer(out, code::UPDATE_PROPERTY_FIRST + key);
+                    write_u64(out, entity.get());
+                    only.value.encode(out);
+                    return;
+                }
+            }
+        }
+        self.encode(out);
+    }
+
+    /// The message as a link with `encodings` carries it.
+    pub fn to_bytes_on(&self, encodings: &LinkEncodings) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.encode_on(&mut out, encodings);
+        out
+    }
+
     /// The encoded message.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::new();
@@ -296,6 +337,33 @@ impl<S: Space, D: Space> Message<S, D> {
                 Message::UpdateEntity {
                     entity,
                     values: decode_component_values(reader, &schema, context.encodings())?,
+                }
+            }
+            code::UPDATE_PROPERTY_FIRST..=code::UPDATE_PROPERTY_LAST
+                if context.encodings().update_property() =>
+            {
+                let key = property_key_of(message_code - code::UPDATE_PROPERTY_FIRST);
+                let entity = ObjectId::new(reader.read_u64()?);
+                let schema = context
+                    .sender_entity_type(entity)
+                    .ok_or(DecodeError::Unresolved(Unresolved::SenderEntity(
+                        entity.get(),
+                    )))?;
+                let value_type = match schema.member(&key).map(|member| &member.kind) {
+                    Some(MemberKind::Property(value_type)) => value_type,
+                    Some(_) => {
+                        return Err(DecodeError::Invalid(
+                            "update-property key names a method or nested component",
+                        ))
+                    }
+                    None => return Err(DecodeError::UndeclaredProperty(key.to_string())),
+                };
+                let value = context
+                    .encodings()
+                    .decode_value(reader, &schema, &key, value_type)?;
+                Message::UpdateEntity {
+                    entity,
+                    values: vec![PropertyValue { key, value }],
                 }
             }
             code::REQUEST_ENTITY => Message::RequestEntity {
@@ -381,6 +449,33 @@ impl<S: Space, D: Space> Message<S, D> {
             }
             other => return Err(DecodeError::UnknownMessageCode(other)),
         })
+    }
+}
+
+/// The update-property key of a property of a top-level component, if it
+/// has one: `component << 3 | property`, property below 8, key at most 111
+/// (components 0 to 13).
+fn update_property_key(key: &PropertyKey) -> Option<i64> {
+    let [component] = key.component.elements() else {
+        return None;
+    };
+    if key.property.0 >= 1 << KEY_PROPERTY_BITS {
+        return None;
+    }
+    let packed = component
+        .0
+        .checked_mul(1 << KEY_PROPERTY_BITS)?
+        .checked_add(key.property.0)?;
+    let packed = i64::try_from(packed).ok()?;
+    (packed <= code::UPDATE_PROPERTY_LAST - code::UPDATE_PROPERTY_FIRST).then_some(packed)
+}
+
+/// The property an update-property key (0 to 111) names.
+fn property_key_of(key: i64) -> PropertyKey {
+    let key = key.unsigned_abs();
+    PropertyKey {
+        component: ComponentPath::top(ComponentId(key >> KEY_PROPERTY_BITS)),
+        property: PropertyId(key & ((1 << KEY_PROPERTY_BITS) - 1)),
     }
 }
 

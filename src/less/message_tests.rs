@@ -8,6 +8,7 @@ use crate::less::schema_toml::types_from_toml;
 struct TestContext {
     registry: SchemaRegistry,
     connection: ConnectionSchema,
+    encodings: LinkEncodings,
 }
 
 impl TestContext {
@@ -15,6 +16,14 @@ impl TestContext {
         TestContext {
             registry: types_from_toml(include_str!("../../schemas/less/test-types.toml")).unwrap(),
             connection: ConnectionSchema::builtin(),
+            encodings: LinkEncodings::plain(),
+        }
+    }
+    /// A link that agreed the keyed update message and no value encodings.
+    fn keyed() -> TestContext {
+        TestContext {
+            encodings: keyed_link(),
+            ..TestContext::new()
         }
     }
     fn crate_type(&self) -> Arc<TypeSchema> {
@@ -39,6 +48,16 @@ impl<S: Space, D: Space> DecodeContext<S, D> for TestContext {
     fn connection(&self) -> &ConnectionSchema {
         &self.connection
     }
+    fn encodings(&self) -> &LinkEncodings {
+        &self.encodings
+    }
+}
+
+fn keyed_link() -> LinkEncodings {
+    LinkEncodings::from_features(
+        &[crate::less::encoding::link::UPDATE_PROPERTY_FEATURE.to_owned()],
+        Vec::new(),
+    )
 }
 
 type Outgoing = Message<Local, Remote>;
@@ -234,4 +253,109 @@ fn malformed_messages_are_errors() {
         decode_hex(concat!("08", "01", "09", "0102", "08", "c000")),
         Err(DecodeError::Negative { .. })
     ));
+}
+
+fn update(entity: u64, values: &[(u64, u64, Value)]) -> Outgoing {
+    Message::UpdateEntity {
+        entity: ObjectId::new(entity),
+        values: values
+            .iter()
+            .map(|(component, property, value)| PropertyValue {
+                key: PropertyKey::new(*component, *property),
+                value: value.clone(),
+            })
+            .collect(),
+    }
+}
+
+#[test]
+fn one_property_update_goes_keyed_on_a_link_that_agreed_it() {
+    let keyed = keyed_link();
+    // info.counter = 5 on entity 300: key 2 << 3 | 2 = 18, code 16 + 18 = 0x22.
+    let message = update(300, &[(2, 2, Value::Integer(5))]);
+    let bytes = message.to_bytes_on(&keyed);
+    assert_eq!(hex::encode(&bytes), "22ac0405");
+    // Without the agreement it is the draft's update-entity.
+    assert_eq!(
+        hex::encode(message.to_bytes_on(&LinkEncodings::plain())),
+        "06ac040102010205"
+    );
+    let mut reader = Reader::new(&bytes);
+    assert_eq!(
+        Outgoing::decode(&mut reader, &TestContext::keyed()),
+        Ok(message)
+    );
+    assert!(reader.is_empty());
+    // The last key, 111: component 13 property 7 (code 127).
+    assert_eq!(
+        update_property_key(&PropertyKey::new(13, 7)),
+        Some(code::UPDATE_PROPERTY_LAST - code::UPDATE_PROPERTY_FIRST)
+    );
+}
+
+#[test]
+fn updates_without_a_key_keep_the_update_entity_form() {
+    let keyed = keyed_link();
+    for message in [
+        // Two properties.
+        update(
+            300,
+            &[(2, 2, Value::Integer(5)), (1, 3, Value::Float64(1.0))],
+        ),
+        // Property id 8 needs more than three bits.
+        update(300, &[(2, 8, Value::Integer(5))]),
+        // Component 14 is past the last key.
+        update(300, &[(14, 0, Value::Integer(5))]),
+    ] {
+        assert_eq!(
+            message.to_bytes_on(&keyed),
+            message.to_bytes(),
+            "{message:?}"
+        );
+    }
+    // A nested property: path 2.7, property 1.
+    let nested: Outgoing = Message::UpdateEntity {
+        entity: ObjectId::new(300),
+        values: vec![PropertyValue {
+            key: PropertyKey {
+                component: ComponentPath::new(vec![ComponentId(2), ComponentId(7)]).unwrap(),
+                property: PropertyId(1),
+            },
+            value: Value::FixedBinary(vec![1, 2, 3, 4]),
+        }],
+    };
+    assert_eq!(nested.to_bytes_on(&keyed)[0], 0x06);
+}
+
+#[test]
+fn update_property_codes_are_refused_where_not_agreed_or_not_a_property() {
+    // Not agreed: an unknown code, as before.
+    assert_eq!(
+        decode_hex("22ac0405"),
+        Err(DecodeError::UnknownMessageCode(0x22))
+    );
+    let decode = |text: &str| {
+        let bytes = hex::decode(text).unwrap();
+        Outgoing::decode(&mut Reader::new(&bytes), &TestContext::keyed())
+    };
+    // Key 2 << 3 | 7 names the nested component "appearance".
+    assert_eq!(
+        decode("27ac0400"),
+        Err(DecodeError::Invalid(
+            "update-property key names a method or nested component"
+        ))
+    );
+    // Component 2 has no property 0.
+    assert!(matches!(
+        decode("20ac0405"),
+        Err(DecodeError::UndeclaredProperty(_))
+    ));
+    // An unknown entity needs its introduction first.
+    assert_eq!(
+        decode("220505"),
+        Err(DecodeError::Unresolved(Unresolved::SenderEntity(5)))
+    );
+    // Codes past the one-byte range stay unknown.
+    assert_eq!(decode("8002"), Err(DecodeError::UnknownMessageCode(128)));
+    assert_eq!(decode("0d"), Err(DecodeError::UnknownMessageCode(13)));
 }

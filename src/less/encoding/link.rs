@@ -19,10 +19,15 @@ use crate::less::value_type::ValueType;
 /// Prefix of the Hello feature that offers an encoding: `enc:` + its name.
 pub const FEATURE_PREFIX: &str = "enc:";
 
+/// The Hello feature that offers the keyed update message, update-property
+/// (docs/less-wire.md 16.8).
+pub const UPDATE_PROPERTY_FEATURE: &str = "msg:update-property/1";
+
 /// The no-encodings table (what a session without encodings uses).
 pub static PLAIN: LinkEncodings = LinkEncodings {
     agreed: Vec::new(),
     rules: Vec::new(),
+    update_property: false,
 };
 
 /// Properties of types whose URI starts with `uri_prefix`, in top-level
@@ -40,13 +45,17 @@ pub struct EncodingRule {
 pub struct LinkEncodings {
     agreed: Vec<EncodingId>,
     rules: Vec<EncodingRule>,
+    /// Both ends offered the keyed update message (16.8).
+    update_property: bool,
 }
 
-/// The Hello features offering every encoding this implementation knows.
+/// The Hello features offering every encoding this implementation knows,
+/// and the keyed update message.
 pub fn offered_features() -> Vec<String> {
     EncodingId::ALL
         .iter()
         .map(|id| format!("{FEATURE_PREFIX}{}", id.name()))
+        .chain([UPDATE_PROPERTY_FEATURE.to_owned()])
         .collect()
 }
 
@@ -65,7 +74,17 @@ impl LinkEncodings {
             .filter_map(|f| f.strip_prefix(FEATURE_PREFIX))
             .filter_map(EncodingId::from_name)
             .collect();
-        LinkEncodings { agreed, rules }
+        let update_property = features.iter().any(|f| f == UPDATE_PROPERTY_FEATURE);
+        LinkEncodings {
+            agreed,
+            rules,
+            update_property,
+        }
+    }
+
+    /// True when the link may carry update-property (code 13) messages.
+    pub fn update_property(&self) -> bool {
+        self.update_property
     }
 
     /// The agreed encodings.

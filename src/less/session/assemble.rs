@@ -204,7 +204,7 @@ impl LocalState {
         candidates: &[PropertyKey],
         make: &dyn Fn(Vec<PropertyValue>) -> Message<Local, Remote>,
     ) -> (Vec<u8>, Vec<PropertyKey>) {
-        let header = make(Vec::new()).to_bytes().len() + INTEGER_MAX_LEN;
+        let header = make(Vec::new()).to_bytes_on(&self.encodings).len() + INTEGER_MAX_LEN;
         let mut selected = select(
             self,
             entity,
@@ -212,7 +212,7 @@ impl LocalState {
             builder.room().saturating_sub(header),
         );
         loop {
-            let bytes = make(values_of(self, entity, &selected)).to_bytes();
+            let bytes = make(values_of(self, entity, &selected)).to_bytes_on(&self.encodings);
             if bytes.len() <= builder.room() || selected.is_empty() {
                 return (bytes, selected);
             }
@@ -329,7 +329,7 @@ impl LocalState {
                 }
                 // One value too large for any datagram: alone, on the stream.
                 carried = vec![candidates[0].clone()];
-                bytes = make(values_of(self, entity, &carried)).to_bytes();
+                bytes = make(values_of(self, entity, &carried)).to_bytes_on(&self.encodings);
             }
             if !builder.try_push(
                 &bytes,
@@ -366,7 +366,7 @@ impl LocalState {
                 value: slot.value.clone(),
             };
             if builder.try_push(
-                &message.to_bytes(),
+                &message.to_bytes_on(&self.encodings),
                 SentItem::Tweak {
                     entity,
                     key: key.clone(),
@@ -392,7 +392,10 @@ impl LocalState {
         while let Some(next) = self.pending.pop_front() {
             let outcome = match next {
                 Pending::Message(ref message) => {
-                    if builder.try_push(&message.to_bytes(), SentItem::Message(message.clone())) {
+                    if builder.try_push(
+                        &message.to_bytes_on(&self.encodings),
+                        SentItem::Message(message.clone()),
+                    ) {
                         Outcome::Sent
                     } else {
                         Outcome::Full
@@ -400,7 +403,10 @@ impl LocalState {
                 }
                 Pending::Remove(entity) => {
                     let message = Message::RemoveEntity { entity };
-                    if builder.try_push(&message.to_bytes(), SentItem::Message(message.clone())) {
+                    if builder.try_push(
+                        &message.to_bytes_on(&self.encodings),
+                        SentItem::Message(message.clone()),
+                    ) {
                         self.on_remove_sent(entity, sequence, now);
                         Outcome::Sent
                     } else {
@@ -441,7 +447,9 @@ impl LocalState {
         };
         for item in items {
             match item {
-                SentItem::Message(message) => builder.push(&message.to_bytes(), item.clone()),
+                SentItem::Message(message) => {
+                    builder.push(&message.to_bytes_on(&self.encodings), item.clone())
+                }
                 SentItem::Introduce {
                     entity,
                     type_id,
@@ -458,7 +466,7 @@ impl LocalState {
                         type_id: *type_id,
                         values,
                     };
-                    builder.push(&message.to_bytes(), rebuilt);
+                    builder.push(&message.to_bytes_on(&self.encodings), rebuilt);
                 }
                 SentItem::Update { entity, values } => {
                     let values = self.still_owned(*entity, values, sequence);
@@ -470,7 +478,7 @@ impl LocalState {
                         values: values.clone(),
                     };
                     builder.push(
-                        &message.to_bytes(),
+                        &message.to_bytes_on(&self.encodings),
                         SentItem::Update {
                             entity: *entity,
                             values,
@@ -490,7 +498,7 @@ impl LocalState {
                         property: key.clone(),
                         value: value.clone(),
                     };
-                    builder.push(&message.to_bytes(), item.clone());
+                    builder.push(&message.to_bytes_on(&self.encodings), item.clone());
                 }
             }
         }
@@ -526,7 +534,7 @@ impl LocalState {
                 entity,
                 values,
             };
-            message.to_bytes().len()
+            message.to_bytes_on(&self.encodings).len()
         };
         let first_len = encoded(values.to_vec());
         let mut rebuilt = Vec::with_capacity(values.len());
