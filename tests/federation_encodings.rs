@@ -7,7 +7,7 @@ mod sim;
 
 use std::time::Duration;
 
-use lessgate::less::encoding::link::offered_features;
+use lessgate::less::encoding::link::{offered_features, UPDATE_PROPERTY_FEATURE};
 use lessgate::tundra::values::{Float3, Transform};
 use lessgate::tundra::AttributeValue;
 use sim::{LinkModel, Sim};
@@ -80,4 +80,19 @@ fn a_node_knowing_no_encodings_interoperates_both_ways() {
     assert_eq!(sent, received);
     let (_, sent, received) = run(&["enc:tundra-transform/9".into()], &offered_features());
     assert_eq!(sent, received, "an unknown encoding name agrees on nothing");
+}
+
+#[test]
+fn keyed_updates_save_their_addressing_bytes_and_stay_exact() {
+    let keyed = [UPDATE_PROPERTY_FEATURE.to_owned()];
+    let (with_keys, sent, received) = run(&keyed, &keyed);
+    assert_eq!(sent, received, "plain values in update-property are exact");
+    let (without, sent, received) = run(&keyed, &[]);
+    assert_eq!(sent, received, "one side offering it agrees on nothing");
+    // Each of the 40 moves saves the 4-byte path of update-entity (16.8),
+    // less what acknowledgements and packet headers blur.
+    assert!(
+        with_keys + 40 * 3 <= without,
+        "keyed link sent {with_keys} bytes, update-entity link {without}"
+    );
 }
