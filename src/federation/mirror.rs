@@ -2,7 +2,8 @@
 //! their latest values, kept whether or not this node presents that copy, so
 //! switching to another route needs no round trip.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use litemap::LiteMap;
+use std::collections::{BTreeSet, HashMap};
 
 use uuid::Uuid;
 
@@ -50,7 +51,7 @@ pub struct MirrorComponent {
     pub kind: ComponentKind,
     pub owner: Option<ObjectId<Remote>>,
     pub name: String,
-    pub values: BTreeMap<PropertyKey, Value>,
+    pub values: LiteMap<PropertyKey, Value>,
 }
 
 /// One link's view of the peer's objects.

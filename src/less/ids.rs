@@ -12,6 +12,8 @@ use std::fmt;
 use std::hash::Hash;
 use std::marker::PhantomData;
 
+use smallvec::{smallvec, SmallVec};
+
 mod sealed {
     pub trait Sealed {}
     impl Sealed for super::Local {}
@@ -146,14 +148,17 @@ plain_id!(
 );
 
 /// A component-id-path: a top-level component, then nested components.
-/// Never empty and at most [`super::limits::MAX_PATH_LEN`] long.
+/// Never empty and at most [`super::limits::MAX_PATH_LEN`] long. Paths of
+/// up to two elements (almost all) live inline: every property key of
+/// every object holds one, and a heap allocation each cost memory per
+/// entity and time per update.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ComponentPath(Vec<ComponentId>);
+pub struct ComponentPath(SmallVec<[ComponentId; 2]>);
 
 impl ComponentPath {
     /// A path of one top-level component.
     pub fn top(component: ComponentId) -> ComponentPath {
-        ComponentPath(vec![component])
+        ComponentPath(smallvec![component])
     }
 
     /// A path from its elements; `None` if empty or too long.
@@ -161,7 +166,7 @@ impl ComponentPath {
         if elements.is_empty() || elements.len() > super::limits::MAX_PATH_LEN {
             None
         } else {
-            Some(ComponentPath(elements))
+            Some(ComponentPath(SmallVec::from_vec(elements)))
         }
     }
 
@@ -172,9 +177,12 @@ impl ComponentPath {
 
     /// The path extended by one nested component; `None` if too long.
     pub fn child(&self, nested: ComponentId) -> Option<ComponentPath> {
+        if self.0.len() >= super::limits::MAX_PATH_LEN {
+            return None;
+        }
         let mut elements = self.0.clone();
         elements.push(nested);
-        ComponentPath::new(elements)
+        Some(ComponentPath(elements))
     }
 }
 

@@ -10,6 +10,7 @@
 //! answers a failure method-result (draft section 5). This module owns the
 //! peer's types and entities as this end sees them, and the held packets.
 
+use litemap::LiteMap;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -44,7 +45,7 @@ pub(super) struct RemoteEntity {
     pub type_id: TypeId<Remote>,
     pub schema: Arc<TypeSchema>,
     /// Timestamp of the packet that last set each property.
-    pub stamps: BTreeMap<PropertyKey, i64>,
+    pub stamps: LiteMap<PropertyKey, i64>,
 }
 
 /// An out-of-order packet waiting for the ones before it.
@@ -119,7 +120,7 @@ fn decode_violation(error: DecodeError) -> Violation {
 /// Applies values newer than what last set each property; returns those
 /// that took effect and are subscribed now.
 fn apply_stamps(
-    stamps: &mut BTreeMap<PropertyKey, i64>,
+    stamps: &mut LiteMap<PropertyKey, i64>,
     values: Vec<PropertyValue>,
     timestamp: i64,
     subscribed: Option<&BTreeSet<PropertyKey>>,
@@ -316,7 +317,7 @@ impl Session {
                         }
                     }
                     None => {
-                        let mut stamps = BTreeMap::new();
+                        let mut stamps = LiteMap::new();
                         let values =
                             apply_stamps(&mut stamps, values, timestamp, subscribed.as_ref());
                         self.remote.entities.insert(

@@ -11,6 +11,7 @@
 //! before the peer saw that acknowledgement has arrived). This module owns
 //! the state and its validation; packet building is in `assemble`.
 
+use litemap::LiteMap;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
@@ -55,7 +56,7 @@ pub(super) enum Wire {
 pub(super) struct LocalEntity {
     pub type_id: TypeId<Local>,
     pub schema: Arc<TypeSchema>,
-    pub slots: BTreeMap<PropertyKey, Slot>,
+    pub slots: LiteMap<PropertyKey, Slot>,
     pub wire: Wire,
     /// In the dirty queue.
     pub queued: bool,
