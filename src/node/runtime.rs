@@ -452,6 +452,18 @@ impl Running {
                         Frame::Datagram(bytes) => l.session.handle_datagram(now, &bytes),
                         Frame::Stream(bytes) => l.session.handle_stream_frame(now, &bytes),
                     }
+                    // Acknowledge before applying: the peer's send window
+                    // (64 datagrams) reopens only with our acknowledgements,
+                    // and applying a batch of packets to the scene takes
+                    // milliseconds. Sent after the batch, acknowledgements
+                    // capped the link at 64 datagrams per batch time.
+                    if let Some(peer) = links.get(&id) {
+                        while let Some(transmit) = l.session.poll_transmit(now) {
+                            if peer.transmit(transmit).is_err() {
+                                break;
+                            }
+                        }
+                    }
                 }
                 self.link_events(id, links);
             }
