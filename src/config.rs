@@ -138,7 +138,8 @@ pub struct PeeringSection {
     pub compact_encodings: bool,
     /// Background refresh budget per link in bytes per second: current
     /// values of exported entities are re-sent round-robin so a lost final
-    /// update heals without a request (seed 004). 0 (the default) is off.
+    /// update heals without a request (seed 004). 0 is off; the default
+    /// is [`crate::federation::refresh::SUGGESTED_REFRESH_BYTES_PER_SECOND`].
     pub refresh_bytes_per_sec: u32,
 }
 
@@ -159,7 +160,7 @@ impl Default for PeeringSection {
             handshake_timeout_ms: 5_000,
             stats_interval_secs: 10,
             compact_encodings: true,
-            refresh_bytes_per_sec: 0,
+            refresh_bytes_per_sec: crate::federation::refresh::SUGGESTED_REFRESH_BYTES_PER_SECOND,
         }
     }
 }

@@ -16,9 +16,9 @@ use crate::less::ids::{Local, ObjectId};
 
 use super::core::Federation;
 
-/// Suggested refresh budget per link, bytes per second (a few hundred
-/// transforms per minute: background noise beside live updates). Refresh is
-/// off unless configured (`[peering] refresh_bytes_per_sec`).
+/// Default refresh budget per link, bytes per second (a few hundred
+/// transforms per minute: background noise beside live updates), changed
+/// with `[peering] refresh_bytes_per_sec` (0 turns refresh off).
 pub const SUGGESTED_REFRESH_BYTES_PER_SECOND: u32 = 2048;
 
 /// One link's position in its refresh lap.
