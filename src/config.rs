@@ -136,6 +136,11 @@ pub struct PeeringSection {
     /// Offer the compact per-property encodings (docs/less-wire.md 16) in
     /// the Hello; a link uses them only if the peer offers them too.
     pub compact_encodings: bool,
+    /// Offer bulk packets (`bulk:zstd/1`, docs/less-wire.md 16.5) in the
+    /// Hello: on a UDP link where the peer offers them too, a large backlog
+    /// of introductions (a link start with thousands of entities) travels
+    /// zstd-compressed on the reliable stream.
+    pub bulk_introductions: bool,
     /// Background refresh budget per link in bytes per second: current
     /// values of exported entities are re-sent round-robin so a lost final
     /// update heals without a request (seed 004). 0 (the default) is off.
@@ -159,6 +164,7 @@ impl Default for PeeringSection {
             handshake_timeout_ms: 5_000,
             stats_interval_secs: 10,
             compact_encodings: true,
+            bulk_introductions: true,
             refresh_bytes_per_sec: 0,
         }
     }
