@@ -516,6 +516,21 @@ mod tests {
     }
 
     #[test]
+    fn bulk_introductions_default_on_and_is_a_boolean() {
+        let uuid = "[node]\nuuid = \"0b3c7f8e-6d5a-4c1b-9e2f-7a8b9c0d1e2f\"\n";
+        let on = NodeConfig::parse(Path::new("n.toml"), &format!("{uuid}[peering]\n")).unwrap();
+        assert!(on.peering.unwrap().bulk_introductions);
+        let text = format!("{uuid}[peering]\nbulk_introductions = false\n");
+        let off = NodeConfig::parse(Path::new("n.toml"), &text).unwrap();
+        assert!(!off.peering.unwrap().bulk_introductions);
+        let text = format!("{uuid}[peering]\nbulk_introductions = \"yes\"\n");
+        let error = NodeConfig::parse(Path::new("n.toml"), &text)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("bulk_introductions"), "{error}");
+    }
+
+    #[test]
     fn invalid_value_names_key() {
         let error = NodeConfig::parse(Path::new("n.toml"), "[node]\ntick_hz = 0\n")
             .unwrap_err()

@@ -334,6 +334,8 @@ mod tests {
             hex::encode(&frame),
             format!("1901010001{signature}28b52ffd200421000005010505")
         );
+        // docs/less-wire.md 16.5 shows this frame with its signature.
+        assert_eq!(signature, "a1904a460e0b4359");
         let (_, opened) = open_formed_stream_datagram(&key(), &frame).unwrap();
         let FormedPacket::Bulk(body) = opened else {
             panic!("expected a bulk packet");
