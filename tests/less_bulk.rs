@@ -149,6 +149,8 @@ fn bulk_packets_cross_a_lossy_link() {
         let (a, b) = run_crates(seed, LinkModel::hostile(), true);
         assert!(a.bulk_packets_sent > 0, "seed {seed}");
         assert_eq!(b.bulk_packets_received, a.bulk_packets_sent, "seed {seed}");
+        // A refused stream datagram would never be re-sent.
+        assert_eq!(b.rejected_overload, 0, "seed {seed}");
     }
 }
 

@@ -16,6 +16,7 @@ use super::{Path, Session, Transmit};
 use crate::clock::Time;
 use crate::less::bulk::{seal_bulk, Form};
 use crate::less::codec::integer_len;
+use crate::less::limits::MAX_HELD_BYTES;
 
 /// Pending introductions (estimated bytes) from which a bulk packet is
 /// sent. Below it the datagram path is as good: 32 KiB is about 27
@@ -29,6 +30,15 @@ pub const BULK_THRESHOLD: usize = 32 * 1024;
 /// a few packets), small enough that one packet does not hold the stream,
 /// or the receiver's event queue, for long; well inside the 1 MiB body limit.
 pub const BULK_BODY_LEN: usize = 256 * 1024;
+
+/// Most uncompressed body bytes of unacknowledged bulk packets. A receiver
+/// holds a packet that arrives ahead of a missing one, up to
+/// `MAX_HELD_BYTES` (8 MiB), and refuses it beyond that, expecting a
+/// re-send; a stream datagram is never re-sent, so a refused one would stall
+/// the link. Half the receiver's budget leaves the rest for the datagrams
+/// of the window (63 x MTU). Beyond it the backlog takes the datagram path
+/// until acknowledgements return.
+const BULK_IN_FLIGHT_BYTES: usize = MAX_HELD_BYTES / 2;
 
 /// Most queued items examined when estimating the backlog, so the estimate
 /// costs a bounded amount per transmission however long the queue is.
@@ -77,7 +87,15 @@ impl Session {
     /// agreed bulk packets and enough introductions are waiting. `None`
     /// leaves the datagram path to run.
     pub(super) fn transmit_bulk(&mut self, now: Time) -> Option<Transmit> {
-        if !self.config.bulk_packets
+        if !self.config.bulk_packets {
+            return None;
+        }
+        // Forget acknowledged bulk packets (they leave the send window).
+        let send = &self.send;
+        self.bulk_in_flight
+            .retain(|(sequence, _)| send.get(*sequence).is_some());
+        let in_flight: usize = self.bulk_in_flight.iter().map(|(_, bytes)| bytes).sum();
+        if in_flight + BULK_BODY_LEN > BULK_IN_FLIGHT_BYTES
             || self.local.pending_introduction_bytes(BULK_THRESHOLD) < BULK_THRESHOLD
         {
             return None;
@@ -105,6 +123,7 @@ impl Session {
             self.stats.bulk_bytes_compressed_sent += sealed.payload_len as u64;
         }
         self.send.on_sent_new(body.items, Path::Stream, now, true);
+        self.bulk_in_flight.push((sequence, body.messages.len()));
         trace!(
             sequence,
             timestamp,

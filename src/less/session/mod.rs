@@ -73,6 +73,9 @@ pub struct Session {
     /// The peer's update-rate request (packets per second), if any.
     peer_update_rate: Option<u32>,
     next_request: u64,
+    /// Unacknowledged bulk packets: sequence and uncompressed message bytes
+    /// (docs/less-wire.md 16.5).
+    bulk_in_flight: Vec<(u64, usize)>,
 }
 
 fn rejection(reason: Rejection) -> RejectReason {
@@ -107,6 +110,7 @@ impl Session {
             bad_signature_run: 0,
             peer_update_rate: None,
             next_request: 0,
+            bulk_in_flight: Vec::new(),
         })
     }
 
