@@ -136,6 +136,11 @@ pub struct PeeringSection {
     /// Offer the compact per-property encodings (docs/less-wire.md 16) in
     /// the Hello; a link uses them only if the peer offers them too.
     pub compact_encodings: bool,
+    /// Offer bulk packets (`bulk:zstd/1`, docs/less-wire.md 16.5) in the
+    /// Hello: on a UDP link where the peer offers them too, a large backlog
+    /// of introductions (a link start with thousands of entities) travels
+    /// zstd-compressed on the reliable stream.
+    pub bulk_introductions: bool,
     /// Background refresh budget per link in bytes per second: current
     /// values of exported entities are re-sent round-robin so a lost final
     /// update heals without a request (seed 004). 0 is off; the default
@@ -160,6 +165,7 @@ impl Default for PeeringSection {
             handshake_timeout_ms: 5_000,
             stats_interval_secs: 10,
             compact_encodings: true,
+            bulk_introductions: true,
             refresh_bytes_per_sec: crate::federation::refresh::SUGGESTED_REFRESH_BYTES_PER_SECOND,
         }
     }
@@ -508,6 +514,21 @@ mod tests {
             .to_string();
         assert!(error.starts_with("n.toml:"), "{error}");
         assert!(error.contains("listen_addr"), "{error}");
+    }
+
+    #[test]
+    fn bulk_introductions_default_on_and_is_a_boolean() {
+        let uuid = "[node]\nuuid = \"0b3c7f8e-6d5a-4c1b-9e2f-7a8b9c0d1e2f\"\n";
+        let on = NodeConfig::parse(Path::new("n.toml"), &format!("{uuid}[peering]\n")).unwrap();
+        assert!(on.peering.unwrap().bulk_introductions);
+        let text = format!("{uuid}[peering]\nbulk_introductions = false\n");
+        let off = NodeConfig::parse(Path::new("n.toml"), &text).unwrap();
+        assert!(!off.peering.unwrap().bulk_introductions);
+        let text = format!("{uuid}[peering]\nbulk_introductions = \"yes\"\n");
+        let error = NodeConfig::parse(Path::new("n.toml"), &text)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("bulk_introductions"), "{error}");
     }
 
     #[test]

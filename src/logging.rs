@@ -91,6 +91,8 @@ pub fn log_node_stats(status: &NodeStatus) {
             rejected_by = %reasons,
             exported = link.exported_entities,
             mirrored = link.mirrored_entities,
+            bulk_sent = link.bulk.packets_sent,
+            bulk_received = link.bulk.packets_received,
             bytes_sent = link.bytes_sent,
             bytes_received = link.bytes_received,
             packets_sent = link.packets_sent,
@@ -122,6 +124,7 @@ mod tests {
             rejected: BTreeMap::new(),
             exported_entities: 0,
             mirrored_entities: 0,
+            bulk: Default::default(),
         }
     }
 

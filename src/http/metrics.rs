@@ -297,6 +297,7 @@ mod tests {
                 rejected: BTreeMap::from([("bad_signature", 3), ("stale", 0)]),
                 exported_entities: 1,
                 mirrored_entities: 2,
+                bulk: Default::default(),
             }],
             ..NodeStatus::default()
         }

@@ -6,6 +6,7 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use super::bulk::{decompress_bounded, open_formed_stream_datagram, MAX_BULK_BODY_LEN};
 use super::codec::Reader;
 use super::encoding::link::offered_features;
 use super::encoding::LinkEncodings;
@@ -86,6 +87,9 @@ pub fn packet(data: &[u8]) {
     let _ = open_datagram(&key, data);
     let _ = open_stream_packet(&key, data);
     let _ = open_stream_datagram(&key, data);
+    let _ = open_formed_stream_datagram(&key, data);
+    // What a bulk packet's payload reaches once its signature verified.
+    let _ = decompress_bounded(data, MAX_BULK_BODY_LEN);
     let mut deframer = StreamDeframer::new();
     deframer.push(data);
     while let Ok(Some(_)) = deframer.next_frame() {}

@@ -9,6 +9,7 @@
 //! reads a clock: time comes in as [`crate::clock::Time`]. The normative
 //! description of the wire format is docs/less-wire.md.
 
+pub mod bulk;
 pub mod codec;
 pub mod encoding;
 #[doc(hidden)]

@@ -70,15 +70,11 @@ fn build(
     let mut inner =
         Vec::with_capacity(DATAGRAM_FRAMING_MAX_LEN + PACKET_HEADER_MAX_LEN + messages.len());
     if let Some(framing) = framing {
-        inner.push(framing.sequence);
-        inner.push(framing.ack_last);
-        write_u64(&mut inner, framing.ack_bits);
+        write_framing(&mut inner, framing);
     }
     let mut offset = inner.len();
     inner.extend_from_slice(&[0u8; SIGNATURE_LEN]);
-    write_integer(&mut inner, timestamp);
-    write_count(&mut inner, message_count);
-    inner.extend_from_slice(messages);
+    write_body(&mut inner, timestamp, message_count, messages);
     let mut frame = if length_prefix {
         let mut frame = Vec::with_capacity(INTEGER_MAX_LEN + inner.len());
         write_count(&mut frame, inner.len());
@@ -90,6 +86,42 @@ fn build(
     };
     key.write_signature(&mut frame, offset);
     frame
+}
+
+/// Appends the UDP framing fields.
+pub(crate) fn write_framing(out: &mut Vec<u8>, framing: &DatagramFraming) {
+    out.push(framing.sequence);
+    out.push(framing.ack_last);
+    write_u64(out, framing.ack_bits);
+}
+
+/// Reads the UDP framing fields (a bounded, total parse: two bytes and one
+/// INTEGER).
+pub(crate) fn read_framing(reader: &mut Reader<'_>) -> Result<DatagramFraming, DecodeError> {
+    Ok(DatagramFraming {
+        sequence: reader.read_u8()?,
+        ack_last: reader.read_u8()?,
+        ack_bits: reader.read_u64()?,
+    })
+}
+
+/// Appends what follows the signature: timestamp, message count, messages.
+pub(crate) fn write_body(out: &mut Vec<u8>, timestamp: i64, message_count: usize, messages: &[u8]) {
+    write_integer(out, timestamp);
+    write_count(out, message_count);
+    out.extend_from_slice(messages);
+}
+
+/// Reads what follows the signature (only ever after it verified).
+pub(crate) fn read_body<'a>(reader: &mut Reader<'a>) -> Result<OpenedPacket<'a>, DecodeError> {
+    let timestamp = reader.read_integer()?;
+    // Every message takes at least one byte.
+    let message_count = reader.read_count("message count", MAX_MESSAGES.min(reader.remaining()))?;
+    Ok(OpenedPacket {
+        timestamp,
+        message_count,
+        messages: reader.rest(),
+    })
 }
 
 /// A signed datagram.
@@ -164,7 +196,7 @@ const NO_FRAMING: DatagramFraming = DatagramFraming {
 };
 
 /// Checks the length prefix against the frame and returns where the payload starts.
-fn stream_payload_start(frame: &[u8]) -> Result<usize, OpenError> {
+pub(crate) fn stream_payload_start(frame: &[u8]) -> Result<usize, OpenError> {
     let mut reader = Reader::new(frame);
     let length = reader
         .read_count("frame length", MAX_FRAME_LEN)
@@ -185,14 +217,7 @@ fn open<'a>(
 ) -> Result<(Option<DatagramFraming>, OpenedPacket<'a>), OpenError> {
     let mut reader = Reader::new(&frame[start..]);
     let framing = if datagram {
-        let parse = |reader: &mut Reader<'_>| -> Result<DatagramFraming, DecodeError> {
-            Ok(DatagramFraming {
-                sequence: reader.read_u8()?,
-                ack_last: reader.read_u8()?,
-                ack_bits: reader.read_u64()?,
-            })
-        };
-        Some(parse(&mut reader).map_err(OpenError::Malformed)?)
+        Some(read_framing(&mut reader).map_err(OpenError::Malformed)?)
     } else {
         None
     };
@@ -204,22 +229,11 @@ fn open<'a>(
         return Err(OpenError::BadSignature);
     }
     // Authenticated from here on: errors are the peer's framing errors.
-    let header = |reader: &mut Reader<'_>| -> Result<(i64, usize), DecodeError> {
-        reader.read_bytes(SIGNATURE_LEN)?;
-        let timestamp = reader.read_integer()?;
-        // Every message takes at least one byte.
-        let count = reader.read_count("message count", MAX_MESSAGES.min(reader.remaining()))?;
-        Ok((timestamp, count))
-    };
-    let (timestamp, message_count) = header(&mut reader).map_err(OpenError::Framing)?;
-    Ok((
-        framing,
-        OpenedPacket {
-            timestamp,
-            message_count,
-            messages: reader.rest(),
-        },
-    ))
+    reader
+        .read_bytes(SIGNATURE_LEN)
+        .map_err(OpenError::Framing)?;
+    let packet = read_body(&mut reader).map_err(OpenError::Framing)?;
+    Ok((framing, packet))
 }
 
 /// Splits a reliable byte stream into frames (`INTEGER length` + that many

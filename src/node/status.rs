@@ -134,6 +134,20 @@ pub struct LinkStatus {
     pub exported_entities: usize,
     /// Entities the peer presents to this node on the link.
     pub mirrored_entities: usize,
+    /// Compressed bulk packets on the link (docs/less-wire.md 16.5).
+    pub bulk: BulkStatus,
+}
+
+/// Bulk packets of one link, and their packet bodies' bytes before
+/// (`body_bytes_*`) and after (`bytes_*`) compression.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct BulkStatus {
+    pub packets_sent: u64,
+    pub body_bytes_sent: u64,
+    pub bytes_sent: u64,
+    pub packets_received: u64,
+    pub body_bytes_received: u64,
+    pub bytes_received: u64,
 }
 
 impl NodeStatus {
@@ -193,6 +207,14 @@ impl NodeStatus {
                     ]),
                     exported_entities: l.exported.len(),
                     mirrored_entities: l.mirror.entities.len(),
+                    bulk: BulkStatus {
+                        packets_sent: st.bulk_packets_sent,
+                        body_bytes_sent: st.bulk_bytes_uncompressed_sent,
+                        bytes_sent: st.bulk_bytes_compressed_sent,
+                        packets_received: st.bulk_packets_received,
+                        body_bytes_received: st.bulk_bytes_uncompressed_received,
+                        bytes_received: st.bulk_bytes_compressed_received,
+                    },
                 }
             })
             .collect();

@@ -166,6 +166,11 @@ impl Sim {
             config.encodings = Arc::new(LinkEncodings::from_features(&agreed, rules));
             if stream_mode {
                 config.mode = FramingMode::Stream;
+            } else {
+                // As the peer driver does (docs/less-wire.md 16.5).
+                config.bulk_packets = agreed
+                    .iter()
+                    .any(|f| f == lessgate::less::bulk::BULK_FEATURE);
             }
             Session::new(config, self.now).expect("valid session config")
         };

@@ -15,7 +15,7 @@ use super::outgoing::{LocalState, Pending, Wire};
 use crate::clock::Time;
 use crate::less::codec::integer_len;
 use crate::less::ids::{Local, ObjectId, PropertyKey, Remote, TypeId};
-use crate::less::limits::{INTEGER_MAX_LEN, MAX_FRAME_LEN};
+use crate::less::limits::{INTEGER_MAX_LEN, MAX_FRAME_LEN, MAX_MESSAGES};
 use crate::less::message::Message;
 use crate::less::packet::{DATAGRAM_FRAMING_MAX_LEN, PACKET_HEADER_MAX_LEN};
 use crate::less::property_list::PropertyValue;
@@ -78,6 +78,11 @@ struct Builder {
 
 impl Builder {
     fn room(&self) -> usize {
+        // A receiver refuses more than MAX_MESSAGES messages in one packet;
+        // only the large body of a bulk packet could reach it.
+        if self.out.count >= MAX_MESSAGES {
+            return 0;
+        }
         self.capacity.saturating_sub(self.out.messages.len())
     }
 
@@ -389,6 +394,35 @@ impl LocalState {
             out: Assembled::default(),
             capacity,
         };
+        self.fill_ordered(&mut builder, sequence, now);
+        self.fill_updates(&mut builder, sequence);
+        if !builder.out.oversize {
+            self.fill_tweaks(&mut builder, sequence);
+        }
+        builder.out
+    }
+
+    /// Builds the body of a bulk packet (docs/less-wire.md 16.5): messages of
+    /// the ordered queue only (introductions, and whatever structural
+    /// message precedes them), in queue order, up to `capacity` bytes.
+    /// Property updates and tweaks stay on datagrams; an update for an entity
+    /// this packet introduces waits at the receiver for the introduction
+    /// (section 9), as it does behind any stream datagram.
+    pub fn assemble_ordered(
+        &mut self,
+        sequence: Option<u64>,
+        capacity: usize,
+        now: Time,
+    ) -> Assembled {
+        let mut builder = Builder {
+            out: Assembled::default(),
+            capacity,
+        };
+        self.fill_ordered(&mut builder, sequence, now);
+        builder.out
+    }
+
+    fn fill_ordered(&mut self, builder: &mut Builder, sequence: Option<u64>, now: Time) {
         while let Some(next) = self.pending.pop_front() {
             let outcome = match next {
                 Pending::Message(ref message) => {
@@ -414,7 +448,7 @@ impl LocalState {
                     }
                 }
                 Pending::Introduce { entity, snapshot } => {
-                    self.build_introduce(&mut builder, entity, snapshot, sequence)
+                    self.build_introduce(builder, entity, snapshot, sequence)
                 }
             };
             match outcome {
@@ -428,11 +462,6 @@ impl LocalState {
                 break;
             }
         }
-        self.fill_updates(&mut builder, sequence);
-        if !builder.out.oversize {
-            self.fill_tweaks(&mut builder, sequence);
-        }
-        builder.out
     }
 
     /// Rebuilds the body of packet `sequence` for a re-send: messages

@@ -63,6 +63,10 @@ pub struct SessionConfig {
     /// Per-property encodings agreed at link set-up (docs/less-wire.md 16);
     /// plain by default.
     pub encodings: Arc<LinkEncodings>,
+    /// Both Hellos listed `bulk:zstd/1` (docs/less-wire.md 16.5): stream
+    /// datagrams carry a form byte and large introduction backlogs go as
+    /// compressed bulk packets. Datagram mode only; off by default.
+    pub bulk_packets: bool,
 }
 
 /// A configuration that cannot work.
@@ -103,6 +107,7 @@ impl SessionConfig {
             schemas,
             connection,
             encodings: Arc::new(LinkEncodings::plain()),
+            bulk_packets: false,
         }
     }
 

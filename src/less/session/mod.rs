@@ -11,6 +11,7 @@
 //! in `transmit`; this file holds the state, the commands and the input path.
 
 mod assemble;
+mod bulk;
 mod config;
 mod event;
 mod incoming;
@@ -22,6 +23,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use tracing::{debug, info, trace, warn};
 
+pub use bulk::{BULK_BODY_LEN, BULK_THRESHOLD};
 pub use config::{ConfigError, FramingMode, SessionConfig};
 pub use event::{CloseReason, CommandError, Event, Path, Transmit};
 pub use outgoing::MAX_VALUE_LEN;
@@ -32,6 +34,7 @@ use incoming::{RemoteState, RemoteType, Violation};
 use outgoing::{check_value, LocalState, Pending};
 
 use crate::clock::Time;
+use crate::less::bulk::{open_formed_stream_datagram, FormedPacket};
 use crate::less::ids::{InteractionId, Local, ObjectId, PropertyKey, Remote, RequestId, TypeId};
 use crate::less::limits::{MAX_HELD_BYTES, MAX_QUEUED_EVENTS};
 use crate::less::message::{Message, MethodStatus};
@@ -70,6 +73,9 @@ pub struct Session {
     /// The peer's update-rate request (packets per second), if any.
     peer_update_rate: Option<u32>,
     next_request: u64,
+    /// Unacknowledged bulk packets: sequence and uncompressed message bytes
+    /// (docs/less-wire.md 16.5).
+    bulk_in_flight: Vec<(u64, usize)>,
 }
 
 fn rejection(reason: Rejection) -> RejectReason {
@@ -104,6 +110,7 @@ impl Session {
             bad_signature_run: 0,
             peer_update_rate: None,
             next_request: 0,
+            bulk_in_flight: Vec::new(),
         })
     }
 
@@ -511,6 +518,21 @@ impl Session {
         }
         self.stats.bytes_received += frame.len() as u64;
         match self.config.mode {
+            FramingMode::Datagram if self.config.bulk_packets => {
+                match open_formed_stream_datagram(&self.config.keys.receive, frame) {
+                    Ok((framing, FormedPacket::Plain(packet))) => {
+                        self.receive_datagram(now, framing, packet)
+                    }
+                    Ok((framing, FormedPacket::Bulk(body))) => {
+                        // Processed exactly as the packet inside it.
+                        self.stats.bulk_packets_received += 1;
+                        self.stats.bulk_bytes_compressed_received += body.compressed_len as u64;
+                        self.stats.bulk_bytes_uncompressed_received += body.body_len() as u64;
+                        self.receive_datagram(now, framing, body.packet())
+                    }
+                    Err(error) => self.open_failed(error, Path::Stream),
+                }
+            }
             FramingMode::Datagram => match open_stream_datagram(&self.config.keys.receive, frame) {
                 Ok((framing, packet)) => self.receive_datagram(now, framing, packet),
                 Err(error) => self.open_failed(error, Path::Stream),

@@ -43,6 +43,15 @@ pub struct Stats {
     pub rejected_out_of_window: u64,
     pub rejected_stale: u64,
     pub rejected_overload: u64,
+    /// Bulk packets (zstd-compressed stream datagrams, docs/less-wire.md
+    /// 16.5) sent, and their packet bodies' bytes before and after compression.
+    pub bulk_packets_sent: u64,
+    pub bulk_bytes_uncompressed_sent: u64,
+    pub bulk_bytes_compressed_sent: u64,
+    /// Bulk packets received with a valid signature, and their bytes.
+    pub bulk_packets_received: u64,
+    pub bulk_bytes_uncompressed_received: u64,
+    pub bulk_bytes_compressed_received: u64,
     /// Smoothed RTT and its variance.
     pub rtt: Duration,
     pub rtt_variance: Duration,

@@ -9,6 +9,7 @@ use tracing::trace;
 use super::assemble::{datagram_capacity, SentItem};
 use super::{Event, FramingMode, Path, Session, Transmit};
 use crate::clock::Time;
+use crate::less::bulk::seal_plain_formed;
 use crate::less::limits::INTEGER_MAX_LEN;
 use crate::less::packet::{
     seal_datagram, seal_stream_datagram, seal_stream_packet, DatagramFraming, PACKET_HEADER_MAX_LEN,
@@ -103,7 +104,7 @@ impl Session {
         }
     }
 
-    fn next_timestamp(&mut self, now: Time) -> i64 {
+    pub(super) fn next_timestamp(&mut self, now: Time) -> i64 {
         let quantum = self.config.timestamp_quantum.as_micros().max(1);
         let clock = i64::try_from(u128::from(now.as_micros()) / quantum).unwrap_or(i64::MAX);
         let timestamp = match self.last_timestamp {
@@ -114,7 +115,7 @@ impl Session {
         timestamp
     }
 
-    fn framing(&self, sequence: u64) -> DatagramFraming {
+    pub(super) fn framing(&self, sequence: u64) -> DatagramFraming {
         let (ack_last, ack_bits) = self.receive.ack_fields();
         DatagramFraming {
             sequence: sequence as u8,
@@ -123,7 +124,7 @@ impl Session {
         }
     }
 
-    fn sent(&mut self, now: Time, transmit: &Transmit, resend: bool) {
+    pub(super) fn sent(&mut self, now: Time, transmit: &Transmit, resend: bool) {
         self.stats.packets_sent += 1;
         self.stats.bytes_sent += transmit.bytes.len() as u64;
         if resend {
@@ -139,6 +140,9 @@ impl Session {
     }
 
     fn transmit_new(&mut self, now: Time, allow_empty: bool) -> Option<Transmit> {
+        if let Some(transmit) = self.transmit_bulk(now) {
+            return Some(transmit);
+        }
         let sequence = self.send.next_sequence();
         let body = self
             .local
@@ -150,7 +154,14 @@ impl Session {
         let framing = self.framing(sequence);
         let key = &self.config.keys.send;
         let (path, bytes) = if body.oversize {
-            let bytes = seal_stream_datagram(key, &framing, timestamp, body.count, &body.messages);
+            // A link that agreed bulk packets gives every stream datagram a
+            // form byte (docs/less-wire.md 16.5).
+            let seal = if self.config.bulk_packets {
+                seal_plain_formed
+            } else {
+                seal_stream_datagram
+            };
+            let bytes = seal(key, &framing, timestamp, body.count, &body.messages);
             (Path::Stream, bytes)
         } else {
             (

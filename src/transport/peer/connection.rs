@@ -278,6 +278,13 @@ fn prepare(
         &negotiated.features,
         config.schemas.encoding_rules().to_vec(),
     ));
+    // Bulk packets only if both Hellos listed them (docs/less-wire.md 16.5);
+    // they are stream datagrams, so a stream-mode link has none.
+    session_config.bulk_packets = session_config.mode == FramingMode::Datagram
+        && negotiated
+            .features
+            .iter()
+            .any(|feature| feature == crate::less::bulk::BULK_FEATURE);
     session_config.timestamp_quantum = config.timestamp_quantum;
     session_config.idle_timeout = config.liveness_timeout;
     // Four keepalives per liveness period: one lost packet never ends a link.

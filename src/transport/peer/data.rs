@@ -103,6 +103,12 @@ fn stats_line(link: &LinkShared) {
         rejected = stats.rejected(),
         entities_sent = link.entities_out.load(Ordering::Relaxed),
         entities_received = link.entities_in.load(Ordering::Relaxed),
+        bulk_sent = stats.bulk_packets_sent,
+        bulk_bytes_sent = stats.bulk_bytes_compressed_sent,
+        bulk_body_bytes_sent = stats.bulk_bytes_uncompressed_sent,
+        bulk_received = stats.bulk_packets_received,
+        bulk_bytes_received = stats.bulk_bytes_compressed_received,
+        bulk_body_bytes_received = stats.bulk_bytes_uncompressed_received,
         "link stats"
     );
 }

@@ -124,13 +124,46 @@ impl PeerNodeConfig {
                 .then(|| Duration::from_secs(peering.stats_interval_secs)),
             schemas,
             connection_schema,
-            features: if peering.compact_encodings {
-                crate::less::encoding::link::offered_features()
-            } else {
-                Vec::new()
-            },
+            features: offered_features(peering),
             seed: rand::random(),
             sessions: SessionOwnership::Driver,
         })
+    }
+}
+
+/// The Hello features this node offers: every compact encoding it knows
+/// unless `[peering] compact_encodings = false` (docs/less-wire.md 16.1),
+/// and bulk packets unless `[peering] bulk_introductions = false` (16.5).
+fn offered_features(peering: &crate::config::PeeringSection) -> Vec<String> {
+    let mut features = if peering.compact_encodings {
+        crate::less::encoding::link::offered_features()
+    } else {
+        Vec::new()
+    };
+    if peering.bulk_introductions {
+        features.push(crate::less::bulk::BULK_FEATURE.to_owned());
+    }
+    features
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::PeeringSection;
+
+    #[test]
+    fn features_follow_the_peering_switches() {
+        let mut peering = PeeringSection::default();
+        let all = offered_features(&peering);
+        assert!(all.iter().any(|f| f == "enc:tundra-transform/1"));
+        assert_eq!(all.last().map(String::as_str), Some("bulk:zstd/1"));
+        peering.bulk_introductions = false;
+        assert!(!offered_features(&peering)
+            .iter()
+            .any(|f| f.starts_with("bulk:")));
+        peering.compact_encodings = false;
+        assert!(offered_features(&peering).is_empty());
+        peering.bulk_introductions = true;
+        assert_eq!(offered_features(&peering), vec!["bulk:zstd/1".to_owned()]);
     }
 }
