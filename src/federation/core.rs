@@ -2,7 +2,7 @@
 //! through which link (docs/federation.md sections 1, 4 and 5). Pure: LESS
 //! sessions in, scene changes and session commands out.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use tracing::{debug, info};
 use uuid::Uuid;
@@ -55,6 +55,11 @@ pub struct Federation {
     pub(super) links: BTreeMap<LinkId, Link>,
     pub(super) globals: HashMap<GlobalId, Tracked>,
     pub(super) by_scene: HashMap<EntityId, GlobalId>,
+    /// Presented entities whose parent reference may not be applied yet
+    /// (their parent not presented, or withdrawn): the only ones
+    /// `resolve_references` visits, so an arriving entity does not cost a
+    /// scan of every entity (quadratic set-up at 100 000 entities).
+    pub(super) awaiting_parent: HashSet<GlobalId>,
     pub(super) next_serial: u64,
     pub(super) events: VecDeque<FederationEvent>,
     pub(super) floods: super::flood::FloodMemory,
@@ -71,6 +76,7 @@ impl Federation {
             links: BTreeMap::new(),
             globals: HashMap::new(),
             by_scene: HashMap::new(),
+            awaiting_parent: HashSet::new(),
             next_serial: 1,
             events: VecDeque::new(),
             floods: Default::default(),
@@ -353,6 +359,9 @@ impl Federation {
             .collect();
         for child in children {
             let _ = scene.set_parent(source, child, None);
+            if let Some(child) = self.by_scene.get(&child) {
+                self.awaiting_parent.insert(*child);
+            }
         }
         let _ = scene.remove_entity(source, tracked.scene);
         for link in self.links.values_mut() {

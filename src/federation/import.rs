@@ -200,8 +200,14 @@ impl Federation {
                         if let Some(old) = before.and_then(|o| link.mirror.entities.get_mut(&o)) {
                             old.components.remove(&entity);
                         }
-                        if let Some(new) = after.and_then(|o| link.mirror.entities.get_mut(&o)) {
-                            new.components.insert(entity);
+                        match after {
+                            Some(o) => match link.mirror.entities.get_mut(&o) {
+                                Some(new) => {
+                                    new.components.insert(entity);
+                                }
+                                None => link.mirror.wait_for_owner(o, entity),
+                            },
+                            None => {}
                         }
                     }
                     let waiting = after
@@ -331,13 +337,7 @@ impl Federation {
                 Ok(mut entity) => {
                     let global = entity.global;
                     // Components introduced before their entity wait here.
-                    entity.components = link
-                        .mirror
-                        .components
-                        .iter()
-                        .filter(|(_, c)| c.owner == Some(object))
-                        .map(|(id, _)| *id)
-                        .collect();
+                    entity.components = link.mirror.take_orphans(object);
                     link.mirror.entities.insert(object, entity);
                     link.mirror.by_global.insert(global, object);
                     global
@@ -350,6 +350,14 @@ impl Federation {
         } else {
             return;
         };
+        let has_parent = self
+            .links
+            .get(&link_id)
+            .and_then(|l| l.mirror.entities.get(&object))
+            .is_some_and(|e| e.parent.is_some());
+        if has_parent {
+            self.awaiting_parent.insert(global);
+        }
         let selected_here = self.globals.get(&global).and_then(|t| t.selected) == Some(link_id);
         self.reroute(global, scene);
         if selected_here && !introduced {
@@ -395,6 +403,7 @@ impl Federation {
         link.mirror.components.insert(object, component);
         let Some(owner) = owner else { return };
         let Some(entity) = link.mirror.entities.get_mut(&owner) else {
+            link.mirror.wait_for_owner(owner, object);
             return;
         };
         entity.components.insert(object);
@@ -499,6 +508,7 @@ impl Federation {
         self.by_scene.insert(created.id, global);
         debug!(link = %link_id, entity = %global, scene = %created.id, "entity presented");
         self.apply_entity_properties(link_id, global, scene);
+        self.awaiting_parent.insert(global);
     }
 
     /// Presents another copy of an entity already in the scene (a route
@@ -518,6 +528,7 @@ impl Federation {
         let mut unclaimed: Vec<ComponentId> = tracked.components.drain().map(|(_, c)| c).collect();
         unclaimed.sort();
         tracked.selected = Some(link_id);
+        self.awaiting_parent.insert(global);
         let Some(link) = self.links.get(&link_id) else {
             return;
         };
@@ -709,6 +720,9 @@ impl Federation {
             .owner
             .and_then(|o| link.mirror.entities.get_mut(&o))
         else {
+            if let Some(owner) = component.owner {
+                link.mirror.forget_orphan(owner, object);
+            }
             return;
         };
         owner.components.remove(&object);
@@ -724,31 +738,60 @@ impl Federation {
     }
 
     /// Re-applies entity properties whose references may have become
-    /// resolvable (a parent presented after its child).
+    /// resolvable (a parent presented after its child). Visits only the
+    /// entities in `awaiting_parent`; one leaves it once its parent is
+    /// applied, or when it has no parent or is no longer presented.
     fn resolve_references(&mut self, scene: &mut Scene) {
-        let pending: Vec<(LinkId, GlobalId)> = self
-            .globals
-            .iter()
-            .filter_map(|(global, t)| {
-                let link_id = t.selected?;
-                let link = self.links.get(&link_id)?;
-                let entity = link
-                    .mirror
-                    .entities
-                    .get(link.mirror.by_global.get(global)?)?;
-                let parent = entity.parent?;
-                let wanted = link
-                    .mirror
-                    .entities
-                    .get(&parent)
-                    .and_then(|p| self.globals.get(&p.global))
-                    .map(|p| p.scene);
-                let current = scene.entity(t.scene)?.parent;
-                (wanted.is_some() && wanted != current).then_some((link_id, *global))
-            })
-            .collect();
-        for (link, global) in pending {
-            self.apply_entity_properties(link, global, scene);
+        let candidates: Vec<GlobalId> = self.awaiting_parent.iter().copied().collect();
+        for global in candidates {
+            match self.parent_state(global, scene) {
+                ParentState::Settled => {
+                    self.awaiting_parent.remove(&global);
+                }
+                ParentState::Resolvable(link) => {
+                    self.apply_entity_properties(link, global, scene);
+                    self.awaiting_parent.remove(&global);
+                }
+                ParentState::Waiting => {}
+            }
+        }
+    }
+
+    /// Where a presented entity's parent reference stands.
+    fn parent_state(&self, global: GlobalId, scene: &Scene) -> ParentState {
+        let Some(t) = self.globals.get(&global) else {
+            return ParentState::Settled;
+        };
+        let Some(link_id) = t.selected else {
+            return ParentState::Settled;
+        };
+        let Some(link) = self.links.get(&link_id) else {
+            return ParentState::Settled;
+        };
+        let Some(entity) = link
+            .mirror
+            .by_global
+            .get(&global)
+            .and_then(|o| link.mirror.entities.get(o))
+        else {
+            return ParentState::Settled;
+        };
+        let Some(parent) = entity.parent else {
+            return ParentState::Settled;
+        };
+        let wanted = link
+            .mirror
+            .entities
+            .get(&parent)
+            .and_then(|p| self.globals.get(&p.global))
+            .map(|p| p.scene);
+        let Some(current) = scene.entity(t.scene).map(|e| e.parent) else {
+            return ParentState::Settled;
+        };
+        match wanted {
+            None => ParentState::Waiting,
+            Some(wanted) if Some(wanted) == current => ParentState::Settled,
+            Some(_) => ParentState::Resolvable(link_id),
         }
     }
 
@@ -798,4 +841,14 @@ fn reconcile_dynamic(
         }
     }
     Some(())
+}
+
+/// What `resolve_references` does with an awaiting entity.
+enum ParentState {
+    /// Nothing to do: applied, no parent, or not presented.
+    Settled,
+    /// The parent is presented but not applied: apply it through this link.
+    Resolvable(LinkId),
+    /// The parent is not presented yet.
+    Waiting,
 }

@@ -60,6 +60,41 @@ pub struct Mirror {
     pub entities: HashMap<ObjectId<Remote>, MirrorEntity>,
     pub components: HashMap<ObjectId<Remote>, MirrorComponent>,
     pub by_global: HashMap<GlobalId, ObjectId<Remote>>,
+    /// Component objects whose owner entity object has not arrived yet, by
+    /// owner: the entity takes them when it arrives. Entries may be stale
+    /// (the component since removed or re-owned); the taker checks. Kept so
+    /// an arriving entity costs its own components, not a scan of all.
+    pub orphans: HashMap<ObjectId<Remote>, Vec<ObjectId<Remote>>>,
+}
+
+impl Mirror {
+    /// Notes a component whose owner entity object is not here yet.
+    pub fn wait_for_owner(&mut self, owner: ObjectId<Remote>, component: ObjectId<Remote>) {
+        self.orphans.entry(owner).or_default().push(component);
+    }
+
+    /// A waiting component was removed before its owner arrived.
+    pub fn forget_orphan(&mut self, owner: ObjectId<Remote>, component: ObjectId<Remote>) {
+        if let Some(waiting) = self.orphans.get_mut(&owner) {
+            waiting.retain(|c| *c != component);
+            if waiting.is_empty() {
+                self.orphans.remove(&owner);
+            }
+        }
+    }
+
+    /// The components waiting for `entity` that still name it as owner.
+    pub fn take_orphans(&mut self, entity: ObjectId<Remote>) -> BTreeSet<ObjectId<Remote>> {
+        let waiting = self.orphans.remove(&entity).unwrap_or_default();
+        waiting
+            .into_iter()
+            .filter(|c| {
+                self.components
+                    .get(c)
+                    .is_some_and(|c| c.owner == Some(entity))
+            })
+            .collect()
+    }
 }
 
 /// Why an entity object's values were refused (a protocol violation).
