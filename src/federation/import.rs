@@ -200,14 +200,13 @@ impl Federation {
                         if let Some(old) = before.and_then(|o| link.mirror.entities.get_mut(&o)) {
                             old.components.remove(&entity);
                         }
-                        match after {
-                            Some(o) => match link.mirror.entities.get_mut(&o) {
+                        if let Some(o) = after {
+                            match link.mirror.entities.get_mut(&o) {
                                 Some(new) => {
                                     new.components.insert(entity);
                                 }
                                 None => link.mirror.wait_for_owner(o, entity),
-                            },
-                            None => {}
+                            }
                         }
                     }
                     let waiting = after
