@@ -208,7 +208,7 @@ impl LocalState {
         entity: ObjectId<Local>,
         candidates: &[PropertyKey],
         make: &dyn Fn(Vec<PropertyValue>) -> Message<Local, Remote>,
-    ) -> (Vec<u8>, Vec<PropertyKey>) {
+    ) -> (Vec<u8>, Vec<PropertyKey>, Vec<PropertyValue>) {
         let header = make(Vec::new()).to_bytes_on(&self.encodings).len() + INTEGER_MAX_LEN;
         let mut selected = select(
             self,
@@ -217,9 +217,17 @@ impl LocalState {
             builder.room().saturating_sub(header),
         );
         loop {
-            let bytes = make(values_of(self, entity, &selected)).to_bytes_on(&self.encodings);
+            let message = make(values_of(self, entity, &selected));
+            let bytes = message.to_bytes_on(&self.encodings);
             if bytes.len() <= builder.room() || selected.is_empty() {
-                return (bytes, selected);
+                // The values in their wire form, kept for re-sends: encoding
+                // them again doubled the cost of every update.
+                let values = match message {
+                    Message::IntroduceEntity { values, .. }
+                    | Message::UpdateEntity { values, .. } => values,
+                    _ => values_of(self, entity, &selected),
+                };
+                return (bytes, selected, values);
             }
             selected.pop();
         }
@@ -272,7 +280,7 @@ impl LocalState {
             entity,
             values,
         };
-        let (bytes, carried) = self.fit_entity_message(builder, entity, &candidates, &make);
+        let (bytes, carried, values) = self.fit_entity_message(builder, entity, &candidates, &make);
         // An introduction is split only when it starts a packet (wire section
         // 11): squeezed in after other messages it could go out bare, and the
         // receiver could not build the object (a federation entity object
@@ -287,7 +295,7 @@ impl LocalState {
             SentItem::Introduce {
                 entity,
                 type_id,
-                values: values_of(self, entity, &carried),
+                values,
             },
         );
         let left: Vec<PropertyKey> = candidates
@@ -321,7 +329,7 @@ impl LocalState {
                 continue;
             }
             let make = |values| Message::UpdateEntity { entity, values };
-            let (mut bytes, mut carried) =
+            let (mut bytes, mut carried, mut values) =
                 self.fit_entity_message(builder, entity, &candidates, &make);
             if carried.is_empty() {
                 if builder.out.count > 0 {
@@ -334,15 +342,10 @@ impl LocalState {
                 }
                 // One value too large for any datagram: alone, on the stream.
                 carried = vec![candidates[0].clone()];
-                bytes = make(values_of(self, entity, &carried)).to_bytes_on(&self.encodings);
+                values = values_of(self, entity, &carried);
+                bytes = make(values.clone()).to_bytes_on(&self.encodings);
             }
-            if !builder.try_push(
-                &bytes,
-                SentItem::Update {
-                    entity,
-                    values: values_of(self, entity, &carried),
-                },
-            ) {
+            if !builder.try_push(&bytes, SentItem::Update { entity, values }) {
                 self.dirty.push_front(entity);
                 if let Some(state) = self.entities.get_mut(&entity) {
                     state.queued = true;
