@@ -297,6 +297,29 @@ impl Session {
         self.local.refresh(entity)
     }
 
+    /// Our objects in ascending id order, starting after `after` and
+    /// wrapping around once (a refresh lap, seed 004), without collecting
+    /// or sorting them.
+    pub fn local_objects_after(
+        &self,
+        after: Option<ObjectId<Local>>,
+    ) -> impl Iterator<Item = ObjectId<Local>> + '_ {
+        use std::ops::Bound::{Excluded, Included, Unbounded};
+        let (tail, head) = match after {
+            Some(last) => (
+                self.local.entities.range((Excluded(last), Unbounded)),
+                self.local.entities.range((Unbounded, Included(last))),
+            ),
+            None => (
+                self.local.entities.range::<ObjectId<Local>, _>(..),
+                self.local
+                    .entities
+                    .range((Unbounded, Excluded(ObjectId::new(0)))),
+            ),
+        };
+        tail.chain(head).map(|(id, _)| *id)
+    }
+
     /// Sets one property value (see [`Self::update_entity`]).
     pub fn set_property(
         &mut self,
