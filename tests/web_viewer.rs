@@ -126,8 +126,12 @@ async fn the_viewer_shows_three_origins_and_moves_a_remote_entity() {
     }
 
     // The operator endpoints of a federated node, over real HTTP.
+    // Entities may arrive through beta before alpha's own link to gamma
+    // is up: wait for both.
     let status = poll_until(alpha.http, "/status", |b| {
         b.matches("\"entities\":2").count() >= 3
+            && b.contains("\"peer\":\"beta\"")
+            && b.contains("\"peer\":\"gamma\"")
     })
     .await;
     assert!(status.starts_with("HTTP/1.1 200"), "{status}");

@@ -22,8 +22,8 @@
 use super::codec::{write_count, DecodeError, Reader};
 use super::limits::MAX_FRAME_LEN;
 use super::packet::{
-    read_body, read_framing, stream_payload_start, write_body, write_framing, DatagramFraming,
-    OpenError, OpenedPacket,
+    authenticate, read_body, read_framing, stream_payload_start, write_body, write_framing,
+    DatagramFraming, OpenError, OpenedPacket,
 };
 use super::signature::{MacKey, SIGNATURE_LEN};
 
@@ -172,17 +172,7 @@ pub fn open_formed_stream_datagram<'a>(
         Ok((form, read_framing(reader)?))
     };
     let (form, framing) = prefix(&mut reader).map_err(OpenError::Malformed)?;
-    let offset = start + reader.position();
-    if reader.remaining() < SIGNATURE_LEN {
-        return Err(OpenError::Malformed(DecodeError::Truncated));
-    }
-    if !key.verify(frame, offset) {
-        return Err(OpenError::BadSignature);
-    }
-    // Authenticated from here on: errors are the peer's framing errors.
-    reader
-        .read_bytes(SIGNATURE_LEN)
-        .map_err(OpenError::Framing)?;
+    authenticate(key, frame, start, &mut reader)?;
     match form {
         Form::Plain => {
             let packet = read_body(&mut reader).map_err(OpenError::Framing)?;

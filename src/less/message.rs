@@ -329,11 +329,7 @@ impl<S: Space, D: Space> Message<S, D> {
             },
             code::UPDATE_ENTITY => {
                 let entity = ObjectId::new(reader.read_u64()?);
-                let schema = context
-                    .sender_entity_type(entity)
-                    .ok_or(DecodeError::Unresolved(Unresolved::SenderEntity(
-                        entity.get(),
-                    )))?;
+                let schema = sender_entity_schema(context, entity)?;
                 Message::UpdateEntity {
                     entity,
                     values: decode_component_values(reader, &schema, context.encodings())?,
@@ -344,11 +340,7 @@ impl<S: Space, D: Space> Message<S, D> {
             {
                 let key = property_key_of(message_code - code::UPDATE_PROPERTY_FIRST);
                 let entity = ObjectId::new(reader.read_u64()?);
-                let schema = context
-                    .sender_entity_type(entity)
-                    .ok_or(DecodeError::Unresolved(Unresolved::SenderEntity(
-                        entity.get(),
-                    )))?;
+                let schema = sender_entity_schema(context, entity)?;
                 let value_type = match schema.member(&key).map(|member| &member.kind) {
                     Some(MemberKind::Property(value_type)) => value_type,
                     Some(_) => {
@@ -450,6 +442,18 @@ impl<S: Space, D: Space> Message<S, D> {
             other => return Err(DecodeError::UnknownMessageCode(other)),
         })
     }
+}
+
+/// The schema of an entity the sender introduced, or Unresolved.
+fn sender_entity_schema<S: Space, D: Space>(
+    context: &dyn DecodeContext<S, D>,
+    entity: ObjectId<S>,
+) -> Result<Arc<TypeSchema>, DecodeError> {
+    context
+        .sender_entity_type(entity)
+        .ok_or(DecodeError::Unresolved(Unresolved::SenderEntity(
+            entity.get(),
+        )))
 }
 
 /// The update-property key of a property of a top-level component, if it

@@ -221,6 +221,20 @@ fn open<'a>(
     } else {
         None
     };
+    authenticate(key, frame, start, &mut reader)?;
+    let packet = read_body(&mut reader).map_err(OpenError::Framing)?;
+    Ok((framing, packet))
+}
+
+/// Verifies the signature at `reader`'s position (`reader` reads `frame`
+/// from byte `start`) and steps past it. Nothing after the signature is
+/// read before this succeeds.
+pub(super) fn authenticate(
+    key: &MacKey,
+    frame: &[u8],
+    start: usize,
+    reader: &mut Reader<'_>,
+) -> Result<(), OpenError> {
     let offset = start + reader.position();
     if reader.remaining() < SIGNATURE_LEN {
         return Err(OpenError::Malformed(DecodeError::Truncated));
@@ -232,8 +246,7 @@ fn open<'a>(
     reader
         .read_bytes(SIGNATURE_LEN)
         .map_err(OpenError::Framing)?;
-    let packet = read_body(&mut reader).map_err(OpenError::Framing)?;
-    Ok((framing, packet))
+    Ok(())
 }
 
 /// Splits a reliable byte stream into frames (`INTEGER length` + that many
