@@ -102,6 +102,51 @@ pub(super) fn logged_in(
     assert!(matches!(bridge.state(), LinkState::Ready { session } if session.protocol == PROTOCOL));
 }
 
+/// The one CreateEntity `b` sent.
+pub(super) fn created(b: &mut Bridge) -> CreateEntity {
+    let out = sent(b);
+    match out.as_slice() {
+        [Message::CreateEntity(create)] => create.clone(),
+        other => panic!("one CreateEntity: {other:?}"),
+    }
+}
+
+/// The world server answers `create` with entity `id`, components from
+/// `first` on.
+pub(super) fn ack(b: &mut Bridge, scene: &mut Scene, create: &CreateEntity, id: u32, first: u32) {
+    let reply = frame(Message::CreateEntityReply(CreateEntityReply {
+        scene_id: 0,
+        sender_entity_id: create.entity_id,
+        entity_id: EntityId(id),
+        components: (first..)
+            .zip(&create.components)
+            .map(|(n, c)| IdPair {
+                sender: c.id,
+                id: ComponentId(n),
+            })
+            .collect(),
+    }));
+    b.handle_frame(Time::ZERO, &reply, scene);
+}
+
+/// Sets attribute 0 of `entity`'s component of type `type_id`, as a peer.
+pub(super) fn edit_first_attribute(
+    scene: &mut Scene,
+    entity: EntityId,
+    type_id: u32,
+    value: AttributeValue,
+) {
+    let component = scene
+        .entity(entity)
+        .unwrap()
+        .component_of_type(type_id)
+        .unwrap()
+        .id;
+    scene
+        .edit_attribute(ChangeSource::Peer(1), entity, component, 0, value)
+        .unwrap();
+}
+
 pub(super) fn dynamic_value(scene: &Scene, entity: EntityId) -> Option<AttributeValue> {
     let e = scene.entity(entity)?;
     Some(e.component_of_type(25)?.attribute(0)?.value.clone())
@@ -265,21 +310,7 @@ fn federation_entities_are_created_upstream_once_and_edits_are_not_echoed() {
         b.poll_event(),
         Some(BridgeEvent::EditToAuthority { entity, index: 0, value: AttributeValue::Int(9), .. }) if entity == remote
     ));
-    let component = scene
-        .entity(remote)
-        .unwrap()
-        .component_of_type(25)
-        .unwrap()
-        .id;
-    scene
-        .edit_attribute(
-            ChangeSource::Peer(1),
-            remote,
-            component,
-            0,
-            AttributeValue::Int(9),
-        )
-        .unwrap();
+    edit_first_attribute(&mut scene, remote, 25, AttributeValue::Int(9));
     let journal = scene.take_journal();
     b.handle_scene_changes(&scene, &journal);
     assert!(
@@ -288,15 +319,7 @@ fn federation_entities_are_created_upstream_once_and_edits_are_not_echoed() {
     );
 
     // A different federation update is sent, once.
-    scene
-        .edit_attribute(
-            ChangeSource::Peer(1),
-            remote,
-            component,
-            0,
-            AttributeValue::Int(4),
-        )
-        .unwrap();
+    edit_first_attribute(&mut scene, remote, 25, AttributeValue::Int(4));
     let journal = scene.take_journal();
     b.handle_scene_changes(&scene, &journal);
     let out = sent(&mut b);

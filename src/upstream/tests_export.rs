@@ -2,13 +2,14 @@
 //! plain creation: entities of this node's own clients, parent changes,
 //! entity references and custom component types.
 
-use super::tests::{bridge, entity, frame, logged_in, named, sent};
+use super::tests::{
+    ack, bridge, created, edit_first_attribute, entity, frame, logged_in, named, sent,
+};
 use super::*;
 use crate::clock::Time;
 use crate::scene::{ChangeSource, ClientId, Origin, Scene};
 use crate::tundra::messages::{
-    CreateEntity, CreateEntityReply, EditAttributes, EditAttributesBlock, IdPair, RemoveEntity,
-    SetEntityParent,
+    CreateEntity, EditAttributes, EditAttributesBlock, RemoveEntity, SetEntityParent,
 };
 use crate::tundra::registry::CustomAttribute;
 use crate::tundra::{
@@ -19,33 +20,6 @@ use crate::tundra::{
 fn journal(b: &mut Bridge, scene: &mut Scene) {
     let changes = scene.take_journal();
     b.handle_scene_changes(scene, &changes);
-}
-
-/// The one CreateEntity `b` sent.
-fn created(b: &mut Bridge) -> CreateEntity {
-    let out = sent(b);
-    match out.as_slice() {
-        [Message::CreateEntity(create)] => create.clone(),
-        other => panic!("one CreateEntity: {other:?}"),
-    }
-}
-
-/// The world server answers `create` with entity `id`, components from
-/// `first` on.
-fn ack(b: &mut Bridge, scene: &mut Scene, create: &CreateEntity, id: u32, first: u32) {
-    let reply = frame(Message::CreateEntityReply(CreateEntityReply {
-        scene_id: 0,
-        sender_entity_id: create.entity_id,
-        entity_id: EntityId(id),
-        components: (first..)
-            .zip(&create.components)
-            .map(|(n, c)| IdPair {
-                sender: c.id,
-                id: ComponentId(n),
-            })
-            .collect(),
-    }));
-    b.handle_frame(Time::ZERO, &reply, scene);
 }
 
 #[test]
@@ -337,21 +311,7 @@ fn custom_types_are_announced_before_their_first_component_and_edits_follow() {
     };
     assert_eq!(register.type_id, schema.type_id);
     ack(&mut b, &mut scene, create, 50, 1);
-    let component = scene
-        .entity(scorer)
-        .unwrap()
-        .component_of_type(schema.type_id)
-        .unwrap()
-        .id;
-    scene
-        .edit_attribute(
-            ChangeSource::Peer(1),
-            scorer,
-            component,
-            0,
-            AttributeValue::Int(7),
-        )
-        .unwrap();
+    edit_first_attribute(&mut scene, scorer, schema.type_id, AttributeValue::Int(7));
     journal(&mut b, &mut scene);
     let out = decode(&mut b);
     assert!(

@@ -3,12 +3,12 @@
 
 use std::time::Duration;
 
-use super::tests::{bridge, frame, logged_in, named, sent};
+use super::tests::{ack, bridge, created, edit_first_attribute, frame, logged_in, named, sent};
 use super::*;
 use crate::clock::Time;
 use crate::federation::GlobalId;
 use crate::scene::{ChangeSource, Origin, Scene};
-use crate::tundra::messages::{CreateEntityReply, IdPair, LoginReply, RemoveEntity};
+use crate::tundra::messages::{LoginReply, RemoveEntity};
 use crate::tundra::{AttributeValue, ComponentId, EntityId, Message, Registry, UserId};
 
 #[test]
@@ -103,23 +103,8 @@ fn visitor(scene: &mut Scene, value: i32) -> EntityId {
 fn exported(b: &mut Bridge, scene: &mut Scene) -> EntityId {
     let first = visitor(scene, 3);
     journal_as(b, scene, Some(first));
-    let out = sent(b);
-    let [Message::CreateEntity(create)] = out.as_slice() else {
-        panic!("created upstream: {out:?}");
-    };
-    let reply = frame(Message::CreateEntityReply(CreateEntityReply {
-        scene_id: 0,
-        sender_entity_id: create.entity_id,
-        entity_id: EntityId(50),
-        components: (1..)
-            .zip(&create.components)
-            .map(|(n, c)| IdPair {
-                sender: c.id,
-                id: ComponentId(n),
-            })
-            .collect(),
-    }));
-    b.handle_frame(Time::ZERO, &reply, scene);
+    let create = created(b);
+    ack(b, scene, &create, 50, 1);
     first
 }
 
@@ -156,21 +141,7 @@ fn an_entity_back_through_a_replacing_link_keeps_its_world_server_copy() {
         ids::UpstreamEntity::Exported(again)
     );
     assert!(b.held_removals().is_empty());
-    let component = scene
-        .entity(again)
-        .unwrap()
-        .component_of_type(25)
-        .unwrap()
-        .id;
-    scene
-        .edit_attribute(
-            ChangeSource::Peer(1),
-            again,
-            component,
-            0,
-            AttributeValue::Int(2),
-        )
-        .unwrap();
+    edit_first_attribute(&mut scene, again, 25, AttributeValue::Int(2));
     journal_as(&mut b, &mut scene, Some(again));
     assert!(
         matches!(sent(&mut b).as_slice(), [Message::EditAttributes(e)] if e.entity_id == EntityId(50)),
