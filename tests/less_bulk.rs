@@ -20,7 +20,6 @@ use lessgate::less::encoding::LinkEncodings;
 use lessgate::less::ids::{Local, ObjectId, PropertyKey, TypeId};
 use lessgate::less::packet::DatagramFraming;
 use lessgate::less::property_list::PropertyValue;
-use lessgate::less::schema::ConnectionSchema;
 use lessgate::less::session::{FramingMode, SessionConfig, Stats};
 use lessgate::less::signature::{LinkRole, SessionKeys};
 use lessgate::less::value::Value;
@@ -201,18 +200,7 @@ fn pv(component: u64, property: u64, value: Value) -> PropertyValue {
 
 fn tundra_config(role: LinkRole, bulk: bool) -> SessionConfig {
     let schemas = Arc::new(schema_registry(&Registry::builtin()));
-    let keys = SessionKeys::derive(&[9u8; 32], role);
-    let (local_first, remote_first) = match role {
-        LinkRole::Initiator => (200, 17),
-        LinkRole::Acceptor => (17, 200),
-    };
-    let mut config = SessionConfig::new(
-        keys,
-        local_first,
-        remote_first,
-        schemas.clone(),
-        Arc::new(ConnectionSchema::builtin()),
-    );
+    let mut config = config_with(role, FramingMode::Datagram, schemas.clone());
     config.encodings = Arc::new(LinkEncodings::from_features(
         &offered_features(),
         schemas.encoding_rules().to_vec(),

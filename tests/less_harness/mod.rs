@@ -263,6 +263,15 @@ pub struct Sim {
 }
 
 pub fn config(role: LinkRole, mode: FramingMode) -> SessionConfig {
+    config_with(role, mode, registry())
+}
+
+/// A test session's configuration over `schemas`.
+pub fn config_with(
+    role: LinkRole,
+    mode: FramingMode,
+    schemas: Arc<SchemaRegistry>,
+) -> SessionConfig {
     let keys = SessionKeys::derive(&[9u8; 32], role);
     let (local_first, remote_first) = match role {
         LinkRole::Initiator => (200, 17),
@@ -272,7 +281,7 @@ pub fn config(role: LinkRole, mode: FramingMode) -> SessionConfig {
         keys,
         local_first,
         remote_first,
-        registry(),
+        schemas,
         Arc::new(ConnectionSchema::builtin()),
     );
     config.mode = mode;
