@@ -463,6 +463,7 @@ impl Federation {
             return;
         };
         let temporary = entity.temporary;
+        let has_parent = entity.parent.is_some();
         let component_objects: Vec<ObjectId<Remote>> = entity.components.iter().copied().collect();
         let mut data = Vec::new();
         let mut objects = Vec::new();
@@ -507,7 +508,9 @@ impl Federation {
         self.by_scene.insert(created.id, global);
         debug!(link = %link_id, entity = %global, scene = %created.id, "entity presented");
         self.apply_entity_properties(link_id, global, scene);
-        self.awaiting_parent.insert(global);
+        if has_parent {
+            self.awaiting_parent.insert(global);
+        }
     }
 
     /// Presents another copy of an entity already in the scene (a route
