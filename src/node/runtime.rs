@@ -458,11 +458,7 @@ impl Running {
                     // milliseconds. Sent after the batch, acknowledgements
                     // capped the link at 64 datagrams per batch time.
                     if let Some(peer) = links.get(&id) {
-                        while let Some(transmit) = l.session.poll_transmit(now) {
-                            if peer.transmit(transmit).is_err() {
-                                break;
-                            }
-                        }
+                        send_due(&mut l.session, peer, now);
                     }
                 }
                 self.link_events(id, links);
@@ -557,13 +553,8 @@ impl Running {
         }
         let now = clock.now();
         for link in self.node.federation.links_mut() {
-            let Some(peer) = links.get(&link.id) else {
-                continue;
-            };
-            while let Some(transmit) = link.session.poll_transmit(now) {
-                if peer.transmit(transmit).is_err() {
-                    break;
-                }
+            if let Some(peer) = links.get(&link.id) {
+                send_due(&mut link.session, peer, now);
             }
         }
     }
@@ -634,5 +625,15 @@ async fn next_peer_event(events: &mut Option<mpsc::Receiver<PeerEvent>>) -> Opti
     match events {
         Some(events) => events.recv().await,
         None => std::future::pending().await,
+    }
+}
+
+/// Hands a session's due packets to its link, until none is due or the link
+/// is closed.
+fn send_due(session: &mut Session, peer: &PeerLink, now: Time) {
+    while let Some(transmit) = session.poll_transmit(now) {
+        if peer.transmit(transmit).is_err() {
+            break;
+        }
     }
 }
