@@ -2,7 +2,8 @@
 //! through which link (docs/federation.md sections 1, 4 and 5). Pure: LESS
 //! sessions in, scene changes and session commands out.
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
+use std::collections::{BTreeMap, VecDeque};
 
 use tracing::{debug, info};
 use uuid::Uuid;

@@ -1,7 +1,7 @@
 //! Imports: what peers present becomes entities in this node's scene, once
 //! per entity, from the copy routing chose (docs/federation.md 3 and 4).
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 
 use tracing::{debug, warn};
 

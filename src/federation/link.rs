@@ -2,7 +2,7 @@
 //! introduced each way, what this node exports on it, and the mirror of what
 //! the peer presents.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 
 use uuid::Uuid;
 

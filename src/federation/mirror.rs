@@ -2,8 +2,9 @@
 //! their latest values, kept whether or not this node presents that copy, so
 //! switching to another route needs no round trip.
 
+use foldhash::HashMap;
 use litemap::LiteMap;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use uuid::Uuid;
 

@@ -269,9 +269,24 @@ pub fn write_count(out: &mut Vec<u8>, count: usize) {
 
 /// The number of bytes [`write_integer`] emits for `value`.
 pub fn integer_len(value: i64) -> usize {
-    let mut scratch = Vec::with_capacity(INTEGER_MAX_LEN);
-    write_integer(&mut scratch, value);
-    scratch.len()
+    // The same steps as `write_integer`, counted instead of written.
+    let (mut rest, flagged) = if value > 127 {
+        (value as u64, true)
+    } else if value < 0 {
+        ((!value) as u64, true)
+    } else {
+        (value as u64, false)
+    };
+    let mut len = 1;
+    if flagged {
+        len += 1;
+        rest >>= 6;
+    }
+    while rest > 0x7f {
+        len += 1;
+        rest >>= 7;
+    }
+    len
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 use half::f16;
 use uuid::Uuid;
 
-use super::codec::{write_count, write_integer, write_u64, DecodeError, Reader};
+use super::codec::{integer_len, write_count, write_integer, write_u64, DecodeError, Reader};
 use super::limits::{MAX_BINARY_LEN, MAX_ELEMENTS, MAX_NESTING, MAX_STRING_BYTES};
 use super::value_type::ValueType;
 
@@ -137,10 +137,8 @@ impl Value {
     /// data in bytes as INTEGER, data.
     pub fn encode_standalone(&self, out: &mut Vec<u8>) {
         self.value_type().encode(out);
-        let mut data = Vec::new();
-        self.encode(&mut data);
-        write_count(out, data.len());
-        out.extend_from_slice(&data);
+        write_count(out, self.encoded_len());
+        self.encode(out);
     }
 
     /// Reads a CONTEXT-DEPENDENT-VARIANT of type `expected`.
@@ -154,10 +152,37 @@ impl Value {
     }
 
     /// Length of the CONTEXT-DEPENDENT-VARIANT encoding.
+    /// Counted, not encoded: checks and packet budgets ask it per update.
     pub fn encoded_len(&self) -> usize {
-        let mut out = Vec::new();
-        self.encode(&mut out);
-        out.len()
+        match self {
+            Value::Null => 0,
+            Value::ObjectId(id) => integer_len(*id as i64),
+            Value::Integer(value) => integer_len(*value),
+            Value::String(text) => {
+                integer_len(text.len() as i64)
+                    + text
+                        .bytes()
+                        .map(|byte| integer_len(i64::from(byte)))
+                        .sum::<usize>()
+            }
+            Value::Float16(_) => 2,
+            Value::Float32(_) => 4,
+            Value::Float64(_) => 8,
+            Value::List(_, items) => {
+                integer_len(items.len() as i64)
+                    + items.iter().map(Value::encoded_len).sum::<usize>()
+            }
+            Value::Vector(_, items) => items.iter().map(Value::encoded_len).sum(),
+            Value::Standalone(inner) => {
+                let mut description = Vec::new();
+                inner.value_type().encode(&mut description);
+                let data = inner.encoded_len();
+                description.len() + integer_len(data as i64) + data
+            }
+            Value::VariableBinary(bytes) => integer_len(bytes.len() as i64) + bytes.len(),
+            Value::FixedBinary(bytes) => bytes.len(),
+            Value::Uuid(_) => 16,
+        }
     }
 }
 
@@ -281,11 +306,14 @@ mod tests {
         assert!(value.conforms_to(&value_type), "{value:?}");
         let mut out = Vec::new();
         value.encode(&mut out);
+        assert_eq!(value.encoded_len(), out.len(), "{value:?}");
         let mut reader = Reader::new(&out);
         assert_eq!(&Value::decode(&mut reader, &value_type).unwrap(), value);
         assert!(reader.is_empty());
         let mut out = Vec::new();
         value.encode_standalone(&mut out);
+        let standalone = Value::Standalone(Box::new(value.clone()));
+        assert_eq!(standalone.encoded_len(), out.len(), "{value:?}");
         let mut reader = Reader::new(&out);
         assert_eq!(&Value::decode_standalone(&mut reader).unwrap(), value);
         assert!(reader.is_empty());

@@ -1,6 +1,6 @@
 //! One connected Tundra client as the server core sees it.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 
 use super::interest::Observer;
 use super::rate::RateLimiter;

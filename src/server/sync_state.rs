@@ -6,7 +6,8 @@
 //! scene. So a client that reads slowly gets coalesced latest state, and the
 //! memory this takes is bounded by the scene's size, not by traffic.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use foldhash::HashMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use crate::scene::{ChangeKind, ChangeSource, ClientId};
 use crate::tundra::{ComponentId, EntityId};

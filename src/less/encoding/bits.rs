@@ -19,17 +19,23 @@ impl BitWriter {
         BitWriter::default()
     }
 
-    /// Appends the low `count` bits of `value`, least significant first.
+    /// Appends the low `count` (at most 64) bits of `value`, least
+    /// significant first, a byte's worth at a time.
     pub fn write(&mut self, value: u64, count: u32) {
-        for bit in 0..count {
-            if self.bits % 8 == 0 {
+        let mut rest = value;
+        let mut left = count.min(64);
+        while left > 0 {
+            let used = (self.bits % 8) as u32;
+            if used == 0 {
                 self.bytes.push(0);
             }
-            if (value >> bit) & 1 == 1 {
-                let last = self.bytes.len() - 1; // a byte was pushed above
-                self.bytes[last] |= 1 << (self.bits % 8);
-            }
-            self.bits += 1;
+            let take = (8 - used).min(left);
+            let field = (rest & ((1u64 << take) - 1)) as u8;
+            let last = self.bytes.len() - 1; // a byte was pushed above
+            self.bytes[last] |= field << used;
+            rest = rest.checked_shr(take).unwrap_or(0);
+            left -= take;
+            self.bits += take as usize;
         }
     }
 
@@ -57,15 +63,19 @@ impl<'a> BitReader<'a> {
         BitReader { bytes, bit: 0 }
     }
 
-    /// Reads `count` (at most 64) bits.
+    /// Reads `count` (at most 64) bits, a byte's worth at a time.
     pub fn read(&mut self, count: u32) -> Result<u64, DecodeError> {
+        let count = count.min(64);
         let mut value = 0u64;
-        for bit in 0..count {
-            let byte = self.bytes.get(self.bit / 8).ok_or(DecodeError::Truncated)?;
-            if (byte >> (self.bit % 8)) & 1 == 1 {
-                value |= 1 << bit;
-            }
-            self.bit += 1;
+        let mut got = 0u32;
+        while got < count {
+            let byte = *self.bytes.get(self.bit / 8).ok_or(DecodeError::Truncated)?;
+            let used = (self.bit % 8) as u32;
+            let take = (8 - used).min(count - got);
+            let field = (u64::from(byte) >> used) & ((1u64 << take) - 1);
+            value |= field << got;
+            got += take;
+            self.bit += take as usize;
         }
         Ok(value)
     }
@@ -121,6 +131,33 @@ mod tests {
         assert_eq!(r.expect_padding(), Ok(()));
         assert_eq!(r.read(4), Ok(0));
         assert_eq!(r.read(1), Err(DecodeError::Truncated));
+    }
+
+    #[test]
+    fn wide_and_unaligned_fields_read_back() {
+        let fields = [
+            (1u64, 1u32),
+            (0x2_abcd, 18),
+            (u64::MAX, 64),
+            (0, 7),
+            (0x1234_5678_9abc, 47),
+            (5, 3),
+        ];
+        let mut w = BitWriter::new();
+        for (value, bits) in fields {
+            w.write(value, bits);
+        }
+        let bytes = w.finish();
+        assert_eq!(bytes.len(), bytes_for(1 + 18 + 64 + 7 + 47 + 3));
+        let mut r = BitReader::new(&bytes);
+        for (value, bits) in fields {
+            assert_eq!(r.read(bits), Ok(value), "{bits}-bit field");
+        }
+        assert_eq!(r.expect_padding(), Ok(()));
+        // Bits above `count` are not written.
+        let mut w = BitWriter::new();
+        w.write(0xff, 3);
+        assert_eq!(w.finish(), [0x07]);
     }
 
     #[test]

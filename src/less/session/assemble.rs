@@ -239,12 +239,12 @@ impl LocalState {
         only_dirty: bool,
     ) -> Option<Vec<PropertyKey>> {
         let state = self.entities.get(&entity)?;
-        let subscription = self.types.get(&state.type_id)?.subscription.as_ref()?;
+        self.types.get(&state.type_id)?.subscription.as_ref()?;
         Some(
             state
                 .slots
                 .iter()
-                .filter(|(key, slot)| subscription.contains(*key) && (!only_dirty || slot.dirty))
+                .filter(|(_, slot)| slot.subscribed && (!only_dirty || slot.dirty))
                 .map(|(key, _)| key.clone())
                 .collect(),
         )

@@ -30,8 +30,9 @@ use crate::less::value::Value;
 pub(super) struct RemoteType {
     pub uri: String,
     pub schema: Option<Arc<TypeSchema>>,
-    /// What we are subscribed to now.
-    pub subscribed: Option<BTreeSet<PropertyKey>>,
+    /// What we are subscribed to now (shared: every update consults it
+    /// while the session is borrowed mutably).
+    pub subscribed: Option<Arc<BTreeSet<PropertyKey>>>,
     /// Every property we ever subscribed to: the peer may still send values
     /// of a property we have since dropped (they are ignored, not an error).
     pub ever: BTreeSet<PropertyKey>,
@@ -63,7 +64,8 @@ pub(super) struct Held {
 #[derive(Debug, Default)]
 pub(super) struct RemoteState {
     pub types: BTreeMap<TypeId<Remote>, RemoteType>,
-    pub entities: BTreeMap<ObjectId<Remote>, RemoteEntity>,
+    /// Hashed: every update looks its object up; nothing walks them.
+    pub entities: foldhash::HashMap<ObjectId<Remote>, RemoteEntity>,
     /// Invocations from the peer awaiting our result.
     pub incoming_requests: BTreeSet<RequestId<Remote>>,
     /// Our invocations awaiting the peer's result.
@@ -310,8 +312,12 @@ impl Session {
                         )));
                     }
                     Some(known) => {
-                        let values =
-                            apply_stamps(&mut known.stamps, values, timestamp, subscribed.as_ref());
+                        let values = apply_stamps(
+                            &mut known.stamps,
+                            values,
+                            timestamp,
+                            subscribed.as_deref(),
+                        );
                         if !values.is_empty() {
                             self.push_event(Event::EntityUpdated { entity, values });
                         }
@@ -319,7 +325,7 @@ impl Session {
                     None => {
                         let mut stamps = LiteMap::new();
                         let values =
-                            apply_stamps(&mut stamps, values, timestamp, subscribed.as_ref());
+                            apply_stamps(&mut stamps, values, timestamp, subscribed.as_deref());
                         self.remote.entities.insert(
                             entity,
                             RemoteEntity {
@@ -360,7 +366,7 @@ impl Session {
                 let subscribed = remote_type.subscribed.clone();
                 if let Some(known) = self.remote.entities.get_mut(&entity) {
                     let values =
-                        apply_stamps(&mut known.stamps, values, timestamp, subscribed.as_ref());
+                        apply_stamps(&mut known.stamps, values, timestamp, subscribed.as_deref());
                     if !values.is_empty() {
                         self.push_event(Event::EntityUpdated { entity, values });
                     }

@@ -15,6 +15,7 @@ mod bulk;
 mod config;
 mod event;
 mod incoming;
+mod object_table;
 mod outgoing;
 mod stats;
 mod transmit;
@@ -238,7 +239,7 @@ impl Session {
             })
             .collect();
         remote_type.ever.extend(keys.iter().cloned());
-        remote_type.subscribed = Some(keys);
+        remote_type.subscribed = Some(std::sync::Arc::new(keys));
         remote_type.was_subscribed = true;
         self.queue_message(Message::SubscribeType {
             type_id,
@@ -305,19 +306,18 @@ impl Session {
         after: Option<ObjectId<Local>>,
     ) -> impl Iterator<Item = ObjectId<Local>> + '_ {
         use std::ops::Bound::{Excluded, Included, Unbounded};
+        let entities = &self.local.entities;
         let (tail, head) = match after {
             Some(last) => (
-                self.local.entities.range((Excluded(last), Unbounded)),
-                self.local.entities.range((Unbounded, Included(last))),
+                entities.ids_in((Excluded(last), Unbounded)),
+                entities.ids_in((Unbounded, Included(last))),
             ),
             None => (
-                self.local.entities.range::<ObjectId<Local>, _>(..),
-                self.local
-                    .entities
-                    .range((Unbounded, Excluded(ObjectId::new(0)))),
+                entities.ids_in((Unbounded, Unbounded)),
+                entities.ids_in((Unbounded, Excluded(ObjectId::new(0)))),
             ),
         };
-        tail.chain(head).map(|(id, _)| *id)
+        tail.chain(head)
     }
 
     /// Sets one property value (see [`Self::update_entity`]).

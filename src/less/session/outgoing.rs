@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use super::event::CommandError;
+use super::object_table::ObjectTable;
 use crate::clock::Time;
 use crate::less::encoding::LinkEncodings;
 use crate::less::ids::{Local, ObjectId, PropertyKey, Remote, TypeId};
@@ -36,6 +37,10 @@ pub(super) struct Slot {
     pub dirty: bool,
     /// Sequence of the packet that last carried it (datagram mode).
     pub last_packet: Option<u64>,
+    /// The peer subscribes to it: kept with the slot (set when the slot is
+    /// made and when a subscription changes) because every update asks,
+    /// and a set lookup per property per update was a tenth of the sender.
+    pub subscribed: bool,
 }
 
 /// Where an entity stands with the peer.
@@ -97,7 +102,7 @@ pub(super) enum Pending {
 pub(super) struct LocalState {
     pub types: BTreeMap<TypeId<Local>, LocalType>,
     next_type: u64,
-    pub entities: BTreeMap<ObjectId<Local>, LocalEntity>,
+    pub entities: ObjectTable<LocalEntity>,
     pub retired: BTreeMap<ObjectId<Local>, Retired>,
     /// Entities in `Wire::Withdrawn` whose remove went out in a datagram:
     /// the only ones an acknowledgement can re-introduce, kept apart so an
@@ -202,6 +207,7 @@ impl LocalState {
             return Err(CommandError::IdInUse);
         }
         check_values(&local_type.schema, &values)?;
+        let subscription = local_type.subscription.as_ref();
         let slots = values
             .into_iter()
             .map(|v| {
@@ -209,6 +215,7 @@ impl LocalState {
                     value: v.value,
                     dirty: true,
                     last_packet: None,
+                    subscribed: subscription.is_some_and(|s| s.contains(&v.key)),
                 };
                 (v.key, slot)
             })
@@ -251,14 +258,27 @@ impl LocalState {
             .get_mut(&entity)
             .ok_or(CommandError::UnknownEntity)?;
         check_values(&state.schema, &values)?;
+        let subscription = self
+            .types
+            .get(&state.type_id)
+            .and_then(|t| t.subscription.as_ref());
         for value in values {
-            let slot = state.slots.entry(value.key).or_insert(Slot {
-                value: Value::Null,
-                dirty: true,
-                last_packet: None,
-            });
-            slot.value = value.value;
-            slot.dirty = true;
+            match state.slots.get_mut(&value.key) {
+                Some(slot) => {
+                    slot.value = value.value;
+                    slot.dirty = true;
+                }
+                None => {
+                    let subscribed = subscription.is_some_and(|s| s.contains(&value.key));
+                    let slot = Slot {
+                        value: value.value,
+                        dirty: true,
+                        last_packet: None,
+                        subscribed,
+                    };
+                    state.slots.insert(value.key, slot);
+                }
+            }
         }
         if state.wire == Wire::Introduced && !state.queued {
             state.queued = true;
@@ -284,9 +304,12 @@ impl LocalState {
         else {
             return Ok(0);
         };
+        if subscription.is_empty() {
+            return Ok(0);
+        }
         let mut bytes = 0;
-        for (key, slot) in state.slots.iter_mut() {
-            if subscription.contains(key) {
+        for (_, slot) in state.slots.iter_mut() {
+            if slot.subscribed {
                 slot.dirty = true;
                 bytes += slot.value.encoded_len();
             }
@@ -372,11 +395,17 @@ impl LocalState {
             let Some(entity) = self.entities.get_mut(&id) else {
                 continue;
             };
+            if !matches!(entity.wire, Wire::Introduced) {
+                for (key, slot) in entity.slots.iter_mut() {
+                    slot.subscribed = keys.contains(key);
+                }
+            }
             match entity.wire {
                 Wire::Waiting => self.queue_introduce(id),
                 Wire::Introduced => {
                     let mut any = false;
                     for (key, slot) in entity.slots.iter_mut() {
+                        slot.subscribed = keys.contains(key);
                         if added.contains(key) {
                             slot.dirty = true;
                             any = true;
@@ -400,17 +429,25 @@ impl LocalState {
             .get_mut(&type_id)
             .ok_or_else(|| format!("unsubscription from unknown type {type_id}"))?;
         local_type.subscription = None;
-        for (id, entity) in self
+        let members: Vec<ObjectId<Local>> = self
             .entities
-            .iter_mut()
+            .iter()
             .filter(|(_, e)| e.type_id == type_id)
-        {
+            .map(|(id, _)| *id)
+            .collect();
+        for id in members {
+            let Some(entity) = self.entities.get_mut(&id) else {
+                continue;
+            };
+            for (_, slot) in entity.slots.iter_mut() {
+                slot.subscribed = false;
+            }
             match entity.wire {
                 Wire::Introduced => {
                     entity.wire = Wire::Withdrawn {
                         remove_sequence: None,
                     };
-                    self.pending.push_back(Pending::Remove(*id));
+                    self.pending.push_back(Pending::Remove(id));
                 }
                 Wire::IntroduceQueued => entity.wire = Wire::Waiting,
                 Wire::Waiting | Wire::Withdrawn { .. } => {}
@@ -560,6 +597,7 @@ impl LocalState {
             value: Value::Null,
             dirty: false,
             last_packet: None,
+            subscribed: false,
         });
         slot.value = value;
         if !slot.dirty {
