@@ -97,17 +97,24 @@ pub struct Sim {
     pub blackout: Option<(usize, Time, Time)>,
 }
 
+/// The built-in registry, parsed once per test binary.
 fn registry() -> Registry {
-    Registry::builtin()
+    static BUILTIN: std::sync::OnceLock<Registry> = std::sync::OnceLock::new();
+    BUILTIN.get_or_init(Registry::builtin).clone()
 }
 
 impl Sim {
     pub fn new(nodes: usize, seed: u64) -> Sim {
+        Sim::with_server(nodes, seed, ServerConfig::default())
+    }
+
+    /// Nodes whose Tundra servers run with this configuration.
+    pub fn with_server(nodes: usize, seed: u64, config: ServerConfig) -> Sim {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let nodes = (0..nodes)
             .map(|_| {
                 let id = Uuid::from_u128(rng.gen());
-                let server = TundraServer::new(ServerConfig::default());
+                let server = TundraServer::new(config.clone());
                 Node::new(Scene::new(registry()), server, id)
             })
             .collect::<Vec<_>>();
