@@ -281,7 +281,8 @@ impl<S: Space, D: Space> Message<S, D> {
 
     /// The message as a link with `encodings` carries it.
     pub fn to_bytes_on(&self, encodings: &LinkEncodings) -> Vec<u8> {
-        let mut out = Vec::new();
+        // Room for a typical update without regrowing.
+        let mut out = Vec::with_capacity(64);
         self.encode_on(&mut out, encodings);
         out
     }

@@ -76,10 +76,17 @@ impl BitWriter {
     pub fn bytes(&mut self, data: &[u8]) {
         if self.bit == 0 {
             self.buf.extend_from_slice(data);
-        } else {
-            for &b in data {
-                self.bits(u32::from(b), 8);
+            return;
+        }
+        // Unaligned, a whole byte per step: its low bits complete the last
+        // byte and its high bits start the next (the offset is unchanged).
+        let offset = self.bit;
+        self.buf.reserve(data.len());
+        for &b in data {
+            if let Some(last) = self.buf.last_mut() {
+                *last |= b << offset;
             }
+            self.buf.push(b >> (8 - offset));
         }
     }
 

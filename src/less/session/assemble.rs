@@ -209,6 +209,20 @@ impl LocalState {
         candidates: &[PropertyKey],
         make: &dyn Fn(Vec<PropertyValue>) -> Message<Local, Remote>,
     ) -> (Vec<u8>, Vec<PropertyKey>, Vec<PropertyValue>) {
+        // Almost always everything fits: try that first, and only budget
+        // the candidates (one encoding per attempt) when it does not.
+        let values = values_of(self, entity, candidates);
+        let message = make(values);
+        let bytes = message.to_bytes_on(&self.encodings);
+        if bytes.len() <= builder.room() || candidates.is_empty() {
+            let values = match message {
+                Message::IntroduceEntity { values, .. } | Message::UpdateEntity { values, .. } => {
+                    values
+                }
+                _ => values_of(self, entity, candidates),
+            };
+            return (bytes, candidates.to_vec(), values);
+        }
         let header = make(Vec::new()).to_bytes_on(&self.encodings).len() + INTEGER_MAX_LEN;
         let mut selected = select(
             self,
