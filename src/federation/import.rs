@@ -174,7 +174,7 @@ impl Federation {
                             name: String::new(),
                             values: Default::default(),
                         };
-                        if let Err(error) = mirror::apply_component_values(&mut object, &values) {
+                        if let Err(error) = mirror::apply_component_values(&mut object, values) {
                             warn!(link = %link_id, %error, "bad component object");
                             return None;
                         }
@@ -189,7 +189,9 @@ impl Federation {
                     self.handle_entity_object(link_id, entity, &values, false, scene);
                 } else if let Some(object) = link.mirror.components.get_mut(&entity) {
                     let before = object.owner;
-                    if let Err(error) = mirror::apply_component_values(object, &values) {
+                    // The values move into the mirror; the scene takes them from there.
+                    let keys: Vec<PropertyKey> = values.iter().map(|v| v.key.clone()).collect();
+                    if let Err(error) = mirror::apply_component_values(object, values) {
                         warn!(link = %link_id, %error, "bad component update");
                         return None;
                     }
@@ -220,7 +222,7 @@ impl Federation {
                         // As for a new component object: a route change may wait on it.
                         self.reroute(global, scene);
                     }
-                    self.apply_component_update(link_id, entity, &values, scene);
+                    self.apply_component_update(link_id, entity, &keys, scene);
                 }
             }
             Event::EntityRemoved { entity } => self.handle_removed_object(link_id, entity, scene),
@@ -634,7 +636,7 @@ impl Federation {
         &mut self,
         link_id: LinkId,
         object: ObjectId<Remote>,
-        values: &[crate::less::property_list::PropertyValue],
+        keys: &[PropertyKey],
         scene: &mut Scene,
     ) {
         let Some(link) = self.links.get(&link_id) else {
@@ -668,24 +670,26 @@ impl Federation {
                 else {
                     return;
                 };
-                let slots = component.slot_types();
                 let mut edits = Vec::new();
-                for pv in values {
-                    if pv.key.component.elements().len() != 1
-                        || pv.key.component.elements()[0].0 != component::ATTRIBUTES
+                for key in keys {
+                    if key.component.elements().len() != 1
+                        || key.component.elements()[0].0 != component::ATTRIBUTES
                     {
                         continue;
                     }
-                    let Ok(index) = u8::try_from(pv.key.property.0) else {
+                    let Ok(index) = u8::try_from(key.property.0) else {
                         continue;
                     };
-                    let Some(Some(ty)) = slots.get(usize::from(index)) else {
+                    let Some(ty) = component.attribute(index).map(|a| a.ty()) else {
                         continue;
                     };
-                    match from_less(*ty, &pv.value, &reference) {
+                    let Some(value) = mirrored.values.get(key) else {
+                        continue;
+                    };
+                    match from_less(ty, value, &reference) {
                         Some(value) => edits.push((index, value)),
                         None => {
-                            warn!(link = %link_id, property = %pv.key, "value does not fit its attribute")
+                            warn!(link = %link_id, property = %key, "value does not fit its attribute")
                         }
                     }
                 }

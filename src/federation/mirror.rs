@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::ids::GlobalId;
 use super::mapping::{component, entity};
-use crate::less::ids::{ObjectId, PropertyKey, Remote};
+use crate::less::ids::{ComponentId, ObjectId, PropertyId, PropertyKey, Remote};
 use crate::less::property_list::PropertyValue;
 use crate::less::value::Value;
 
@@ -176,24 +176,26 @@ pub fn entity_from_values(values: &[PropertyValue]) -> Result<MirrorEntity, Mirr
     Ok(entity)
 }
 
-/// Reads owner and name, and stores every value.
+/// Reads owner and name, and stores every value (moved: a transform is
+/// nine values, and copying it was a tenth of applying an update).
 pub fn apply_component_values(
     target: &mut MirrorComponent,
-    values: &[PropertyValue],
+    values: Vec<PropertyValue>,
 ) -> Result<(), MirrorError> {
     for PropertyValue { key: k, value } in values {
-        if *k == key(component::OWNER, component::ENTITY) {
+        let owner_property = k.component.elements() == [ComponentId(component::OWNER)];
+        if owner_property && k.property == PropertyId(component::ENTITY) {
             match value {
-                Value::ObjectId(id) => target.owner = Some(ObjectId::new(*id)),
-                _ => return Err(MirrorError::BadValue(k.clone())),
+                Value::ObjectId(id) => target.owner = Some(ObjectId::new(id)),
+                _ => return Err(MirrorError::BadValue(k)),
             }
-        } else if *k == key(component::OWNER, component::NAME) {
+        } else if owner_property && k.property == PropertyId(component::NAME) {
             match value {
-                Value::String(name) => target.name = name.clone(),
-                _ => return Err(MirrorError::BadValue(k.clone())),
+                Value::String(name) => target.name = name,
+                _ => return Err(MirrorError::BadValue(k)),
             }
         } else {
-            target.values.insert(k.clone(), value.clone());
+            target.values.insert(k, value);
         }
     }
     Ok(())
