@@ -96,9 +96,12 @@ impl Value {
             (Value::Vector(element, items), ValueType::Vector(count, expected_element)) => {
                 element == expected_element.as_ref()
                     && items.len() == *count
-                    && items
-                        .iter()
-                        .all(|item| item.conforms_at(element, depth + 1))
+                    && items.iter().all(|item| {
+                        // Fixed-size scalars (a transform's nine floats)
+                        // conform by their variant alone.
+                        (depth + 1 < MAX_NESTING && item.is_scalar_of(element))
+                            || item.conforms_at(element, depth + 1)
+                    })
             }
             (Value::Standalone(inner), ValueType::StandaloneVariant) => {
                 inner.conforms_at(&inner.value_type(), depth + 1)
@@ -106,6 +109,20 @@ impl Value {
             }
             _ => false,
         }
+    }
+
+    /// A fixed-size scalar of exactly this type.
+    fn is_scalar_of(&self, expected: &ValueType) -> bool {
+        matches!(
+            (self, expected),
+            (Value::Null, ValueType::Null)
+                | (Value::ObjectId(_), ValueType::ObjectId)
+                | (Value::Integer(_), ValueType::Integer)
+                | (Value::Float16(_), ValueType::Float16)
+                | (Value::Float32(_), ValueType::Float32)
+                | (Value::Float64(_), ValueType::Float64)
+                | (Value::Uuid(_), ValueType::Uuid)
+        )
     }
 
     /// Appends the CONTEXT-DEPENDENT-VARIANT encoding: data only.

@@ -123,7 +123,13 @@ impl LinkEncodings {
     /// encoded bytes as a FIXED-BINARY (written without a length, as the
     /// encoding is self-delimiting); otherwise the value itself.
     pub fn to_wire(&self, schema: &TypeSchema, key: &PropertyKey, value: &Value) -> Value {
-        self.for_property(schema, key)
+        Self::to_wire_as(self.for_property(schema, key), value)
+    }
+
+    /// [`Self::to_wire`] with the property's encoding already looked up
+    /// (a sender keeps it with each property it sends).
+    pub fn to_wire_as(encoding: Option<EncodingId>, value: &Value) -> Value {
+        encoding
             .and_then(|encoding| encoding.encode(value))
             .map_or_else(|| value.clone(), Value::FixedBinary)
     }

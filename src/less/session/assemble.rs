@@ -14,6 +14,7 @@ use std::collections::BTreeSet;
 use super::outgoing::{LocalState, Pending, Wire};
 use crate::clock::Time;
 use crate::less::codec::integer_len;
+use crate::less::encoding::LinkEncodings;
 use crate::less::ids::{Local, ObjectId, PropertyKey, Remote, TypeId};
 use crate::less::limits::{INTEGER_MAX_LEN, MAX_FRAME_LEN, MAX_MESSAGES};
 use crate::less::message::Message;
@@ -156,15 +157,11 @@ fn values_of(
     };
     // Values go out in the link's encoding of their property (their
     // conformance to the schema was checked when they were set).
-    let schema = state.schema_of(entity);
     keys.iter()
         .filter_map(|key| {
             entity_state.slots.get(key).map(|slot| PropertyValue {
                 key: key.clone(),
-                value: match &schema {
-                    Some(schema) => state.encodings.to_wire(schema, key, &slot.value),
-                    None => slot.value.clone(),
-                },
+                value: LinkEncodings::to_wire_as(slot.encoding, &slot.value),
             })
         })
         .collect()

@@ -131,12 +131,17 @@ fn apply_stamps(
         .into_iter()
         .filter(|value| {
             // Equal timestamps come from one packet, where a later message wins.
-            let newer = stamps
-                .get(&value.key)
-                .map_or(true, |&stamp| timestamp >= stamp);
-            if newer {
-                stamps.insert(value.key.clone(), timestamp);
-            }
+            let newer = match stamps.get_mut(&value.key) {
+                Some(stamp) if timestamp >= *stamp => {
+                    *stamp = timestamp;
+                    true
+                }
+                Some(_) => false,
+                None => {
+                    stamps.insert(value.key.clone(), timestamp);
+                    true
+                }
+            };
             newer && subscribed.is_some_and(|keys| keys.contains(&value.key))
         })
         .collect()

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use super::event::CommandError;
 use super::object_table::ObjectTable;
 use crate::clock::Time;
-use crate::less::encoding::LinkEncodings;
+use crate::less::encoding::{EncodingId, LinkEncodings};
 use crate::less::ids::{Local, ObjectId, PropertyKey, Remote, TypeId};
 use crate::less::limits::MAX_FRAME_LEN;
 use crate::less::message::Message;
@@ -41,6 +41,9 @@ pub(super) struct Slot {
     /// made and when a subscription changes) because every update asks,
     /// and a set lookup per property per update was a tenth of the sender.
     pub subscribed: bool,
+    /// The link's encoding of this property (fixed for the session), looked
+    /// up once when the slot is made rather than for every update sent.
+    pub encoding: Option<EncodingId>,
 }
 
 /// Where an entity stands with the peer.
@@ -216,6 +219,7 @@ impl LocalState {
                     dirty: true,
                     last_packet: None,
                     subscribed: subscription.is_some_and(|s| s.contains(&v.key)),
+                    encoding: self.encodings.for_property(&local_type.schema, &v.key),
                 };
                 (v.key, slot)
             })
@@ -275,6 +279,7 @@ impl LocalState {
                         dirty: true,
                         last_packet: None,
                         subscribed,
+                        encoding: self.encodings.for_property(&state.schema, &value.key),
                     };
                     state.slots.insert(value.key, slot);
                 }
@@ -598,6 +603,7 @@ impl LocalState {
             dirty: false,
             last_packet: None,
             subscribed: false,
+            encoding: None,
         });
         slot.value = value;
         if !slot.dirty {
