@@ -206,41 +206,35 @@ impl LocalState {
         candidates: &[PropertyKey],
         make: &dyn Fn(Vec<PropertyValue>) -> Message<Local, Remote>,
     ) -> (Vec<u8>, Vec<PropertyKey>, Vec<PropertyValue>) {
-        // Almost always everything fits: try that first, and only budget
-        // the candidates (one encoding per attempt) when it does not.
-        let values = values_of(self, entity, candidates);
-        let message = make(values);
-        let bytes = message.to_bytes_on(&self.encodings);
-        if bytes.len() <= builder.room() || candidates.is_empty() {
-            let values = match message {
-                Message::IntroduceEntity { values, .. } | Message::UpdateEntity { values, .. } => {
-                    values
-                }
-                _ => values_of(self, entity, candidates),
-            };
-            return (bytes, candidates.to_vec(), values);
-        }
-        let header = make(Vec::new()).to_bytes_on(&self.encodings).len() + INTEGER_MAX_LEN;
-        let mut selected = select(
-            self,
-            entity,
-            candidates,
-            builder.room().saturating_sub(header),
-        );
+        // Almost always everything fits: all candidates are tried first, and
+        // only when they do not fit are they budgeted (`select`), then
+        // dropped from the end one encoding at a time.
+        let mut selected: Option<Vec<PropertyKey>> = None;
         loop {
-            let message = make(values_of(self, entity, &selected));
+            let keys = selected.as_deref().unwrap_or(candidates);
+            let message = make(values_of(self, entity, keys));
             let bytes = message.to_bytes_on(&self.encodings);
-            if bytes.len() <= builder.room() || selected.is_empty() {
+            if bytes.len() <= builder.room() || keys.is_empty() {
                 // The values in their wire form, kept for re-sends: encoding
                 // them again doubled the cost of every update.
                 let values = match message {
                     Message::IntroduceEntity { values, .. }
                     | Message::UpdateEntity { values, .. } => values,
-                    _ => values_of(self, entity, &selected),
+                    _ => values_of(self, entity, keys),
                 };
-                return (bytes, selected, values);
+                return (bytes, keys.to_vec(), values);
             }
-            selected.pop();
+            match &mut selected {
+                Some(fewer) => {
+                    fewer.pop();
+                }
+                None => {
+                    let header =
+                        make(Vec::new()).to_bytes_on(&self.encodings).len() + INTEGER_MAX_LEN;
+                    let budget = builder.room().saturating_sub(header);
+                    selected = Some(select(self, entity, candidates, budget));
+                }
+            }
         }
     }
 
