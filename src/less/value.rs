@@ -72,13 +72,7 @@ impl Value {
             return false;
         }
         match (self, expected) {
-            (Value::Null, ValueType::Null)
-            | (Value::ObjectId(_), ValueType::ObjectId)
-            | (Value::Integer(_), ValueType::Integer)
-            | (Value::Float16(_), ValueType::Float16)
-            | (Value::Float32(_), ValueType::Float32)
-            | (Value::Float64(_), ValueType::Float64)
-            | (Value::Uuid(_), ValueType::Uuid) => true,
+            _ if self.is_scalar_of(expected) => true,
             (Value::String(text), ValueType::String) => {
                 text.len() <= MAX_STRING_BYTES && !text.as_bytes().contains(&0)
             }
