@@ -46,6 +46,28 @@ pub(super) struct Slot {
     pub encoding: Option<EncodingId>,
 }
 
+impl Slot {
+    /// A dirty slot for a property of an entity of `local_type`, with its
+    /// subscription and link encoding looked up once.
+    fn new(
+        encodings: &LinkEncodings,
+        local_type: &LocalType,
+        key: &PropertyKey,
+        value: Value,
+    ) -> Slot {
+        Slot {
+            value,
+            dirty: true,
+            last_packet: None,
+            subscribed: local_type
+                .subscription
+                .as_ref()
+                .is_some_and(|s| s.contains(key)),
+            encoding: encodings.for_property(&local_type.schema, key),
+        }
+    }
+}
+
 /// Where an entity stands with the peer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Wire {
@@ -210,17 +232,10 @@ impl LocalState {
             return Err(CommandError::IdInUse);
         }
         check_values(&local_type.schema, &values)?;
-        let subscription = local_type.subscription.as_ref();
         let slots = values
             .into_iter()
             .map(|v| {
-                let slot = Slot {
-                    value: v.value,
-                    dirty: true,
-                    last_packet: None,
-                    subscribed: subscription.is_some_and(|s| s.contains(&v.key)),
-                    encoding: self.encodings.for_property(&local_type.schema, &v.key),
-                };
+                let slot = Slot::new(&self.encodings, local_type, &v.key, v.value);
                 (v.key, slot)
             })
             .collect();
@@ -262,10 +277,10 @@ impl LocalState {
             .get_mut(&entity)
             .ok_or(CommandError::UnknownEntity)?;
         check_values(&state.schema, &values)?;
-        let subscription = self
+        let local_type = self
             .types
             .get(&state.type_id)
-            .and_then(|t| t.subscription.as_ref());
+            .ok_or(CommandError::UnknownType)?;
         for value in values {
             match state.slots.get_mut(&value.key) {
                 Some(slot) => {
@@ -273,14 +288,7 @@ impl LocalState {
                     slot.dirty = true;
                 }
                 None => {
-                    let subscribed = subscription.is_some_and(|s| s.contains(&value.key));
-                    let slot = Slot {
-                        value: value.value,
-                        dirty: true,
-                        last_packet: None,
-                        subscribed,
-                        encoding: self.encodings.for_property(&state.schema, &value.key),
-                    };
+                    let slot = Slot::new(&self.encodings, local_type, &value.key, value.value);
                     state.slots.insert(value.key, slot);
                 }
             }
@@ -400,17 +408,14 @@ impl LocalState {
             let Some(entity) = self.entities.get_mut(&id) else {
                 continue;
             };
-            if !matches!(entity.wire, Wire::Introduced) {
-                for (key, slot) in entity.slots.iter_mut() {
-                    slot.subscribed = keys.contains(key);
-                }
+            for (key, slot) in entity.slots.iter_mut() {
+                slot.subscribed = keys.contains(key);
             }
             match entity.wire {
                 Wire::Waiting => self.queue_introduce(id),
                 Wire::Introduced => {
                     let mut any = false;
                     for (key, slot) in entity.slots.iter_mut() {
-                        slot.subscribed = keys.contains(key);
                         if added.contains(key) {
                             slot.dirty = true;
                             any = true;
