@@ -41,14 +41,7 @@ fn session_datagram() -> Vec<u8> {
         },
         FieldValue {
             id: PropertyId(3),
-            value: Value::Vector(
-                lessgate::less::value_type::ValueType::Float32,
-                vec![
-                    Value::Float32(0.5),
-                    Value::Float32(0.0),
-                    Value::Float32(-2.0),
-                ],
-            ),
+            value: Value::floats(&[0.5, 0.0, -2.0]),
         },
     ];
     session

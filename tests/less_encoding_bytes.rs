@@ -86,16 +86,9 @@ fn measure(transforms: &[Transform]) -> Tally {
         let decoded = EncodingId::TundraTransform
             .decode(&mut lessgate::less::codec::Reader::new(&bytes))
             .unwrap();
-        let Value::Vector(_, items) = decoded else {
+        let Value::Floats(f) = decoded else {
             unreachable!()
         };
-        let f: Vec<f32> = items
-            .iter()
-            .map(|v| match v {
-                Value::Float32(x) => *x,
-                _ => unreachable!(),
-            })
-            .collect();
         for (a, b) in [t.pos.x, t.pos.y, t.pos.z].iter().zip(&f[0..3]) {
             tally.compact_position_error = tally.compact_position_error.max((a - b).abs());
         }

@@ -9,10 +9,7 @@ use crate::tundra::values::{Color, Float2, Float3, Float4, Point, Quat, Transfor
 use crate::tundra::{AttributeType, AttributeValue};
 
 fn floats(values: &[f32]) -> Value {
-    Value::Vector(
-        ValueType::Float32,
-        values.iter().map(|v| Value::Float32(*v)).collect(),
-    )
+    Value::floats(values)
 }
 
 fn strings(values: &[String]) -> Value {
@@ -56,20 +53,10 @@ pub fn to_less(value: &AttributeValue, reference: &dyn Fn(&str) -> Value) -> Val
 }
 
 fn float_vector<const N: usize>(value: &Value) -> Option<[f32; N]> {
-    let Value::Vector(_, items) = value else {
+    let Value::Floats(floats) = value else {
         return None;
     };
-    if items.len() != N {
-        return None;
-    }
-    let mut out = [0.0; N];
-    for (slot, item) in out.iter_mut().zip(items) {
-        *slot = match item {
-            Value::Float32(v) => *v,
-            _ => return None,
-        };
-    }
-    Some(out)
+    floats.as_slice().try_into().ok()
 }
 
 fn string_list(value: &Value) -> Option<Vec<String>> {

@@ -6,11 +6,15 @@
 //! messages; callers pass the expected [`ValueType`].
 
 use half::f16;
+use smallvec::SmallVec;
 use uuid::Uuid;
 
 use super::codec::{integer_len, write_count, write_integer, write_u64, DecodeError, Reader};
 use super::limits::{MAX_BINARY_LEN, MAX_ELEMENTS, MAX_NESTING, MAX_STRING_BYTES};
 use super::value_type::ValueType;
+
+/// The floats of a [`Value::Floats`]: inline up to a Tundra Transform's nine.
+pub type FloatVector = SmallVec<[f32; 9]>;
 
 /// A LESS value.
 ///
@@ -30,7 +34,12 @@ pub enum Value {
     /// Element type (needed to describe an empty list) and elements.
     List(ValueType, Vec<Value>),
     /// Element type and elements; the count is the number of elements.
+    /// Never FLOAT32 elements: those are [`Value::Floats`].
     Vector(ValueType, Vec<Value>),
+    /// A VECTOR of FLOAT32, the one form such a vector takes (a transform,
+    /// a position, a colour): the floats inline, not a `Value` each, since
+    /// these are the values that move every tick.
+    Floats(FloatVector),
     /// A value that carries its own type on the wire.
     Standalone(Box<Value>),
     VariableBinary(Vec<u8>),
@@ -39,6 +48,29 @@ pub enum Value {
 }
 
 impl Value {
+    /// A VECTOR of FLOAT32.
+    pub fn floats(values: &[f32]) -> Value {
+        Value::Floats(FloatVector::from_slice(values))
+    }
+
+    /// A VECTOR of `element`, in its one form: FLOAT32 elements become
+    /// [`Value::Floats`] (so values compare equal however they were made).
+    pub fn vector(element: ValueType, items: Vec<Value>) -> Value {
+        if element == ValueType::Float32 {
+            let floats: Option<FloatVector> = items
+                .iter()
+                .map(|item| match item {
+                    Value::Float32(v) => Some(*v),
+                    _ => None,
+                })
+                .collect();
+            if let Some(floats) = floats {
+                return Value::Floats(floats);
+            }
+        }
+        Value::Vector(element, items)
+    }
+
     /// The type that describes this value.
     pub fn value_type(&self) -> ValueType {
         match self {
@@ -53,6 +85,7 @@ impl Value {
             Value::Vector(element, items) => {
                 ValueType::Vector(items.len(), Box::new(element.clone()))
             }
+            Value::Floats(floats) => ValueType::Vector(floats.len(), Box::new(ValueType::Float32)),
             Value::Standalone(_) => ValueType::StandaloneVariant,
             Value::VariableBinary(_) => ValueType::VariableBinary,
             Value::FixedBinary(bytes) => ValueType::FixedBinary(bytes.len()),
@@ -87,8 +120,15 @@ impl Value {
                         .iter()
                         .all(|item| item.conforms_at(element, depth + 1))
             }
+            (Value::Floats(floats), ValueType::Vector(count, element)) => {
+                // Elements sit one level deeper, as any vector's do.
+                floats.len() == *count
+                    && **element == ValueType::Float32
+                    && (floats.is_empty() || depth + 1 < MAX_NESTING)
+            }
             (Value::Vector(element, items), ValueType::Vector(count, expected_element)) => {
-                element == expected_element.as_ref()
+                *element != ValueType::Float32
+                    && element == expected_element.as_ref()
                     && items.len() == *count
                     && items.iter().all(|item| {
                         // Fixed-size scalars (a transform's nine floats)
@@ -134,6 +174,9 @@ impl Value {
                 items.iter().for_each(|item| item.encode(out));
             }
             Value::Vector(_, items) => items.iter().for_each(|item| item.encode(out)),
+            Value::Floats(floats) => floats
+                .iter()
+                .for_each(|v| out.extend_from_slice(&v.to_le_bytes())),
             Value::Standalone(inner) => inner.encode_standalone(out),
             Value::VariableBinary(bytes) => {
                 write_count(out, bytes.len());
@@ -184,6 +227,7 @@ impl Value {
                     + items.iter().map(Value::encoded_len).sum::<usize>()
             }
             Value::Vector(_, items) => items.iter().map(Value::encoded_len).sum(),
+            Value::Floats(floats) => 4 * floats.len(),
             Value::Standalone(inner) => {
                 let mut description = Vec::new();
                 inner.value_type().encode(&mut description);
@@ -244,6 +288,18 @@ fn decode_at(
                 items.push(decode_at(reader, element, depth + 1)?);
             }
             Value::List(element.as_ref().clone(), items)
+        }
+        ValueType::Vector(count, element) if **element == ValueType::Float32 => {
+            if *count > 0 && depth + 1 >= MAX_NESTING {
+                return Err(DecodeError::TooDeep);
+            }
+            let mut floats = FloatVector::with_capacity((*count).min(reader.remaining()));
+            for _ in 0..*count {
+                // Charged per element, as any vector's leaves are.
+                reader.charge_value()?;
+                floats.push(f32::from_le_bytes(reader.read_array()?));
+            }
+            Value::Floats(floats)
         }
         ValueType::Vector(count, element) => {
             let mut items = Vec::with_capacity((*count).min(reader.remaining()));
@@ -361,14 +417,7 @@ mod tests {
             ),
             (Value::List(ValueType::String, vec![]), "00", "07030100"),
             (
-                Value::Vector(
-                    ValueType::Float32,
-                    vec![
-                        Value::Float32(1.0),
-                        Value::Float32(0.0),
-                        Value::Float32(-1.0),
-                    ],
-                ),
+                Value::floats(&[1.0, 0.0, -1.0]),
                 "0000803f00000000000080bf",
                 "0803050c0000803f00000000000080bf",
             ),

@@ -463,10 +463,7 @@ pub fn entity_values(counter_value: i64, x: f32) -> Vec<PropertyValue> {
     vec![
         PropertyValue {
             key: position(),
-            value: Value::Vector(
-                lessgate::less::value_type::ValueType::Float32,
-                vec![Value::Float32(x), Value::Float32(0.0), Value::Float32(-x)],
-            ),
+            value: Value::floats(&[x, 0.0, -x]),
         },
         PropertyValue {
             key: counter(),

@@ -203,7 +203,7 @@ mod tests {
         let unknown = LinkEncodings::from_features(&["enc:tundra-transform/9".into()], rules());
         assert_eq!(unknown.for_property(&schema, &key), None);
         assert!(LinkEncodings::plain().for_property(&schema, &key).is_none());
-        let value = Value::Vector(ValueType::Float32, vec![Value::Float32(0.0); 9]);
+        let value = Value::floats(&[0.0; 9]);
         assert_eq!(unknown.to_wire(&schema, &key, &value), value);
         assert!(matches!(
             both.to_wire(&schema, &key, &value),

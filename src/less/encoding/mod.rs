@@ -107,27 +107,14 @@ impl EncodingId {
 
 /// The floats of a VECTOR(N, FLOAT32) value.
 fn floats<const N: usize>(value: &Value) -> Option<[f32; N]> {
-    let Value::Vector(ValueType::Float32, items) = value else {
+    let Value::Floats(floats) = value else {
         return None;
     };
-    let mut out = [0.0; N];
-    if items.len() != N {
-        return None;
-    }
-    for (slot, item) in out.iter_mut().zip(items) {
-        let Value::Float32(v) = item else {
-            return None;
-        };
-        *slot = *v;
-    }
-    Some(out)
+    floats.as_slice().try_into().ok()
 }
 
 fn vector(values: &[f32]) -> Value {
-    Value::Vector(
-        ValueType::Float32,
-        values.iter().map(|v| Value::Float32(*v)).collect(),
-    )
+    Value::floats(values)
 }
 
 /// A quaternion this far from unit length goes plain, so values that are

@@ -87,6 +87,12 @@ pub fn to_json(value: &Value) -> Json {
         Value::List(_, items) | Value::Vector(_, items) => {
             Json::Array(items.iter().map(to_json).collect())
         }
+        Value::Floats(floats) => Json::Array(
+            floats
+                .iter()
+                .map(|v| to_json(&Value::Float32(*v)))
+                .collect(),
+        ),
         Value::Standalone(inner) => {
             serde_json::to_value(TypedValue::of(inner)).unwrap_or(Json::Null)
         }
@@ -144,7 +150,7 @@ pub fn from_json(json: &Json, expected: &ValueType, depth: usize) -> Result<Valu
                 ValueType::Vector(count, _) if *count != values.len() => {
                     return Err(format!("{expected} needs {count} elements"))
                 }
-                ValueType::Vector(..) => Value::Vector(element.as_ref().clone(), values),
+                ValueType::Vector(..) => Value::vector(element.as_ref().clone(), values),
                 _ => Value::List(element.as_ref().clone(), values),
             }
         }
@@ -197,7 +203,6 @@ mod tests {
 
     #[test]
     fn every_type_survives_json() {
-        let floats = |xs: &[f32]| xs.iter().map(|&x| Value::Float32(x)).collect::<Vec<_>>();
         assert_eq!(round_trip(Value::Null), Json::Null);
         assert_eq!(round_trip(Value::ObjectId(u64::MAX)), Json::from(u64::MAX));
         assert_eq!(round_trip(Value::Integer(i64::MIN)), Json::from(i64::MIN));
@@ -211,7 +216,7 @@ mod tests {
         round_trip(Value::Float16(f16::from_bits(0x7e01)));
         round_trip(Value::Float64(-0.0));
         round_trip(Value::Float64(f64::NEG_INFINITY));
-        let vector = Value::Vector(ValueType::Float32, floats(&[1.0, 1.0e-45, -3.4028235e38]));
+        let vector = Value::floats(&[1.0, 1.0e-45, -3.4028235e38]);
         assert_eq!(round_trip(vector).to_string(), "[1.0,1e-45,-3.4028235e+38]");
         round_trip(Value::List(ValueType::String, vec![]));
         let standalone = Value::Standalone(Box::new(Value::Integer(5)));
