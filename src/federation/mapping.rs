@@ -101,9 +101,9 @@ pub fn attribute_value_type(ty: AttributeType) -> ValueType {
 
 /// The entity type's schema.
 pub fn entity_schema() -> TypeSchema {
-    TypeSchema {
-        uri: ENTITY_URI.to_owned(),
-        components: vec![component_schema(
+    TypeSchema::new(
+        ENTITY_URI,
+        vec![component_schema(
             entity::COMPONENT,
             "entity",
             vec![
@@ -131,7 +131,7 @@ pub fn entity_schema() -> TypeSchema {
                 remove_method(entity::REMOVE),
             ],
         )],
-    }
+    )
 }
 
 /// A method without arguments that removes its object at the authority.
@@ -193,22 +193,22 @@ pub fn component_type_schema(schema: &ComponentSchema) -> TypeSchema {
         .enumerate()
         .map(|(index, a)| property(index as u64, &a.id, attribute_value_type(a.ty)))
         .collect();
-    TypeSchema {
+    TypeSchema::new(
         uri,
-        components: vec![
+        vec![
             owner_component(),
             component_schema(component::ATTRIBUTES, "attributes", attributes),
         ],
-    }
+    )
 }
 
 fn dynamic_schema(uri: String) -> TypeSchema {
     let slots = (0..=255u64)
         .map(|i| property(i, &format!("slot{i}"), ValueType::StandaloneVariant))
         .collect();
-    TypeSchema {
+    TypeSchema::new(
         uri,
-        components: vec![
+        vec![
             owner_component(),
             component_schema(component::ATTRIBUTES, "attributes", slots),
             component_schema(
@@ -228,14 +228,14 @@ fn dynamic_schema(uri: String) -> TypeSchema {
                 ],
             ),
         ],
-    }
+    )
 }
 
 /// The schema of an opaque component type.
 pub fn opaque_schema(type_id: u32) -> TypeSchema {
-    TypeSchema {
-        uri: opaque_uri(type_id),
-        components: vec![
+    TypeSchema::new(
+        opaque_uri(type_id),
+        vec![
             owner_component(),
             component_schema(
                 component::ATTRIBUTES,
@@ -247,7 +247,7 @@ pub fn opaque_schema(type_id: u32) -> TypeSchema {
                 )],
             ),
         ],
-    }
+    )
 }
 
 /// Reads a URI of section 2; `None` for URIs this mapping does not define.

@@ -21,7 +21,7 @@ use super::limits::MAX_ARGUMENTS;
 use super::property_list::{
     decode_component_values, decode_field_values, decode_path, decode_subscriptions,
     encode_component_values, encode_field_values, encode_path, encode_subscriptions,
-    ComponentSubscription, FieldValue, PropertyValue,
+    encode_wire_values, ComponentSubscription, FieldValue, PropertyValue, WireValue,
 };
 use super::schema::{ConnectionSchema, MemberKind, TypeSchema};
 use super::value::{decode_string, encode_string, Value};
@@ -268,12 +268,12 @@ impl<S: Space, D: Space> Message<S, D> {
             (self, encodings.update_property())
         {
             if let [only] = values.as_slice() {
-                if let Some(key) = update_property_key(&only.key) {
-                    write_integer(out, code::UPDATE_PROPERTY_FIRST + key);
-                    write_u64(out, entity.get());
-                    only.value.encode(out);
-                    return;
-                }
+                let wire = WireValue {
+                    key: &only.key,
+                    value: &only.value,
+                    encoding: None,
+                };
+                return encode_update(out, *entity, &[wire], encodings);
             }
         }
         self.encode(out);
@@ -443,6 +443,43 @@ impl<S: Space, D: Space> Message<S, D> {
             other => return Err(DecodeError::UnknownMessageCode(other)),
         })
     }
+}
+
+/// Appends an update-entity of borrowed values as the link carries them, in
+/// the keyed form (update-property, docs/less-wire.md 16.8) when the link
+/// agreed it and the values are one property that has a key: the bytes
+/// [`Message::encode_on`] gives for the same update, built from a sender's
+/// state without a message.
+pub fn encode_update<S: Space>(
+    out: &mut Vec<u8>,
+    entity: ObjectId<S>,
+    values: &[WireValue<'_>],
+    encodings: &LinkEncodings,
+) {
+    if let ([only], true) = (values, encodings.update_property()) {
+        if let Some(key) = update_property_key(only.key) {
+            write_integer(out, code::UPDATE_PROPERTY_FIRST + key);
+            write_u64(out, entity.get());
+            only.encode_value(out);
+            return;
+        }
+    }
+    write_integer(out, code::UPDATE_ENTITY);
+    write_u64(out, entity.get());
+    encode_wire_values(out, values);
+}
+
+/// Appends an introduce-entity of borrowed values as the link carries them.
+pub fn encode_introduce<S: Space>(
+    out: &mut Vec<u8>,
+    type_id: TypeId<S>,
+    entity: ObjectId<S>,
+    values: &[WireValue<'_>],
+) {
+    write_integer(out, code::INTRODUCE_ENTITY);
+    write_u64(out, type_id.get());
+    write_u64(out, entity.get());
+    encode_wire_values(out, values);
 }
 
 /// The schema of an entity the sender introduced, or Unresolved.

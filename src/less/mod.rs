@@ -20,6 +20,7 @@ pub mod limits;
 pub mod message;
 pub mod packet;
 pub mod property_list;
+pub mod property_map;
 pub mod receive_window;
 pub mod rtt;
 pub mod schema;

@@ -9,8 +9,10 @@
 //! property-value-list (draft: "It takes care of itself in the data
 //! representation, recursively").
 
+use smallvec::SmallVec;
+
 use super::codec::{write_count, write_u64, DecodeError, Reader};
-use super::encoding::LinkEncodings;
+use super::encoding::{EncodingId, LinkEncodings};
 use super::ids::{ComponentId, ComponentPath, PropertyId, PropertyKey};
 use super::limits::{MAX_COMPONENTS, MAX_PATH_LEN, MAX_PROPERTIES};
 use super::schema::{ComponentSchema, MemberKind, TypeSchema};
@@ -39,14 +41,74 @@ pub struct ComponentSubscription {
     pub properties: Vec<PropertyId>,
 }
 
-type Item<'a> = (&'a [ComponentId], PropertyId, &'a Value);
+/// A property value as a link carries it, borrowed from the sender's state:
+/// plain, or in the compact encoding the link agreed for its property
+/// (docs/less-wire.md 16), written straight into the message.
+#[derive(Clone, Copy, Debug)]
+pub struct WireValue<'a> {
+    pub key: &'a PropertyKey,
+    pub value: &'a Value,
+    pub encoding: Option<EncodingId>,
+}
+
+impl WireValue<'_> {
+    /// Appends the value as carried.
+    pub fn encode_value(&self, out: &mut Vec<u8>) {
+        // A value conforming to its property's type always encodes; the
+        // plain fallback is never reached for checked values.
+        if !self
+            .encoding
+            .is_some_and(|encoding| encoding.encode_into(self.value, out))
+        {
+            self.value.encode(out);
+        }
+    }
+}
+
+type Item<'a> = (&'a [ComponentId], PropertyId, WireValue<'a>);
 
 /// Appends `component-count (component-id property-value-list)*`, grouping
 /// values by component in order of first appearance.
 pub fn encode_component_values(out: &mut Vec<u8>, values: &[PropertyValue]) {
+    let wire: SmallVec<[WireValue<'_>; 8]> = values
+        .iter()
+        .map(|v| WireValue {
+            key: &v.key,
+            value: &v.value,
+            encoding: None,
+        })
+        .collect();
+    encode_wire_values(out, &wire);
+}
+
+/// [`encode_component_values`] of borrowed values as a link carries them.
+pub fn encode_wire_values(out: &mut Vec<u8>, values: &[WireValue<'_>]) {
+    // The usual list: top-level properties whose components come in runs
+    // (a sender's slots ascend by key). Grouping by first appearance then
+    // gives the runs themselves, written without building the groups.
+    let top_level_runs = values.iter().all(|v| v.key.component.elements().len() == 1)
+        && values
+            .windows(2)
+            .all(|pair| pair[0].key.component <= pair[1].key.component);
+    if top_level_runs {
+        let runs = 1 + values
+            .windows(2)
+            .filter(|pair| pair[0].key.component != pair[1].key.component)
+            .count();
+        write_count(out, if values.is_empty() { 0 } else { runs });
+        for run in values.chunk_by(|a, b| a.key.component == b.key.component) {
+            write_u64(out, run[0].key.component.elements()[0].0);
+            write_count(out, run.len());
+            for value in run {
+                write_u64(out, value.key.property.0);
+                value.encode_value(out);
+            }
+        }
+        return;
+    }
     let items: Vec<Item<'_>> = values
         .iter()
-        .map(|v| (v.key.component.elements(), v.key.property, &v.value))
+        .map(|v| (v.key.component.elements(), v.key.property, *v))
         .collect();
     let groups = group_by_head(&items);
     write_count(out, groups.len());
@@ -85,7 +147,7 @@ fn encode_member_list(out: &mut Vec<u8>, items: &[Item<'_>]) {
     write_count(out, direct.len() + nested.len());
     for (_, property, value) in direct {
         write_u64(out, property.0);
-        value.encode(out);
+        value.encode_value(out);
     }
     for (member, members) in nested {
         write_u64(out, member.0);

@@ -15,11 +15,30 @@ use super::encoding::EncodingRule;
 use super::ids::{ComponentId, ComponentPath, InteractionId, PropertyId, PropertyKey};
 use super::value_type::ValueType;
 
-/// A type: a URI and its top-level components.
+/// A type: a URI and its top-level components. Built with
+/// [`TypeSchema::new`], which also builds its property table.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TypeSchema {
     pub uri: String,
     pub components: Vec<ComponentSchema>,
+    /// Every value property (nested ones included) with its type, ascending
+    /// by key: a property's position here is its [`PropertyIndex`]. Built
+    /// once, so that per-update lookups are one search over keys and the
+    /// per-object state can be kept by index.
+    table: Vec<(PropertyKey, ValueType)>,
+}
+
+/// A value property's position in its type's property table
+/// ([`TypeSchema::property_index`]). Indices ascend with keys, so state kept
+/// by index walks in key order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PropertyIndex(pub u32);
+
+impl PropertyIndex {
+    /// The index as a position.
+    pub fn get(self) -> usize {
+        self.0 as usize
+    }
 }
 
 /// A component: members share one id space (the draft's property-id).
@@ -90,6 +109,42 @@ impl ComponentSchema {
 }
 
 impl TypeSchema {
+    /// A type and its property table.
+    pub fn new(uri: impl Into<String>, components: Vec<ComponentSchema>) -> TypeSchema {
+        let mut schema = TypeSchema {
+            uri: uri.into(),
+            components,
+            table: Vec::new(),
+        };
+        let mut table: Vec<(PropertyKey, ValueType)> = schema
+            .properties()
+            .into_iter()
+            .map(|(key, value_type)| (key, value_type.clone()))
+            .collect();
+        table.sort_by(|a, b| a.0.cmp(&b.0));
+        // A key twice (ids are checked unique where schemas are loaded)
+        // keeps its first declaration, as `member` finds it.
+        table.dedup_by(|later, earlier| later.0 == earlier.0);
+        schema.table = table;
+        schema
+    }
+
+    /// The index of the value property `key` names.
+    pub fn property_index(&self, key: &PropertyKey) -> Option<PropertyIndex> {
+        let position = self.table.binary_search_by(|(k, _)| k.cmp(key)).ok()?;
+        Some(PropertyIndex(position as u32))
+    }
+
+    /// The key and value type of the property at `index`.
+    pub fn property_at(&self, index: PropertyIndex) -> Option<(&PropertyKey, &ValueType)> {
+        self.table.get(index.get()).map(|(key, ty)| (key, ty))
+    }
+
+    /// Number of value properties (one past the largest index).
+    pub fn property_count(&self) -> usize {
+        self.table.len()
+    }
+
     /// The component a path names, following nested components.
     pub fn component(&self, path: &ComponentPath) -> Option<&ComponentSchema> {
         let (first, rest) = path.elements().split_first()?;
@@ -283,9 +338,9 @@ mod tests {
     use super::*;
 
     fn sample() -> TypeSchema {
-        TypeSchema {
-            uri: "urn:test".into(),
-            components: vec![ComponentSchema {
+        TypeSchema::new(
+            "urn:test",
+            vec![ComponentSchema {
                 id: ComponentId(1),
                 name: "body".into(),
                 members: vec![
@@ -314,7 +369,7 @@ mod tests {
                     },
                 ],
             }],
-        }
+        )
     }
 
     #[test]
@@ -336,6 +391,15 @@ mod tests {
             .map(|(k, _)| k.to_string())
             .collect();
         assert_eq!(keys, ["1.1", "1/2.5"]);
+        // The table holds value properties only, ascending by key.
+        assert_eq!(schema.property_count(), 2);
+        let index = schema.property_index(&nested).unwrap();
+        assert_eq!(index, PropertyIndex(1));
+        assert_eq!(
+            schema.property_at(index),
+            Some((&nested, &ValueType::String))
+        );
+        assert_eq!(schema.property_index(&PropertyKey::new(1, 3)), None);
     }
 
     #[test]

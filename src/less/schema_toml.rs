@@ -208,10 +208,7 @@ pub fn types_from_toml(text: &str) -> Result<SchemaRegistry, SchemaError> {
         unique(components.iter().map(|c| c.id.0), || {
             context.error("duplicate component id".into())
         })?;
-        registry.insert(TypeSchema {
-            uri: def.uri.clone(),
-            components,
-        });
+        registry.insert(TypeSchema::new(def.uri.clone(), components));
     }
     Ok(registry)
 }

@@ -10,7 +10,10 @@ use crate::less::codec::DecodeError;
 #[derive(Debug, Default)]
 pub struct BitWriter {
     bytes: Vec<u8>,
-    bits: usize,
+    /// Bits not yet a whole byte, in the low `pending` bits.
+    partial: u64,
+    /// 0..=7.
+    pending: u32,
 }
 
 impl BitWriter {
@@ -19,24 +22,33 @@ impl BitWriter {
         BitWriter::default()
     }
 
-    /// Appends the low `count` (at most 64) bits of `value`, least
-    /// significant first, a byte's worth at a time.
-    pub fn write(&mut self, value: u64, count: u32) {
-        let mut rest = value;
-        let mut left = count.min(64);
-        while left > 0 {
-            let used = (self.bits % 8) as u32;
-            if used == 0 {
-                self.bytes.push(0);
-            }
-            let take = (8 - used).min(left);
-            let field = (rest & ((1u64 << take) - 1)) as u8;
-            let last = self.bytes.len() - 1; // a byte was pushed above
-            self.bytes[last] |= field << used;
-            rest = rest.checked_shr(take).unwrap_or(0);
-            left -= take;
-            self.bits += take as usize;
+    /// A writer appending to `bytes` (a value encoded straight into a
+    /// message under construction, without a buffer of its own).
+    pub fn continuing(bytes: Vec<u8>) -> BitWriter {
+        BitWriter {
+            bytes,
+            partial: 0,
+            pending: 0,
         }
+    }
+
+    /// Appends the low `count` (at most 64) bits of `value`, least
+    /// significant first: the field joins the pending bits in a 128-bit
+    /// window and every whole byte of it is appended at once.
+    pub fn write(&mut self, value: u64, count: u32) {
+        let count = count.min(64);
+        let field = if count == 64 {
+            value
+        } else {
+            value & ((1u64 << count) - 1)
+        };
+        let window = u128::from(self.partial) | (u128::from(field) << self.pending);
+        let bits = self.pending + count;
+        let whole = (bits / 8) as usize;
+        self.bytes.extend_from_slice(&window.to_le_bytes()[..whole]);
+        // At most 7 bits remain.
+        self.partial = (window >> (whole * 8)) as u64;
+        self.pending = bits % 8;
     }
 
     /// Appends an `f32` as its 32 IEEE 754 bits.
@@ -45,7 +57,10 @@ impl BitWriter {
     }
 
     /// The bytes, the last one padded with zero bits.
-    pub fn finish(self) -> Vec<u8> {
+    pub fn finish(mut self) -> Vec<u8> {
+        if self.pending > 0 {
+            self.bytes.push(self.partial as u8);
+        }
         self.bytes
     }
 }
@@ -158,6 +173,38 @@ mod tests {
         let mut w = BitWriter::new();
         w.write(0xff, 3);
         assert_eq!(w.finish(), [0x07]);
+    }
+
+    proptest::proptest! {
+        /// The windowed writer lays bits out exactly as writing them one
+        /// at a time would, after any prefix already in the buffer.
+        #[test]
+        fn fields_land_where_single_bits_would(
+            prefix in proptest::collection::vec(proptest::num::u8::ANY, 0..4),
+            fields in proptest::collection::vec((proptest::num::u64::ANY, 0u32..=64), 0..12),
+        ) {
+            let mut w = BitWriter::continuing(prefix.clone());
+            let mut expected = prefix.clone();
+            let mut bit = 0usize;
+            for &(value, count) in &fields {
+                w.write(value, count);
+                for i in 0..count {
+                    if bit % 8 == 0 {
+                        expected.push(0);
+                    }
+                    let last = expected.len() - 1;
+                    expected[last] |= (((value >> i) & 1) as u8) << (bit % 8);
+                    bit += 1;
+                }
+            }
+            let bytes = w.finish();
+            proptest::prop_assert_eq!(&bytes, &expected);
+            let mut r = BitReader::new(&bytes[prefix.len()..]);
+            for &(value, count) in &fields {
+                let mask = if count == 64 { u64::MAX } else { (1u64 << count) - 1 };
+                proptest::prop_assert_eq!(r.read(count), Ok(value & mask));
+            }
+        }
     }
 
     #[test]

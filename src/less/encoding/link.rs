@@ -157,9 +157,9 @@ mod tests {
 
     fn schema() -> TypeSchema {
         let nine = ValueType::Vector(9, Box::new(ValueType::Float32));
-        TypeSchema {
-            uri: "urn:test:thing".into(),
-            components: vec![ComponentSchema {
+        TypeSchema::new(
+            "urn:test:thing",
+            vec![ComponentSchema {
                 id: ComponentId(2),
                 name: "attributes".into(),
                 members: vec![
@@ -175,7 +175,7 @@ mod tests {
                     },
                 ],
             }],
-        }
+        )
     }
 
     fn rules() -> Vec<EncodingRule> {

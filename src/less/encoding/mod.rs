@@ -76,11 +76,26 @@ impl EncodingId {
     /// The encoded bytes of `value`, or `None` when it does not conform to
     /// [`EncodingId::value_type`] (the caller then sends it plain).
     pub fn encode(self, value: &Value) -> Option<Vec<u8>> {
+        let mut out = Vec::new();
+        self.encode_into(value, &mut out).then_some(out)
+    }
+
+    /// Appends the encoded bytes of `value` to `out`; false (and nothing
+    /// appended) when it does not conform to [`EncodingId::value_type`].
+    pub fn encode_into(self, value: &Value, out: &mut Vec<u8>) -> bool {
         match self {
-            EncodingId::FixedPointPosition => Some(position::encode_position(floats(value)?)),
-            EncodingId::Float3Half => Some(position::encode_half(floats(value)?)),
-            EncodingId::QuatSmallestThree => Some(encode_quat(floats(value)?)),
-            EncodingId::TundraTransform => Some(transform::encode(floats(value)?)),
+            EncodingId::FixedPointPosition => floats(value)
+                .map(|v| position::encode_position_into(v, out))
+                .is_some(),
+            EncodingId::Float3Half => floats(value)
+                .map(|v| position::encode_half_into(v, out))
+                .is_some(),
+            EncodingId::QuatSmallestThree => {
+                floats(value).map(|q| encode_quat_into(q, out)).is_some()
+            }
+            EncodingId::TundraTransform => floats(value)
+                .map(|t| transform::encode_into(t, out))
+                .is_some(),
         }
     }
 
@@ -123,10 +138,17 @@ const UNIT_TOLERANCE: f64 = 1e-4;
 
 /// `quat-smallest-three/1`: flag bit 0 then the 32-bit smallest-three form
 /// (5 bytes), or flag 1 then four `f32` (17 bytes).
+#[cfg(test)]
 fn encode_quat(q: [f32; 4]) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_quat_into(q, &mut out);
+    out
+}
+
+fn encode_quat_into(q: [f32; 4], out: &mut Vec<u8>) {
     let q64 = q.map(f64::from);
     let norm = q64.iter().map(|c| c * c).sum::<f64>().sqrt();
-    let mut w = BitWriter::new();
+    let mut w = BitWriter::continuing(std::mem::take(out));
     if norm.is_finite() && (norm - 1.0).abs() <= UNIT_TOLERANCE {
         w.write(0, 1);
         // The norm is close to 1, so normalizing succeeds.
@@ -135,7 +157,7 @@ fn encode_quat(q: [f32; 4]) -> Vec<u8> {
         w.write(1, 1);
         q.iter().for_each(|c| w.write_f32(*c));
     }
-    w.finish()
+    *out = w.finish();
 }
 
 fn quat_len(first: u8) -> usize {

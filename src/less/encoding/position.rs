@@ -68,7 +68,14 @@ pub fn read_floats(r: &mut BitReader<'_>) -> Result<[f32; 3], DecodeError> {
 /// `fixed-point-position/1`: flag bit 0 then 3 × 18 bits (7 bytes), or flag
 /// bit 1 then 3 × 32 bits (13 bytes).
 pub fn encode_position(v: [f32; 3]) -> Vec<u8> {
-    let mut w = BitWriter::new();
+    let mut out = Vec::new();
+    encode_position_into(v, &mut out);
+    out
+}
+
+/// [`encode_position`], appended to `out`.
+pub fn encode_position_into(v: [f32; 3], out: &mut Vec<u8>) {
+    let mut w = BitWriter::continuing(std::mem::take(out));
     if fits_fixed(v) {
         w.write(0, 1);
         write_fixed(&mut w, v);
@@ -76,7 +83,7 @@ pub fn encode_position(v: [f32; 3]) -> Vec<u8> {
         w.write(1, 1);
         write_floats(&mut w, &v);
     }
-    w.finish()
+    *out = w.finish();
 }
 
 /// Length in bytes of a `fixed-point-position/1` value from its first byte.
@@ -103,9 +110,15 @@ pub fn decode_position(bytes: &[u8]) -> Result<[f32; 3], DecodeError> {
 /// relative error at most 2^-11 within ±65504, larger magnitudes become
 /// infinities. For directions and velocities, never positions.
 pub fn encode_half(v: [f32; 3]) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_half_into(v, &mut out);
+    out
+}
+
+/// [`encode_half`], appended to `out`.
+pub fn encode_half_into(v: [f32; 3], out: &mut Vec<u8>) {
     v.iter()
-        .flat_map(|c| half::f16::from_f32(*c).to_le_bytes())
-        .collect()
+        .for_each(|c| out.extend_from_slice(&half::f16::from_f32(*c).to_le_bytes()));
 }
 
 /// Decodes `float3-half/1` from exactly 6 bytes.

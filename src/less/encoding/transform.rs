@@ -66,6 +66,13 @@ fn scale_bits(form: u64) -> Result<usize, DecodeError> {
 
 /// Encodes `[px, py, pz, rx, ry, rz, sx, sy, sz]`.
 pub fn encode(t: [f32; 9]) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_into(t, &mut out);
+    out
+}
+
+/// [`encode`], appended to `out`.
+pub fn encode_into(t: [f32; 9], out: &mut Vec<u8>) {
     let position = [t[0], t[1], t[2]];
     let rotation = [t[3], t[4], t[5]];
     let scale = [t[6], t[7], t[8]];
@@ -90,7 +97,7 @@ pub fn encode(t: [f32; 9]) -> Vec<u8> {
     } else {
         SCALE_FULL
     };
-    let mut w = BitWriter::new();
+    let mut w = BitWriter::continuing(std::mem::take(out));
     w.write(position_form, 1);
     w.write(rotation_form, 2);
     w.write(scale_form, 2);
@@ -114,7 +121,7 @@ pub fn encode(t: [f32; 9]) -> Vec<u8> {
         SCALE_UNIFORM => w.write_f32(scale[0]),
         _ => write_floats(&mut w, &scale),
     }
-    w.finish()
+    *out = w.finish();
 }
 
 /// The encoded length announced by the first byte (the header is its low 5

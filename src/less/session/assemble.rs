@@ -11,16 +11,33 @@
 
 use std::collections::BTreeSet;
 
-use super::outgoing::{LocalState, Pending, Wire};
+use smallvec::SmallVec;
+
+use super::outgoing::{LocalEntity, LocalState, LocalType, Pending, Wire};
 use crate::clock::Time;
 use crate::less::codec::integer_len;
-use crate::less::encoding::LinkEncodings;
 use crate::less::ids::{Local, ObjectId, PropertyKey, Remote, TypeId};
 use crate::less::limits::{INTEGER_MAX_LEN, MAX_FRAME_LEN, MAX_MESSAGES};
-use crate::less::message::Message;
+use crate::less::message::{encode_introduce, encode_update, Message};
 use crate::less::packet::{DATAGRAM_FRAMING_MAX_LEN, PACKET_HEADER_MAX_LEN};
-use crate::less::property_list::PropertyValue;
+use crate::less::property_list::WireValue;
+use crate::less::schema::PropertyIndex;
 use crate::less::value::Value;
+
+/// Properties an entity message carries or may carry, by index, ascending.
+type Keys = SmallVec<[PropertyIndex; 16]>;
+
+/// The values of an entity message as first sent, by property index: plain,
+/// as the link's encoding of each property is applied again (to the same
+/// bytes) when the message is rebuilt for a re-send.
+pub(super) type SentValues = SmallVec<[(PropertyIndex, Value); 1]>;
+
+/// Which entity message to build.
+#[derive(Clone, Copy)]
+enum EntityMessage {
+    Introduce(TypeId<Local>),
+    Update,
+}
 
 /// What one message of a sent packet stands for, so a re-send can rebuild it.
 #[derive(Clone, Debug)]
@@ -33,12 +50,12 @@ pub(super) enum SentItem {
     Introduce {
         entity: ObjectId<Local>,
         type_id: TypeId<Local>,
-        values: Vec<PropertyValue>,
+        values: SentValues,
     },
     /// An update-entity; re-sent with the values still owned, or dropped.
     Update {
         entity: ObjectId<Local>,
-        values: Vec<PropertyValue>,
+        values: SentValues,
     },
     /// A tweak-entity; re-sent if not superseded.
     Tweak {
@@ -75,9 +92,23 @@ const PATH_LEVEL_COST: usize = 2 * INTEGER_MAX_LEN;
 struct Builder {
     out: Assembled,
     capacity: usize,
+    /// The entity message being fitted, reused from one to the next.
+    scratch: Vec<u8>,
 }
 
 impl Builder {
+    fn new(capacity: usize) -> Builder {
+        Builder {
+            out: Assembled {
+                // A datagram's worth up front; bulk and oversize bodies grow.
+                messages: Vec::with_capacity(capacity.min(2048)),
+                ..Assembled::default()
+            },
+            capacity,
+            scratch: Vec::with_capacity(256),
+        }
+    }
+
     fn room(&self) -> usize {
         // A receiver refuses more than MAX_MESSAGES messages in one packet;
         // only the large body of a bulk packet could reach it.
@@ -117,21 +148,15 @@ enum Outcome {
     Full,
 }
 
-/// Picks keys, in order, whose estimated encoding fits `budget`.
-fn select(
-    state: &LocalState,
-    entity: ObjectId<Local>,
-    candidates: &[PropertyKey],
-    budget: usize,
-) -> Vec<PropertyKey> {
-    let Some(entity_state) = state.entities.get(&entity) else {
-        return Vec::new();
-    };
+/// Picks properties, in order, whose estimated encoding fits `budget`.
+fn select(entity: &LocalEntity, candidates: &[PropertyIndex], budget: usize) -> Keys {
     let mut used = 0usize;
     let mut paths = BTreeSet::new();
-    let mut selected = Vec::new();
-    for key in candidates {
-        let Some(slot) = entity_state.slots.get(key) else {
+    let mut selected = Keys::new();
+    for &index in candidates {
+        let (Some(slot), Some((key, _))) =
+            (entity.slots.get(index), entity.schema.property_at(index))
+        else {
             continue;
         };
         let mut cost = slot.value.encoded_len() + integer_len(key.property.0 as i64);
@@ -141,29 +166,49 @@ fn select(
         if used + cost <= budget {
             used += cost;
             paths.insert(key.component.clone());
-            selected.push(key.clone());
+            selected.push(index);
         }
     }
     selected
 }
 
-fn values_of(
+/// Appends an entity message of `values` as the link carries it.
+fn encode_entity_message(
+    out: &mut Vec<u8>,
     state: &LocalState,
     entity: ObjectId<Local>,
-    keys: &[PropertyKey],
-) -> Vec<PropertyValue> {
-    let Some(entity_state) = state.entities.get(&entity) else {
-        return Vec::new();
-    };
-    // Values go out in the link's encoding of their property (their
-    // conformance to the schema was checked when they were set).
+    kind: EntityMessage,
+    values: &[WireValue<'_>],
+) {
+    match kind {
+        EntityMessage::Introduce(type_id) => encode_introduce(out, type_id, entity, values),
+        EntityMessage::Update => encode_update(out, entity, values, &state.encodings),
+    }
+}
+
+/// The values of `keys` as the link carries them, borrowed from the slots.
+fn wire_values<'a>(
+    entity: &'a LocalEntity,
+    local_type: &LocalType,
+    keys: &[PropertyIndex],
+) -> SmallVec<[WireValue<'a>; 16]> {
     keys.iter()
-        .filter_map(|key| {
-            entity_state.slots.get(key).map(|slot| PropertyValue {
-                key: key.clone(),
-                value: LinkEncodings::to_wire_as(slot.encoding, &slot.value),
+        .filter_map(|&index| {
+            let slot = entity.slots.get(index)?;
+            let (key, _) = entity.schema.property_at(index)?;
+            Some(WireValue {
+                key,
+                value: &slot.value,
+                encoding: local_type.encoding(index),
             })
         })
+        .collect()
+}
+
+/// The current values of `keys`, to keep for re-sends.
+fn sent_values(entity: &LocalEntity, keys: &[PropertyIndex]) -> SentValues {
+    keys.iter()
+        .filter_map(|&index| Some((index, entity.slots.get(index)?.value.clone())))
         .collect()
 }
 
@@ -171,22 +216,22 @@ impl LocalState {
     fn mark_carried(
         &mut self,
         entity: ObjectId<Local>,
-        carried: &[PropertyKey],
-        left: &[PropertyKey],
+        carried: &[PropertyIndex],
+        left: &[PropertyIndex],
         sequence: Option<u64>,
     ) {
         let Some(state) = self.entities.get_mut(&entity) else {
             return;
         };
-        for key in carried {
-            if let Some(slot) = state.slots.get_mut(key) {
+        for &index in carried {
+            if let Some(slot) = state.slots.get_mut(index) {
                 slot.dirty = false;
                 slot.last_packet = sequence;
             }
         }
         let mut requeue = false;
-        for key in left {
-            if let Some(slot) = state.slots.get_mut(key) {
+        for &index in left {
+            if let Some(slot) = state.slots.get_mut(index) {
                 slot.dirty = true;
                 requeue = true;
             }
@@ -197,60 +242,67 @@ impl LocalState {
         }
     }
 
-    /// Encodes an entity message with as many of `candidates` as fit the
-    /// builder; returns the bytes and the keys carried.
+    /// Encodes into the builder's scratch buffer an entity message with as
+    /// many of `candidates` as fit the builder; returns the properties
+    /// carried and their values.
     fn fit_entity_message(
         &self,
-        builder: &Builder,
+        builder: &mut Builder,
         entity: ObjectId<Local>,
-        candidates: &[PropertyKey],
-        make: &dyn Fn(Vec<PropertyValue>) -> Message<Local, Remote>,
-    ) -> (Vec<u8>, Vec<PropertyKey>, Vec<PropertyValue>) {
+        candidates: &[PropertyIndex],
+        kind: EntityMessage,
+    ) -> (Keys, SentValues) {
+        builder.scratch.clear();
+        let (Some(state), Some(local_type)) = (
+            self.entities.get(&entity),
+            self.entities
+                .get(&entity)
+                .and_then(|e| self.types.get(&e.type_id)),
+        ) else {
+            return (Keys::new(), SentValues::new());
+        };
         // Almost always everything fits: all candidates are tried first, and
         // only when they do not fit are they budgeted (`select`), then
         // dropped from the end one encoding at a time.
-        let mut selected: Option<Vec<PropertyKey>> = None;
+        let mut selected: Option<Keys> = None;
         loop {
             let keys = selected.as_deref().unwrap_or(candidates);
-            let message = make(values_of(self, entity, keys));
-            let bytes = message.to_bytes_on(&self.encodings);
-            if bytes.len() <= builder.room() || keys.is_empty() {
-                // The values in their wire form, kept for re-sends: encoding
-                // them again doubled the cost of every update.
-                let values = match message {
-                    Message::IntroduceEntity { values, .. }
-                    | Message::UpdateEntity { values, .. } => values,
-                    _ => values_of(self, entity, keys),
-                };
-                return (bytes, keys.to_vec(), values);
+            let values = wire_values(state, local_type, keys);
+            builder.scratch.clear();
+            encode_entity_message(&mut builder.scratch, self, entity, kind, &values);
+            if builder.scratch.len() <= builder.room() || keys.is_empty() {
+                return (Keys::from_slice(keys), sent_values(state, keys));
             }
             match &mut selected {
                 Some(fewer) => {
                     fewer.pop();
                 }
                 None => {
-                    let header =
-                        make(Vec::new()).to_bytes_on(&self.encodings).len() + INTEGER_MAX_LEN;
-                    let budget = builder.room().saturating_sub(header);
-                    selected = Some(select(self, entity, candidates, budget));
+                    let mut header = Vec::new();
+                    encode_entity_message(&mut header, self, entity, kind, &[]);
+                    let budget = builder
+                        .room()
+                        .saturating_sub(header.len() + INTEGER_MAX_LEN);
+                    selected = Some(select(state, candidates, budget));
                 }
             }
         }
     }
 
-    fn subscribed_keys(
-        &self,
-        entity: ObjectId<Local>,
-        only_dirty: bool,
-    ) -> Option<Vec<PropertyKey>> {
+    /// The subscribed properties of an entity (only the dirty ones if asked);
+    /// `None` when its type is not subscribed.
+    fn subscribed_keys(&self, entity: ObjectId<Local>, only_dirty: bool) -> Option<Keys> {
         let state = self.entities.get(&entity)?;
-        self.types.get(&state.type_id)?.subscription.as_ref()?;
+        let local_type = self.types.get(&state.type_id)?;
+        local_type.subscription.as_ref()?;
         Some(
             state
                 .slots
                 .iter()
-                .filter(|(_, slot)| slot.subscribed && (!only_dirty || slot.dirty))
-                .map(|(key, _)| key.clone())
+                .filter(|(index, slot)| {
+                    local_type.subscribes(*index) && (!only_dirty || slot.dirty)
+                })
+                .map(|(index, _)| index)
                 .collect(),
         )
     }
@@ -280,12 +332,9 @@ impl LocalState {
             }
             return Outcome::Skipped;
         };
-        let make = |values| Message::IntroduceEntity {
-            type_id,
-            entity,
-            values,
-        };
-        let (bytes, carried, values) = self.fit_entity_message(builder, entity, &candidates, &make);
+        let kind = EntityMessage::Introduce(type_id);
+        let (carried, values) = self.fit_entity_message(builder, entity, &candidates, kind);
+        let bytes = std::mem::take(&mut builder.scratch);
         // An introduction is split only when it starts a packet (wire section
         // 11): squeezed in after other messages it could go out bare, and the
         // receiver could not build the object (a federation entity object
@@ -293,6 +342,7 @@ impl LocalState {
         // empty datagram.
         let split = carried.len() < candidates.len() || bytes.len() > builder.room();
         if split && builder.out.count > 0 {
+            builder.scratch = bytes;
             return Outcome::Full;
         }
         builder.push(
@@ -303,7 +353,8 @@ impl LocalState {
                 values,
             },
         );
-        let left: Vec<PropertyKey> = candidates
+        builder.scratch = bytes;
+        let left: Keys = candidates
             .into_iter()
             .filter(|k| !carried.contains(k))
             .collect();
@@ -333,9 +384,9 @@ impl LocalState {
             if candidates.is_empty() {
                 continue;
             }
-            let make = |values| Message::UpdateEntity { entity, values };
-            let (mut bytes, mut carried, mut values) =
-                self.fit_entity_message(builder, entity, &candidates, &make);
+            let kind = EntityMessage::Update;
+            let (mut carried, mut values) =
+                self.fit_entity_message(builder, entity, &candidates, kind);
             if carried.is_empty() {
                 if builder.out.count > 0 {
                     // Packet full: this entity goes first next time.
@@ -346,18 +397,29 @@ impl LocalState {
                     return;
                 }
                 // One value too large for any datagram: alone, on the stream.
-                carried = vec![candidates[0].clone()];
-                values = values_of(self, entity, &carried);
-                bytes = make(values.clone()).to_bytes_on(&self.encodings);
+                carried = Keys::from_slice(&candidates[..1]);
+                let Some(state) = self.entities.get(&entity) else {
+                    continue;
+                };
+                let Some(local_type) = self.types.get(&state.type_id) else {
+                    continue;
+                };
+                builder.scratch.clear();
+                let wire = wire_values(state, local_type, &carried);
+                encode_entity_message(&mut builder.scratch, self, entity, kind, &wire);
+                values = sent_values(state, &carried);
             }
-            if !builder.try_push(&bytes, SentItem::Update { entity, values }) {
+            let bytes = std::mem::take(&mut builder.scratch);
+            let pushed = builder.try_push(&bytes, SentItem::Update { entity, values });
+            builder.scratch = bytes;
+            if !pushed {
                 self.dirty.push_front(entity);
                 if let Some(state) = self.entities.get_mut(&entity) {
                     state.queued = true;
                 }
                 return;
             }
-            let left: Vec<PropertyKey> = candidates
+            let left: Keys = candidates
                 .into_iter()
                 .filter(|k| !carried.contains(k))
                 .collect();
@@ -398,10 +460,7 @@ impl LocalState {
     /// Builds a new packet body: ordered messages first, then updates, then
     /// tweaks. `sequence` is the packet's (None on a stream-mode link).
     pub fn assemble_new(&mut self, sequence: Option<u64>, capacity: usize, now: Time) -> Assembled {
-        let mut builder = Builder {
-            out: Assembled::default(),
-            capacity,
-        };
+        let mut builder = Builder::new(capacity);
         self.fill_ordered(&mut builder, sequence, now);
         self.fill_updates(&mut builder, sequence);
         if !builder.out.oversize {
@@ -422,10 +481,7 @@ impl LocalState {
         capacity: usize,
         now: Time,
     ) -> Assembled {
-        let mut builder = Builder {
-            out: Assembled::default(),
-            capacity,
-        };
+        let mut builder = Builder::new(capacity);
         self.fill_ordered(&mut builder, sequence, now);
         builder.out
     }
@@ -478,10 +534,7 @@ impl LocalState {
     /// goes in a new packet: the receiver may already hold this sequence, so
     /// a re-send must never be the only carrier of new data).
     pub fn assemble_resend(&self, sequence: u64, items: &[SentItem], capacity: usize) -> Assembled {
-        let mut builder = Builder {
-            out: Assembled::default(),
-            capacity,
-        };
+        let mut builder = Builder::new(capacity);
         for item in items {
             match item {
                 SentItem::Message(message) => {
@@ -493,29 +546,40 @@ impl LocalState {
                     values,
                 } => {
                     let values = self.introduction_values(*entity, *type_id, values, sequence);
-                    let message: Message<Local, Remote> = Message::IntroduceEntity {
-                        type_id: *type_id,
-                        entity: *entity,
-                        values: values.clone(),
-                    };
+                    let bytes = self.encoded(
+                        *entity,
+                        *type_id,
+                        EntityMessage::Introduce(*type_id),
+                        &values,
+                    );
                     let rebuilt = SentItem::Introduce {
                         entity: *entity,
                         type_id: *type_id,
                         values,
                     };
-                    builder.push(&message.to_bytes_on(&self.encodings), rebuilt);
+                    builder.push(&bytes, rebuilt);
                 }
                 SentItem::Update { entity, values } => {
-                    let values = self.still_owned(*entity, values, sequence);
+                    let Some(state) = self.entities.get(entity) else {
+                        continue;
+                    };
+                    let values: SentValues = values
+                        .iter()
+                        .filter(|(index, _)| {
+                            state
+                                .slots
+                                .get(*index)
+                                .is_some_and(|slot| slot.last_packet == Some(sequence))
+                        })
+                        .cloned()
+                        .collect();
                     if values.is_empty() {
                         continue;
                     }
-                    let message: Message<Local, Remote> = Message::UpdateEntity {
-                        entity: *entity,
-                        values: values.clone(),
-                    };
+                    let bytes =
+                        self.encoded(*entity, state.type_id, EntityMessage::Update, &values);
                     builder.push(
-                        &message.to_bytes_on(&self.encodings),
+                        &bytes,
                         SentItem::Update {
                             entity: *entity,
                             values,
@@ -544,6 +608,33 @@ impl LocalState {
         builder.out
     }
 
+    /// The bytes of an entity message of `values` for an entity of `type_id`.
+    fn encoded(
+        &self,
+        entity: ObjectId<Local>,
+        type_id: TypeId<Local>,
+        kind: EntityMessage,
+        values: &[(PropertyIndex, Value)],
+    ) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(64);
+        let Some(local_type) = self.types.get(&type_id) else {
+            return bytes;
+        };
+        let wire: SmallVec<[WireValue<'_>; 16]> = values
+            .iter()
+            .filter_map(|(index, value)| {
+                let (key, _) = local_type.schema.property_at(*index)?;
+                Some(WireValue {
+                    key,
+                    value,
+                    encoding: local_type.encoding(*index),
+                })
+            })
+            .collect();
+        encode_entity_message(&mut bytes, self, entity, kind, &wire);
+        bytes
+    }
+
     /// The values of a re-sent introduce-entity (wire section 8): every
     /// property the first sending carried, as first sent while its slot still
     /// names packet `sequence`, else at its current value. The receiver builds
@@ -559,67 +650,36 @@ impl LocalState {
         &self,
         entity: ObjectId<Local>,
         type_id: TypeId<Local>,
-        values: &[PropertyValue],
+        values: &[(PropertyIndex, Value)],
         sequence: u64,
-    ) -> Vec<PropertyValue> {
+    ) -> SentValues {
         let Some(state) = self.entities.get(&entity) else {
-            return Vec::new();
+            return SentValues::new();
         };
-        let encoded = |values: Vec<PropertyValue>| {
-            let message: Message<Local, Remote> = Message::IntroduceEntity {
-                type_id,
-                entity,
-                values,
-            };
-            message.to_bytes_on(&self.encodings).len()
-        };
-        let first_len = encoded(values.to_vec());
-        let mut rebuilt = Vec::with_capacity(values.len());
+        let kind = EntityMessage::Introduce(type_id);
+        let first_len = self.encoded(entity, type_id, kind, values).len();
+        let mut rebuilt = SentValues::with_capacity(values.len());
         let mut superseded = Vec::new();
-        for (index, value) in values.iter().enumerate() {
-            let Some(slot) = state.slots.get(&value.key) else {
+        for (position, (index, value)) in values.iter().enumerate() {
+            let Some(slot) = state.slots.get(*index) else {
                 continue;
             };
             if slot.last_packet == Some(sequence) {
-                rebuilt.push(value.clone());
-            } else if let Some(current) =
-                values_of(self, entity, std::slice::from_ref(&value.key)).pop()
-            {
-                superseded.push(index);
-                rebuilt.push(current);
+                rebuilt.push((*index, value.clone()));
+            } else {
+                superseded.push(position);
+                rebuilt.push((*index, slot.value.clone()));
             }
         }
         // Drop superseded values, last first, until the message fits again
         // (a value that grew since; its later carrier still delivers it).
-        while encoded(rebuilt.clone()) > first_len {
-            let Some(index) = superseded.pop() else {
+        while self.encoded(entity, type_id, kind, &rebuilt).len() > first_len {
+            let Some(position) = superseded.pop() else {
                 break;
             };
-            let key = &values[index].key;
-            rebuilt.retain(|v| &v.key != key);
+            let index = values[position].0;
+            rebuilt.retain(|(i, _)| *i != index);
         }
         rebuilt
-    }
-
-    /// The values whose slot still names packet `sequence` as the last to carry it.
-    fn still_owned(
-        &self,
-        entity: ObjectId<Local>,
-        values: &[PropertyValue],
-        sequence: u64,
-    ) -> Vec<PropertyValue> {
-        let Some(state) = self.entities.get(&entity) else {
-            return Vec::new();
-        };
-        values
-            .iter()
-            .filter(|value| {
-                state
-                    .slots
-                    .get(&value.key)
-                    .is_some_and(|slot| slot.last_packet == Some(sequence))
-            })
-            .cloned()
-            .collect()
     }
 }

@@ -11,7 +11,7 @@
 //! before the peer saw that acknowledgement has arrived). This module owns
 //! the state and its validation; packet building is in `assemble`.
 
-use litemap::LiteMap;
+use smallvec::SmallVec;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
@@ -23,7 +23,8 @@ use crate::less::ids::{Local, ObjectId, PropertyKey, Remote, TypeId};
 use crate::less::limits::MAX_FRAME_LEN;
 use crate::less::message::Message;
 use crate::less::property_list::{ComponentSubscription, PropertyValue};
-use crate::less::schema::TypeSchema;
+use crate::less::property_map::PropertyMap;
+use crate::less::schema::{PropertyIndex, TypeSchema};
 use crate::less::value::Value;
 
 /// Largest encoded value a command accepts: a frame less room for headers.
@@ -37,33 +38,15 @@ pub(super) struct Slot {
     pub dirty: bool,
     /// Sequence of the packet that last carried it (datagram mode).
     pub last_packet: Option<u64>,
-    /// The peer subscribes to it: kept with the slot (set when the slot is
-    /// made and when a subscription changes) because every update asks,
-    /// and a set lookup per property per update was a tenth of the sender.
-    pub subscribed: bool,
-    /// The link's encoding of this property (fixed for the session), looked
-    /// up once when the slot is made rather than for every update sent.
-    pub encoding: Option<EncodingId>,
 }
 
 impl Slot {
-    /// A dirty slot for a property of an entity of `local_type`, with its
-    /// subscription and link encoding looked up once.
-    fn new(
-        encodings: &LinkEncodings,
-        local_type: &LocalType,
-        key: &PropertyKey,
-        value: Value,
-    ) -> Slot {
+    /// A slot holding a value not sent yet.
+    pub fn dirty(value: Value) -> Slot {
         Slot {
             value,
             dirty: true,
             last_packet: None,
-            subscribed: local_type
-                .subscription
-                .as_ref()
-                .is_some_and(|s| s.contains(key)),
-            encoding: encodings.for_property(&local_type.schema, key),
         }
     }
 }
@@ -86,7 +69,8 @@ pub(super) enum Wire {
 pub(super) struct LocalEntity {
     pub type_id: TypeId<Local>,
     pub schema: Arc<TypeSchema>,
-    pub slots: LiteMap<PropertyKey, Slot>,
+    /// By the property's index in `schema`.
+    pub slots: PropertyMap<Slot>,
     pub wire: Wire,
     /// In the dirty queue.
     pub queued: bool,
@@ -96,6 +80,23 @@ pub(super) struct LocalEntity {
 pub(super) struct LocalType {
     pub schema: Arc<TypeSchema>,
     pub subscription: Option<BTreeSet<PropertyKey>>,
+    /// By property index: the peer subscribes to it (follows
+    /// `subscription`; every update asks, so it is kept as a table).
+    pub subscribed: Vec<bool>,
+    /// By property index: the link's encoding of it (fixed for the session).
+    pub encodings: Vec<Option<EncodingId>>,
+}
+
+impl LocalType {
+    /// Whether the peer subscribes to the property at `index`.
+    pub fn subscribes(&self, index: PropertyIndex) -> bool {
+        self.subscribed.get(index.get()).copied().unwrap_or(false)
+    }
+
+    /// The link's encoding of the property at `index`.
+    pub fn encoding(&self, index: PropertyIndex) -> Option<EncodingId> {
+        self.encodings.get(index.get()).copied().flatten()
+    }
 }
 
 /// A removed object id on its way back to the free pool.
@@ -143,25 +144,29 @@ pub(super) struct LocalState {
     pub encodings: Arc<LinkEncodings>,
 }
 
-/// Checks values against a schema: declared properties, conforming values,
-/// bounded size.
+/// The property indices of a command's values, in order.
+pub(super) type Indices = SmallVec<[PropertyIndex; 8]>;
+
+/// Checks values against a schema (declared properties, conforming values,
+/// bounded size) and returns their property indices.
 pub(super) fn check_values(
     schema: &TypeSchema,
     values: &[PropertyValue],
-) -> Result<(), CommandError> {
-    for value in values {
-        check_value(schema, &value.key, &value.value)?;
-    }
-    Ok(())
+) -> Result<Indices, CommandError> {
+    values
+        .iter()
+        .map(|value| check_value(schema, &value.key, &value.value))
+        .collect()
 }
 
 pub(super) fn check_value(
     schema: &TypeSchema,
     key: &PropertyKey,
     value: &Value,
-) -> Result<(), CommandError> {
-    let value_type = schema
-        .property_type(key)
+) -> Result<PropertyIndex, CommandError> {
+    let (index, value_type) = schema
+        .property_index(key)
+        .and_then(|index| Some((index, schema.property_at(index)?.1)))
         .ok_or_else(|| CommandError::UnknownProperty(key.clone()))?;
     if !value.conforms_to(value_type) {
         return Err(CommandError::TypeMismatch(key.to_string()));
@@ -169,7 +174,7 @@ pub(super) fn check_value(
     if value.encoded_len() > MAX_VALUE_LEN {
         return Err(CommandError::TooLarge);
     }
-    Ok(())
+    Ok(index)
 }
 
 impl LocalState {
@@ -190,11 +195,20 @@ impl LocalState {
                 type_id,
                 uri: schema.uri.clone(),
             }));
+        let count = schema.property_count();
+        let encodings = (0..count)
+            .map(|i| {
+                let (key, _) = schema.property_at(PropertyIndex(i as u32))?;
+                self.encodings.for_property(&schema, key)
+            })
+            .collect();
         self.types.insert(
             type_id,
             LocalType {
                 schema,
                 subscription: None,
+                subscribed: vec![false; count],
+                encodings,
             },
         );
         type_id
@@ -231,13 +245,11 @@ impl LocalState {
         if !self.id_available(entity) {
             return Err(CommandError::IdInUse);
         }
-        check_values(&local_type.schema, &values)?;
-        let slots = values
+        let indices = check_values(&local_type.schema, &values)?;
+        let slots = indices
             .into_iter()
-            .map(|v| {
-                let slot = Slot::new(&self.encodings, local_type, &v.key, v.value);
-                (v.key, slot)
-            })
+            .zip(values)
+            .map(|(index, v)| (index, Slot::dirty(v.value)))
             .collect();
         let subscribed = local_type.subscription.is_some();
         self.entities.insert(
@@ -276,20 +288,15 @@ impl LocalState {
             .entities
             .get_mut(&entity)
             .ok_or(CommandError::UnknownEntity)?;
-        check_values(&state.schema, &values)?;
-        let local_type = self
-            .types
-            .get(&state.type_id)
-            .ok_or(CommandError::UnknownType)?;
-        for value in values {
-            match state.slots.get_mut(&value.key) {
+        let indices = check_values(&state.schema, &values)?;
+        for (index, value) in indices.into_iter().zip(values) {
+            match state.slots.get_mut(index) {
                 Some(slot) => {
                     slot.value = value.value;
                     slot.dirty = true;
                 }
                 None => {
-                    let slot = Slot::new(&self.encodings, local_type, &value.key, value.value);
-                    state.slots.insert(value.key, slot);
+                    state.slots.insert(index, Slot::dirty(value.value));
                 }
             }
         }
@@ -310,19 +317,16 @@ impl LocalState {
         if state.wire != Wire::Introduced {
             return Ok(0);
         }
-        let Some(subscription) = self
+        let Some(local_type) = self
             .types
             .get(&state.type_id)
-            .and_then(|t| t.subscription.as_ref())
+            .filter(|t| t.subscription.as_ref().is_some_and(|s| !s.is_empty()))
         else {
             return Ok(0);
         };
-        if subscription.is_empty() {
-            return Ok(0);
-        }
         let mut bytes = 0;
-        for (_, slot) in state.slots.iter_mut() {
-            if slot.subscribed {
+        for (index, slot) in state.slots.iter_mut() {
+            if local_type.subscribes(index) {
                 slot.dirty = true;
                 bytes += slot.value.encoded_len();
             }
@@ -397,7 +401,16 @@ impl LocalState {
             .subscription
             .replace(keys.clone())
             .unwrap_or_default();
-        let added: BTreeSet<&PropertyKey> = keys.difference(&previous).collect();
+        // By property index: subscribed now, and newly subscribed.
+        let schema = local_type.schema.clone();
+        let mut added = vec![false; schema.property_count()];
+        local_type.subscribed = vec![false; schema.property_count()];
+        for key in &keys {
+            if let Some(index) = schema.property_index(key) {
+                local_type.subscribed[index.get()] = true;
+                added[index.get()] = !previous.contains(key);
+            }
+        }
         let members: Vec<ObjectId<Local>> = self
             .entities
             .iter()
@@ -408,15 +421,12 @@ impl LocalState {
             let Some(entity) = self.entities.get_mut(&id) else {
                 continue;
             };
-            for (key, slot) in entity.slots.iter_mut() {
-                slot.subscribed = keys.contains(key);
-            }
             match entity.wire {
                 Wire::Waiting => self.queue_introduce(id),
                 Wire::Introduced => {
                     let mut any = false;
-                    for (key, slot) in entity.slots.iter_mut() {
-                        if added.contains(key) {
+                    for (index, slot) in entity.slots.iter_mut() {
+                        if added.get(index.get()).copied().unwrap_or(false) {
                             slot.dirty = true;
                             any = true;
                         }
@@ -439,6 +449,7 @@ impl LocalState {
             .get_mut(&type_id)
             .ok_or_else(|| format!("unsubscription from unknown type {type_id}"))?;
         local_type.subscription = None;
+        local_type.subscribed.iter_mut().for_each(|s| *s = false);
         let members: Vec<ObjectId<Local>> = self
             .entities
             .iter()
@@ -449,9 +460,6 @@ impl LocalState {
             let Some(entity) = self.entities.get_mut(&id) else {
                 continue;
             };
-            for (_, slot) in entity.slots.iter_mut() {
-                slot.subscribed = false;
-            }
             match entity.wire {
                 Wire::Introduced => {
                     entity.wire = Wire::Withdrawn {
@@ -607,8 +615,6 @@ impl LocalState {
             value: Value::Null,
             dirty: false,
             last_packet: None,
-            subscribed: false,
-            encoding: None,
         });
         slot.value = value;
         if !slot.dirty {
