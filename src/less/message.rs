@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use super::codec::{write_integer, write_u64, DecodeError, Reader, Unresolved};
-use super::encoding::LinkEncodings;
+use super::encoding::{EncodingId, LinkEncodings};
 use super::ids::{
     ComponentId, ComponentPath, InteractionId, ObjectId, PropertyId, PropertyKey, RequestId, Space,
     TypeId,
@@ -147,6 +147,16 @@ pub trait DecodeContext<S: Space, D: Space> {
     fn sender_entity_type(&self, entity: ObjectId<S>) -> Option<Arc<TypeSchema>>;
     /// The schema of the type of one of the receiver's own entities.
     fn receiver_entity_type(&self, entity: ObjectId<D>) -> Option<Arc<TypeSchema>>;
+    /// The link's encoding of each property of a type the sender
+    /// introduced, by property index ([`LinkEncodings::table`]), when the
+    /// receiver keeps it; `None` looks each value's encoding up instead.
+    fn sender_type_encodings(&self, _type_id: TypeId<S>) -> Option<Arc<[Option<EncodingId>]>> {
+        None
+    }
+    /// [`DecodeContext::sender_type_encodings`] of an entity's type.
+    fn sender_entity_encodings(&self, _entity: ObjectId<S>) -> Option<Arc<[Option<EncodingId>]>> {
+        None
+    }
     /// The connection schema.
     fn connection(&self) -> &ConnectionSchema;
     /// The link's per-property encodings (docs/less-wire.md 16); plain
@@ -319,10 +329,16 @@ impl<S: Space, D: Space> Message<S, D> {
                 let schema = context.sender_type(type_id).ok_or(DecodeError::Unresolved(
                     Unresolved::SenderType(type_id.get()),
                 ))?;
+                let table = context.sender_type_encodings(type_id);
                 Message::IntroduceEntity {
                     type_id,
                     entity,
-                    values: decode_component_values(reader, &schema, context.encodings())?,
+                    values: decode_component_values(
+                        reader,
+                        &schema,
+                        context.encodings(),
+                        table.as_deref(),
+                    )?,
                 }
             }
             code::REMOVE_ENTITY => Message::RemoveEntity {
@@ -331,9 +347,15 @@ impl<S: Space, D: Space> Message<S, D> {
             code::UPDATE_ENTITY => {
                 let entity = ObjectId::new(reader.read_u64()?);
                 let schema = sender_entity_schema(context, entity)?;
+                let table = context.sender_entity_encodings(entity);
                 Message::UpdateEntity {
                     entity,
-                    values: decode_component_values(reader, &schema, context.encodings())?,
+                    values: decode_component_values(
+                        reader,
+                        &schema,
+                        context.encodings(),
+                        table.as_deref(),
+                    )?,
                 }
             }
             code::UPDATE_PROPERTY_FIRST..=code::UPDATE_PROPERTY_LAST
@@ -351,9 +373,13 @@ impl<S: Space, D: Space> Message<S, D> {
                     }
                     None => return Err(DecodeError::UndeclaredProperty(key.to_string())),
                 };
-                let value = context
-                    .encodings()
-                    .decode_value(reader, &schema, &key, value_type)?;
+                let encoding = match context.sender_entity_encodings(entity) {
+                    Some(table) => schema
+                        .property_index(&key)
+                        .and_then(|index| table.get(index.get()).copied().flatten()),
+                    None => context.encodings().for_property(&schema, &key),
+                };
+                let value = LinkEncodings::read_value(reader, encoding, value_type)?;
                 Message::UpdateEntity {
                     entity,
                     values: vec![PropertyValue { key, value }],

@@ -157,12 +157,15 @@ fn encode_member_list(out: &mut Vec<u8>, items: &[Item<'_>]) {
 
 /// Reads a component-property-value-list-list, typing each value by `schema`
 /// and reading the properties the link encodes in their encoding
-/// (docs/less-wire.md 16). Unknown components, unknown members and method
-/// ids are errors.
+/// (docs/less-wire.md 16): from `table` (by property index,
+/// [`LinkEncodings::table`]) when the reader keeps one, else looked up in
+/// `encodings`. Unknown components, unknown members and method ids are
+/// errors.
 pub fn decode_component_values(
     reader: &mut Reader<'_>,
     schema: &TypeSchema,
     encodings: &LinkEncodings,
+    table: Option<&[Option<EncodingId>]>,
 ) -> Result<Vec<PropertyValue>, DecodeError> {
     // Every entry takes at least one byte, so the input bounds the count too.
     let count = reader.read_count("component count", MAX_COMPONENTS.min(reader.remaining()))?;
@@ -172,7 +175,11 @@ pub fn decode_component_values(
         let component = schema.component(&path).ok_or_else(|| {
             DecodeError::UndeclaredProperty(format!("component {path} of {}", schema.uri))
         })?;
-        let typed = Typed { schema, encodings };
+        let typed = Typed {
+            schema,
+            encodings,
+            table,
+        };
         decode_member_list(reader, &typed, component, &path, &mut out)?;
     }
     Ok(out)
@@ -182,6 +189,20 @@ pub fn decode_component_values(
 struct Typed<'a> {
     schema: &'a TypeSchema,
     encodings: &'a LinkEncodings,
+    table: Option<&'a [Option<EncodingId>]>,
+}
+
+impl Typed<'_> {
+    /// The link's encoding of the property `key`.
+    fn encoding(&self, key: &PropertyKey) -> Option<EncodingId> {
+        match self.table {
+            Some(table) => self
+                .schema
+                .property_index(key)
+                .and_then(|index| table.get(index.get()).copied().flatten()),
+            None => self.encodings.for_property(self.schema, key),
+        }
+    }
 }
 
 fn decode_member_list(
@@ -203,9 +224,7 @@ fn decode_member_list(
                     component: path.clone(),
                     property,
                 };
-                let value = typed
-                    .encodings
-                    .decode_value(reader, typed.schema, &key, value_type)?;
+                let value = LinkEncodings::read_value(reader, typed.encoding(&key), value_type)?;
                 out.push(PropertyValue { key, value });
             }
             MemberKind::Component(nested) => {
@@ -345,9 +364,13 @@ mod tests {
                 "03000000000000e03f"
             )
         );
-        let decoded =
-            decode_component_values(&mut Reader::new(&out), &schema, &LinkEncodings::plain())
-                .unwrap();
+        let decoded = decode_component_values(
+            &mut Reader::new(&out),
+            &schema,
+            &LinkEncodings::plain(),
+            None,
+        )
+        .unwrap();
         let order: Vec<String> = decoded.iter().map(|v| v.key.to_string()).collect();
         assert_eq!(order, ["2.2", "2/7.1", "1.3"]);
         assert_eq!(decoded[1].value, Value::FixedBinary(vec![1, 2, 3, 4]));
@@ -359,12 +382,22 @@ mod tests {
         // component 2, one member: id 9 is a method.
         let method = [0x01, 0x02, 0x01, 0x09];
         assert_eq!(
-            decode_component_values(&mut Reader::new(&method), &schema, &LinkEncodings::plain()),
+            decode_component_values(
+                &mut Reader::new(&method),
+                &schema,
+                &LinkEncodings::plain(),
+                None
+            ),
             Err(DecodeError::Invalid("method id in a property-value-list"))
         );
         let unknown = [0x01, 0x05, 0x00];
         assert!(matches!(
-            decode_component_values(&mut Reader::new(&unknown), &schema, &LinkEncodings::plain()),
+            decode_component_values(
+                &mut Reader::new(&unknown),
+                &schema,
+                &LinkEncodings::plain(),
+                None
+            ),
             Err(DecodeError::UndeclaredProperty(_))
         ));
     }

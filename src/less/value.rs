@@ -6,15 +6,17 @@
 //! messages; callers pass the expected [`ValueType`].
 
 use half::f16;
-use smallvec::SmallVec;
+use tinyvec::TinyVec;
 use uuid::Uuid;
 
 use super::codec::{integer_len, write_count, write_integer, write_u64, DecodeError, Reader};
 use super::limits::{MAX_BINARY_LEN, MAX_ELEMENTS, MAX_NESTING, MAX_STRING_BYTES};
 use super::value_type::ValueType;
 
-/// The floats of a [`Value::Floats`]: inline up to a Tundra Transform's nine.
-pub type FloatVector = SmallVec<[f32; 9]>;
+/// The floats of a [`Value::Floats`]: inline up to a Tundra Transform's
+/// nine, so a value is copied (for a re-send, into a mirror) without a
+/// loop or an allocation.
+pub type FloatVector = TinyVec<[f32; 9]>;
 
 /// A LESS value.
 ///
@@ -50,7 +52,7 @@ pub enum Value {
 impl Value {
     /// A VECTOR of FLOAT32.
     pub fn floats(values: &[f32]) -> Value {
-        Value::Floats(FloatVector::from_slice(values))
+        Value::Floats(FloatVector::from(values))
     }
 
     /// A VECTOR of `element`, in its one form: FLOAT32 elements become

@@ -12,7 +12,7 @@
 use super::EncodingId;
 use crate::less::codec::{DecodeError, Reader};
 use crate::less::ids::{ComponentId, PropertyKey};
-use crate::less::schema::TypeSchema;
+use crate::less::schema::{PropertyIndex, TypeSchema};
 use crate::less::value::Value;
 use crate::less::value_type::ValueType;
 
@@ -119,6 +119,17 @@ impl LinkEncodings {
             .map(|rule| rule.encoding)
     }
 
+    /// The encoding of every property of `schema` on this link, by
+    /// property index: looked up once per type rather than once per value.
+    pub fn table(&self, schema: &TypeSchema) -> std::sync::Arc<[Option<EncodingId>]> {
+        (0..schema.property_count())
+            .map(|i| {
+                let (key, _) = schema.property_at(PropertyIndex(i as u32))?;
+                self.for_property(schema, key)
+            })
+            .collect()
+    }
+
     /// The value as it goes on the wire: for an encoded property, its
     /// encoded bytes as a FIXED-BINARY (written without a length, as the
     /// encoding is self-delimiting); otherwise the value itself.
@@ -142,7 +153,17 @@ impl LinkEncodings {
         key: &PropertyKey,
         value_type: &ValueType,
     ) -> Result<Value, DecodeError> {
-        match self.for_property(schema, key) {
+        Self::read_value(reader, self.for_property(schema, key), value_type)
+    }
+
+    /// Reads a property value in `encoding` (from [`Self::table`]), or
+    /// plain.
+    pub fn read_value(
+        reader: &mut Reader<'_>,
+        encoding: Option<EncodingId>,
+        value_type: &ValueType,
+    ) -> Result<Value, DecodeError> {
+        match encoding {
             Some(encoding) => encoding.decode(reader),
             None => Value::decode(reader, value_type),
         }

@@ -10,7 +10,7 @@
 //! answers a failure method-result (draft section 5). This module owns the
 //! peer's types and entities as this end sees them, and the held packets.
 
-use litemap::LiteMap;
+use smallvec::SmallVec;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -18,11 +18,12 @@ use super::event::Event;
 use super::outgoing::{LocalState, Pending, Wire};
 use super::Session;
 use crate::less::codec::{DecodeError, Reader};
-use crate::less::encoding::LinkEncodings;
+use crate::less::encoding::{EncodingId, LinkEncodings};
 use crate::less::ids::{Local, ObjectId, PropertyKey, Remote, RequestId, TypeId};
 use crate::less::message::{DecodeContext, Message, MethodStatus};
 use crate::less::property_list::PropertyValue;
-use crate::less::schema::{ConnectionSchema, TypeSchema, UPDATE_RATE};
+use crate::less::property_map::PropertyMap;
+use crate::less::schema::{ConnectionSchema, PropertyIndex, TypeSchema, UPDATE_RATE};
 use crate::less::value::Value;
 
 /// A type the peer introduced, and our subscription to it.
@@ -30,14 +31,17 @@ use crate::less::value::Value;
 pub(super) struct RemoteType {
     pub uri: String,
     pub schema: Option<Arc<TypeSchema>>,
-    /// What we are subscribed to now (shared: every update consults it
-    /// while the session is borrowed mutably).
-    pub subscribed: Option<Arc<BTreeSet<PropertyKey>>>,
-    /// Every property we ever subscribed to: the peer may still send values
-    /// of a property we have since dropped (they are ignored, not an error).
-    pub ever: BTreeSet<PropertyKey>,
+    /// By property index: what we are subscribed to now (all false while
+    /// unsubscribed).
+    pub subscribed: Vec<bool>,
+    /// By property index: every property we ever subscribed to: the peer
+    /// may still send values of a property we have since dropped (they are
+    /// ignored, not an error).
+    pub ever: Vec<bool>,
     /// We subscribed at some time (entities may be introduced).
     pub was_subscribed: bool,
+    /// The link's encoding of each property, by index (with a schema).
+    pub encodings: Option<Arc<[Option<EncodingId>]>>,
 }
 
 /// An entity the peer introduced.
@@ -45,8 +49,10 @@ pub(super) struct RemoteType {
 pub(super) struct RemoteEntity {
     pub type_id: TypeId<Remote>,
     pub schema: Arc<TypeSchema>,
-    /// Timestamp of the packet that last set each property.
-    pub stamps: LiteMap<PropertyKey, i64>,
+    /// Timestamp of the packet that last set each property, by index.
+    pub stamps: PropertyMap<i64>,
+    /// The type's encodings (see [`RemoteType::encodings`]).
+    pub encodings: Option<Arc<[Option<EncodingId>]>>,
 }
 
 /// An out-of-order packet waiting for the ones before it.
@@ -94,6 +100,15 @@ impl DecodeContext<Remote, Local> for Context<'_> {
     fn receiver_entity_type(&self, entity: ObjectId<Local>) -> Option<Arc<TypeSchema>> {
         self.local.schema_of(entity)
     }
+    fn sender_type_encodings(&self, type_id: TypeId<Remote>) -> Option<Arc<[Option<EncodingId>]>> {
+        self.remote.types.get(&type_id)?.encodings.clone()
+    }
+    fn sender_entity_encodings(
+        &self,
+        entity: ObjectId<Remote>,
+    ) -> Option<Arc<[Option<EncodingId>]>> {
+        self.remote.entities.get(&entity)?.encodings.clone()
+    }
     fn connection(&self) -> &ConnectionSchema {
         self.connection
     }
@@ -119,32 +134,61 @@ fn decode_violation(error: DecodeError) -> Violation {
     }
 }
 
-/// Applies values newer than what last set each property; returns those
-/// that took effect and are subscribed now.
-fn apply_stamps(
-    stamps: &mut LiteMap<PropertyKey, i64>,
-    values: Vec<PropertyValue>,
-    timestamp: i64,
-    subscribed: Option<&BTreeSet<PropertyKey>>,
-) -> Vec<PropertyValue> {
+/// The property indices of decoded values (decoded against `schema`, so
+/// every key has one), in order.
+fn indices_of(
+    schema: &TypeSchema,
+    values: &[PropertyValue],
+) -> Result<SmallVec<[PropertyIndex; 8]>, Violation> {
     values
-        .into_iter()
-        .filter(|value| {
-            // Equal timestamps come from one packet, where a later message wins.
-            let newer = match stamps.get_mut(&value.key) {
-                Some(stamp) if timestamp >= *stamp => {
-                    *stamp = timestamp;
-                    true
-                }
-                Some(_) => false,
-                None => {
-                    stamps.insert(value.key.clone(), timestamp);
-                    true
-                }
-            };
-            newer && subscribed.is_some_and(|keys| keys.contains(&value.key))
+        .iter()
+        .map(|value| {
+            schema
+                .property_index(&value.key)
+                .ok_or_else(|| Violation::Logic(format!("undeclared property {}", value.key)))
         })
         .collect()
+}
+
+/// Every value must belong to a property we subscribed to at some time.
+fn check_subscribed(
+    ever: &[bool],
+    values: &[PropertyValue],
+    indices: &[PropertyIndex],
+) -> Result<(), Violation> {
+    match indices
+        .iter()
+        .position(|index| !ever.get(index.get()).copied().unwrap_or(false))
+    {
+        Some(position) => Err(Violation::Logic(format!(
+            "value of unsubscribed property {}",
+            values[position].key
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Keeps the values newer than what last set each property (recording
+/// their stamp) that we are subscribed to now.
+fn apply_stamps(
+    stamps: &mut PropertyMap<i64>,
+    values: &mut Vec<PropertyValue>,
+    indices: &[PropertyIndex],
+    timestamp: i64,
+    subscribed: &[bool],
+) {
+    let mut position = 0;
+    values.retain(|_| {
+        let index = indices[position];
+        position += 1;
+        // Equal timestamps come from one packet, where a later message wins.
+        let stamp = stamps.get_or_insert_with(index, || i64::MIN);
+        let newer = timestamp >= *stamp;
+        if newer {
+            *stamp = timestamp;
+        }
+        newer && subscribed.get(index.get()).copied().unwrap_or(false)
+    });
 }
 
 impl Session {
@@ -255,13 +299,15 @@ impl Session {
                     return Ok(());
                 }
                 let schema = self.config.schemas.resolve(&uri);
+                let count = schema.as_ref().map_or(0, |s| s.property_count());
                 self.remote.types.insert(
                     type_id,
                     RemoteType {
                         uri: uri.clone(),
+                        encodings: schema.as_ref().map(|s| self.config.encodings.table(s)),
                         schema: schema.clone(),
-                        subscribed: None,
-                        ever: BTreeSet::new(),
+                        subscribed: vec![false; count],
+                        ever: vec![false; count],
                         was_subscribed: false,
                     },
                 );
@@ -293,7 +339,7 @@ impl Session {
             Message::IntroduceEntity {
                 type_id,
                 entity,
-                values,
+                mut values,
             } => {
                 let remote_type =
                     self.remote.types.get(&type_id).ok_or_else(|| {
@@ -304,12 +350,13 @@ impl Session {
                         "entity {entity} of unsubscribed type {type_id}"
                     )));
                 }
-                check_subscribed(remote_type, &values)?;
-                let subscribed = remote_type.subscribed.clone();
                 let schema = remote_type
                     .schema
                     .clone()
                     .ok_or_else(|| Violation::Logic("type without schema".into()))?;
+                let indices = indices_of(&schema, &values)?;
+                check_subscribed(&remote_type.ever, &values, &indices)?;
+                let subscribed = &remote_type.subscribed;
                 match self.remote.entities.get_mut(&entity) {
                     Some(known) if known.type_id != type_id => {
                         return Err(Violation::Logic(format!(
@@ -317,26 +364,28 @@ impl Session {
                         )));
                     }
                     Some(known) => {
-                        let values = apply_stamps(
+                        apply_stamps(
                             &mut known.stamps,
-                            values,
+                            &mut values,
+                            &indices,
                             timestamp,
-                            subscribed.as_deref(),
+                            subscribed,
                         );
                         if !values.is_empty() {
                             self.push_event(Event::EntityUpdated { entity, values });
                         }
                     }
                     None => {
-                        let mut stamps = LiteMap::new();
-                        let values =
-                            apply_stamps(&mut stamps, values, timestamp, subscribed.as_deref());
+                        let mut stamps = PropertyMap::new();
+                        apply_stamps(&mut stamps, &mut values, &indices, timestamp, subscribed);
+                        let encodings = remote_type.encodings.clone();
                         self.remote.entities.insert(
                             entity,
                             RemoteEntity {
                                 type_id,
                                 schema,
                                 stamps,
+                                encodings,
                             },
                         );
                         self.push_event(Event::EntityIntroduced {
@@ -356,8 +405,8 @@ impl Session {
                 self.local.forget_tweaks(entity);
                 self.push_event(Event::EntityRemoved { entity });
             }
-            Message::UpdateEntity { entity, values } => {
-                let Some(known) = self.remote.entities.get(&entity) else {
+            Message::UpdateEntity { entity, mut values } => {
+                let Some(known) = self.remote.entities.get_mut(&entity) else {
                     return Err(Violation::Logic(format!(
                         "update of unknown entity {entity}"
                     )));
@@ -367,14 +416,17 @@ impl Session {
                     .types
                     .get(&known.type_id)
                     .ok_or_else(|| Violation::Logic("entity of a vanished type".into()))?;
-                check_subscribed(remote_type, &values)?;
-                let subscribed = remote_type.subscribed.clone();
-                if let Some(known) = self.remote.entities.get_mut(&entity) {
-                    let values =
-                        apply_stamps(&mut known.stamps, values, timestamp, subscribed.as_deref());
-                    if !values.is_empty() {
-                        self.push_event(Event::EntityUpdated { entity, values });
-                    }
+                let indices = indices_of(&known.schema, &values)?;
+                check_subscribed(&remote_type.ever, &values, &indices)?;
+                apply_stamps(
+                    &mut known.stamps,
+                    &mut values,
+                    &indices,
+                    timestamp,
+                    &remote_type.subscribed,
+                );
+                if !values.is_empty() {
+                    self.push_event(Event::EntityUpdated { entity, values });
                 }
             }
             Message::RequestEntity { entity } => self.local.on_request_entity(entity),
@@ -493,16 +545,5 @@ impl Session {
             }
         }
         Ok(())
-    }
-}
-
-/// Every value must belong to a property we subscribed to at some time.
-fn check_subscribed(remote_type: &RemoteType, values: &[PropertyValue]) -> Result<(), Violation> {
-    match values.iter().find(|v| !remote_type.ever.contains(&v.key)) {
-        Some(value) => Err(Violation::Logic(format!(
-            "value of unsubscribed property {}",
-            value.key
-        ))),
-        None => Ok(()),
     }
 }

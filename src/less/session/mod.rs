@@ -238,8 +238,14 @@ impl Session {
                 properties,
             })
             .collect();
-        remote_type.ever.extend(keys.iter().cloned());
-        remote_type.subscribed = Some(std::sync::Arc::new(keys));
+        remote_type.subscribed.iter_mut().for_each(|s| *s = false);
+        for key in &keys {
+            // Every key is a property of the schema (checked above).
+            if let Some(index) = schema.property_index(key) {
+                remote_type.subscribed[index.get()] = true;
+                remote_type.ever[index.get()] = true;
+            }
+        }
         remote_type.was_subscribed = true;
         self.queue_message(Message::SubscribeType {
             type_id,
@@ -255,7 +261,7 @@ impl Session {
             .types
             .get_mut(&type_id)
             .ok_or(CommandError::UnknownType)?;
-        remote_type.subscribed = None;
+        remote_type.subscribed.iter_mut().for_each(|s| *s = false);
         self.queue_message(Message::UnsubscribeType { type_id })
     }
 
