@@ -397,10 +397,11 @@ impl Federation {
                                     )),
                                 });
                             } else if let Some(value) = value {
-                                values.push(PropertyValue {
-                                    key: attribute_key(index),
+                                let _ = link.session.update_property(
+                                    object,
+                                    &attribute_key(index),
                                     value,
-                                });
+                                );
                             }
                         }
                         if !values.is_empty() {

@@ -2,6 +2,7 @@
 //! per entity, from the copy routing chose (docs/federation.md 3 and 4).
 
 use foldhash::HashMap;
+use smallvec::SmallVec;
 
 use tracing::{debug, warn};
 
@@ -189,8 +190,12 @@ impl Federation {
                     self.handle_entity_object(link_id, entity, &values, false, scene);
                 } else if let Some(object) = link.mirror.components.get_mut(&entity) {
                     let before = object.owner;
-                    // The values move into the mirror; the scene takes them from there.
-                    let keys: Vec<PropertyKey> = values.iter().map(|v| v.key.clone()).collect();
+                    // The values move into the mirror; the scene takes them
+                    // from there (by attribute index: the keys move too).
+                    let attributes: SmallVec<[u8; 8]> = values
+                        .iter()
+                        .filter_map(|v| attribute_index(&v.key))
+                        .collect();
                     if let Err(error) = mirror::apply_component_values(object, values) {
                         warn!(link = %link_id, %error, "bad component update");
                         return None;
@@ -222,7 +227,7 @@ impl Federation {
                         // As for a new component object: a route change may wait on it.
                         self.reroute(global, scene);
                     }
-                    self.apply_component_update(link_id, entity, &keys, scene);
+                    self.apply_component_update(link_id, entity, &attributes, scene);
                 }
             }
             Event::EntityRemoved { entity } => self.handle_removed_object(link_id, entity, scene),
@@ -636,7 +641,7 @@ impl Federation {
         &mut self,
         link_id: LinkId,
         object: ObjectId<Remote>,
-        keys: &[PropertyKey],
+        attributes: &[u8],
         scene: &mut Scene,
     ) {
         let Some(link) = self.links.get(&link_id) else {
@@ -670,20 +675,13 @@ impl Federation {
                 else {
                     return;
                 };
-                let mut edits = Vec::new();
-                for key in keys {
-                    if key.component.elements().len() != 1
-                        || key.component.elements()[0].0 != component::ATTRIBUTES
-                    {
-                        continue;
-                    }
-                    let Ok(index) = u8::try_from(key.property.0) else {
-                        continue;
-                    };
+                let mut edits: SmallVec<[_; 4]> = SmallVec::new();
+                for &index in attributes {
                     let Some(ty) = component.attribute(index).map(|a| a.ty()) else {
                         continue;
                     };
-                    let Some(value) = mirrored.values.get(key) else {
+                    let key = attribute_key(index);
+                    let Some(value) = mirrored.values.get(&key) else {
                         continue;
                     };
                     match from_less(ty, value, &reference) {
@@ -857,4 +855,13 @@ enum ParentState {
     Resolvable(LinkId),
     /// The parent is not presented yet.
     Waiting,
+}
+
+/// The attribute index a property of a component object stands for
+/// (docs/federation.md 2.2: property i of component `attributes`).
+fn attribute_index(key: &PropertyKey) -> Option<u8> {
+    match key.component.elements() {
+        [c] if c.0 == component::ATTRIBUTES => u8::try_from(key.property.0).ok(),
+        _ => None,
+    }
 }

@@ -42,6 +42,8 @@ pub struct Node {
     /// Upstream mode: the bridge to the world server this node is a client
     /// of (docs/upstream.md); `None` otherwise.
     pub upstream: Option<Bridge>,
+    /// The buffer `settle` takes the scene's journal into, kept between calls.
+    journal: Vec<crate::scene::Change>,
 }
 
 impl Node {
@@ -54,6 +56,7 @@ impl Node {
             executed_actions: Default::default(),
             action_results: Default::default(),
             upstream: None,
+            journal: Vec::new(),
         }
     }
 
@@ -220,9 +223,10 @@ impl Node {
     /// Passes events between the server and the federation and hands the
     /// scene's changes to everything that synchronises from it, until quiet.
     pub fn settle(&mut self) {
+        let mut changes = std::mem::take(&mut self.journal);
         for _ in 0..16 {
             let mut busy = false;
-            let changes = self.scene.take_journal();
+            self.scene.take_journal_into(&mut changes);
             if !changes.is_empty() {
                 busy = true;
                 self.server.handle_scene_changes(&changes);
@@ -295,8 +299,9 @@ impl Node {
                 }
             }
             if !busy {
-                return;
+                break;
             }
         }
+        self.journal = changes;
     }
 }

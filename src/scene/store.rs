@@ -118,6 +118,14 @@ impl Scene {
         std::mem::take(&mut self.journal)
     }
 
+    /// [`Scene::take_journal`] into `out` (cleared first), whose buffer the
+    /// scene keeps for the next changes: the node settles after every
+    /// client frame, and a fresh journal each time was regrown each time.
+    pub fn take_journal_into(&mut self, out: &mut Vec<Change>) {
+        out.clear();
+        std::mem::swap(&mut self.journal, out);
+    }
+
     fn record(&mut self, source: ChangeSource, kind: ChangeKind) {
         self.journal.push(Change { source, kind });
     }

@@ -294,6 +294,17 @@ impl Session {
         self.local.set_values(entity, values)
     }
 
+    /// [`Session::update_entity`] of one property.
+    pub fn update_property(
+        &mut self,
+        entity: ObjectId<Local>,
+        key: &PropertyKey,
+        value: Value,
+    ) -> Result<(), CommandError> {
+        self.check_open()?;
+        self.local.set_value(entity, key, value)
+    }
+
     /// Queues the current value of every subscribed property of one of our
     /// introduced entities again, unchanged (seed 004: "rebroadcast
     /// everything every x seconds ... if packets are lost"). Returns the

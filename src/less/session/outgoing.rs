@@ -76,6 +76,21 @@ pub(super) struct LocalEntity {
     pub queued: bool,
 }
 
+impl LocalEntity {
+    /// Sets a checked value, to be sent with the next packet.
+    fn store(&mut self, index: PropertyIndex, value: Value) {
+        match self.slots.get_mut(index) {
+            Some(slot) => {
+                slot.value = value;
+                slot.dirty = true;
+            }
+            None => {
+                self.slots.insert(index, Slot::dirty(value));
+            }
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub(super) struct LocalType {
     pub schema: Arc<TypeSchema>,
@@ -290,16 +305,28 @@ impl LocalState {
             .ok_or(CommandError::UnknownEntity)?;
         let indices = check_values(&state.schema, &values)?;
         for (index, value) in indices.into_iter().zip(values) {
-            match state.slots.get_mut(index) {
-                Some(slot) => {
-                    slot.value = value.value;
-                    slot.dirty = true;
-                }
-                None => {
-                    state.slots.insert(index, Slot::dirty(value.value));
-                }
-            }
+            state.store(index, value.value);
         }
+        if state.wire == Wire::Introduced && !state.queued {
+            state.queued = true;
+            self.dirty.push_back(entity);
+        }
+        Ok(())
+    }
+
+    /// [`Self::set_values`] of one property (no list to build).
+    pub fn set_value(
+        &mut self,
+        entity: ObjectId<Local>,
+        key: &PropertyKey,
+        value: Value,
+    ) -> Result<(), CommandError> {
+        let state = self
+            .entities
+            .get_mut(&entity)
+            .ok_or(CommandError::UnknownEntity)?;
+        let index = check_value(&state.schema, key, &value)?;
+        state.store(index, value);
         if state.wire == Wire::Introduced && !state.queued {
             state.queued = true;
             self.dirty.push_back(entity);
