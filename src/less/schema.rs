@@ -26,6 +26,10 @@ pub struct TypeSchema {
     /// once, so that per-update lookups are one search over keys and the
     /// per-object state can be kept by index.
     table: Vec<(PropertyKey, ValueType)>,
+    /// The table's top-level properties as (component, property, index),
+    /// ascending: how every Tundra component type's properties are found,
+    /// comparing integers instead of paths.
+    top: Vec<(u64, u64, u32)>,
 }
 
 /// A value property's position in its type's property table
@@ -115,6 +119,7 @@ impl TypeSchema {
             uri: uri.into(),
             components,
             table: Vec::new(),
+            top: Vec::new(),
         };
         let mut table: Vec<(PropertyKey, ValueType)> = schema
             .properties()
@@ -125,12 +130,29 @@ impl TypeSchema {
         // A key twice (ids are checked unique where schemas are loaded)
         // keeps its first declaration, as `member` finds it.
         table.dedup_by(|later, earlier| later.0 == earlier.0);
+        // Keys with one-element paths order as (component, property) do.
+        schema.top = table
+            .iter()
+            .enumerate()
+            .filter_map(|(index, (key, _))| match key.component.elements() {
+                [component] => Some((component.0, key.property.0, index as u32)),
+                _ => None,
+            })
+            .collect();
         schema.table = table;
         schema
     }
 
     /// The index of the value property `key` names.
     pub fn property_index(&self, key: &PropertyKey) -> Option<PropertyIndex> {
+        if let [component] = key.component.elements() {
+            let wanted = (component.0, key.property.0);
+            let position = self
+                .top
+                .binary_search_by(|(c, p, _)| (*c, *p).cmp(&wanted))
+                .ok()?;
+            return Some(PropertyIndex(self.top[position].2));
+        }
         let position = self.table.binary_search_by(|(k, _)| k.cmp(key)).ok()?;
         Some(PropertyIndex(position as u32))
     }
@@ -400,6 +422,16 @@ mod tests {
             Some((&nested, &ValueType::String))
         );
         assert_eq!(schema.property_index(&PropertyKey::new(1, 3)), None);
+        assert_eq!(
+            schema.property_index(&PropertyKey::new(1, 1)),
+            Some(PropertyIndex(0))
+        );
+        // Every entry is found through whichever search its path takes.
+        for position in 0..schema.property_count() {
+            let index = PropertyIndex(position as u32);
+            let (key, _) = schema.property_at(index).unwrap();
+            assert_eq!(schema.property_index(key), Some(index));
+        }
     }
 
     #[test]

@@ -24,7 +24,12 @@ pub struct CreatedEntity {
 /// The node's scene.
 #[derive(Debug)]
 pub struct Scene {
-    entities: BTreeMap<EntityId, Entity>,
+    /// Hashed: every edit looks its entity up (an ordered map cost a tree
+    /// search per edit, several per forwarded update across the node).
+    entities: foldhash::HashMap<EntityId, Entity>,
+    /// The same ids in ascending order, for the walks that send a scene in
+    /// Tundra's order (its std::map); changed only on create and remove.
+    order: BTreeSet<EntityId>,
     registry: Registry,
     next_replicated: u32,
     next_local: u32,
@@ -49,7 +54,8 @@ pub struct ProxiedEdit {
 impl Scene {
     pub fn new(registry: Registry) -> Scene {
         Scene {
-            entities: BTreeMap::new(),
+            entities: foldhash::HashMap::default(),
+            order: BTreeSet::new(),
             registry,
             next_replicated: 1,
             next_local: FIRST_LOCAL_ID,
@@ -102,7 +108,7 @@ impl Scene {
 
     /// Entities in ascending id order.
     pub fn entities(&self) -> impl Iterator<Item = &Entity> {
-        self.entities.values()
+        self.order.iter().filter_map(|id| self.entities.get(id))
     }
 
     pub fn len(&self) -> usize {
@@ -184,6 +190,7 @@ impl Scene {
             next_local_component_id: FIRST_LOCAL_ID,
         };
         self.entities.insert(id, entity);
+        self.order.insert(id);
         self.record(source, ChangeKind::EntityCreated(id));
         let components = self.add_components(source, id, components, false)?;
         Ok(CreatedEntity { id, components })
@@ -492,8 +499,7 @@ impl Scene {
         while next < order.len() {
             let parent = order[next];
             order.extend(
-                self.entities
-                    .values()
+                self.entities()
                     .filter(|e| e.parent == Some(parent))
                     .map(|e| e.id),
             );
@@ -502,6 +508,7 @@ impl Scene {
         order.reverse();
         for id in &order {
             self.entities.remove(id);
+            self.order.remove(id);
             self.proxied.remove(id);
             self.record(source, ChangeKind::EntityRemoved(*id));
         }
