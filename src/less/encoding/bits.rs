@@ -78,21 +78,36 @@ impl<'a> BitReader<'a> {
         BitReader { bytes, bit: 0 }
     }
 
-    /// Reads `count` (at most 64) bits, a byte's worth at a time.
+    /// Reads `count` (at most 64) bits through a 128-bit window of the
+    /// bytes that hold them.
     pub fn read(&mut self, count: u32) -> Result<u64, DecodeError> {
         let count = count.min(64);
-        let mut value = 0u64;
-        let mut got = 0u32;
-        while got < count {
-            let byte = *self.bytes.get(self.bit / 8).ok_or(DecodeError::Truncated)?;
-            let used = (self.bit % 8) as u32;
-            let take = (8 - used).min(count - got);
-            let field = (u64::from(byte) >> used) & ((1u64 << take) - 1);
-            value |= field << got;
-            got += take;
-            self.bit += take as usize;
+        let end = self.bit + count as usize;
+        if end > self.bytes.len() * 8 {
+            return Err(DecodeError::Truncated);
         }
-        Ok(value)
+        let first = self.bit / 8;
+        let window = match self.bytes.get(first..first + 16) {
+            Some(bytes) => {
+                let mut window = [0u8; 16];
+                window.copy_from_slice(bytes);
+                window
+            }
+            // Near the end: the bytes left, zero-padded.
+            None => {
+                let mut window = [0u8; 16];
+                let rest = &self.bytes[first..];
+                window[..rest.len()].copy_from_slice(rest);
+                window
+            }
+        };
+        let value = (u128::from_le_bytes(window) >> (self.bit % 8)) as u64;
+        self.bit = end;
+        Ok(if count == 64 {
+            value
+        } else {
+            value & ((1u64 << count) - 1)
+        })
     }
 
     /// Reads 32 bits as an `f32`.
@@ -121,6 +136,21 @@ impl<'a> BitReader<'a> {
                 "non-zero padding bits in an encoded value",
             )),
         }
+    }
+}
+
+/// `x.round()` (half away from zero) as an integer, for |x| < 2^62: the
+/// fraction `x - trunc(x)` is exact, so this needs neither the libm call
+/// `round` compiles to on x86-64 without SSE4.1 nor `rem_euclid`'s fmod.
+pub fn round_to_i64(x: f64) -> i64 {
+    let truncated = x as i64;
+    let fraction = x - truncated as f64;
+    if fraction >= 0.5 {
+        truncated + 1
+    } else if fraction <= -0.5 {
+        truncated - 1
+    } else {
+        truncated
     }
 }
 
@@ -176,6 +206,13 @@ mod tests {
     }
 
     proptest::proptest! {
+        #[test]
+        fn integer_rounding_is_f64_round(x in -4.0e18f64..4.0e18, small in -2000.0f64..2000.0) {
+            for v in [x, small, small.trunc() + 0.5, small.trunc() - 0.5] {
+                proptest::prop_assert_eq!(round_to_i64(v), v.round() as i64, "{}", v);
+            }
+        }
+
         /// The windowed writer lays bits out exactly as writing them one
         /// at a time would, after any prefix already in the buffer.
         #[test]

@@ -7,7 +7,7 @@
 //! outside that range, or not finite, goes as three plain `f32` behind a
 //! flag bit: never clamped.
 
-use super::bits::{BitReader, BitWriter};
+use super::bits::{round_to_i64, BitReader, BitWriter};
 use crate::less::codec::DecodeError;
 
 /// Bits per fixed-point coordinate.
@@ -21,12 +21,22 @@ const FIXED_SCALE: f64 = (1u32 << FIXED_FRACTION_BITS) as f64;
 
 /// The 18-bit code of a coordinate, or `None` if out of range or not finite.
 fn fixed_code(c: f32) -> Option<u64> {
-    let scaled = (f64::from(c) * FIXED_SCALE).round();
-    if !scaled.is_finite() || scaled < -(FIXED_OFFSET as f64) || scaled >= FIXED_OFFSET as f64 {
+    let scaled = f64::from(c) * FIXED_SCALE;
+    // Far outside the range, or NaN (which fails every comparison).
+    if !(scaled.abs() < FIXED_OFFSET as f64 + 1.0) {
         return None;
     }
-    // In range: 0 <= scaled + offset < 2^18.
-    Some((scaled as i64 + FIXED_OFFSET) as u64)
+    let rounded = round_to_i64(scaled);
+    if !(-FIXED_OFFSET..FIXED_OFFSET).contains(&rounded) {
+        return None;
+    }
+    // In range: 0 <= rounded + offset < 2^18.
+    Some((rounded + FIXED_OFFSET) as u64)
+}
+
+/// The codes of three coordinates, if all have one.
+pub fn fixed_codes(v: [f32; 3]) -> Option<[u64; 3]> {
+    Some([fixed_code(v[0])?, fixed_code(v[1])?, fixed_code(v[2])?])
 }
 
 fn fixed_value(code: u64) -> f32 {
@@ -36,22 +46,26 @@ fn fixed_value(code: u64) -> f32 {
 
 /// Whether every coordinate has a fixed-point code.
 pub fn fits_fixed(v: [f32; 3]) -> bool {
-    v.iter().all(|c| fixed_code(*c).is_some())
+    fixed_codes(v).is_some()
 }
 
-/// Writes three coordinates as fixed point (caller checked [`fits_fixed`]).
-pub fn write_fixed(w: &mut BitWriter, v: [f32; 3]) {
-    for c in v {
-        w.write(fixed_code(c).unwrap_or(0), FIXED_BITS);
-    }
+/// Writes three coordinates' codes ([`fixed_codes`]).
+pub fn write_fixed(w: &mut BitWriter, codes: [u64; 3]) {
+    // Three 18-bit fields in one 54-bit write.
+    w.write(
+        codes[0] | codes[1] << FIXED_BITS | codes[2] << (2 * FIXED_BITS),
+        3 * FIXED_BITS,
+    );
 }
 
 /// Reads three fixed-point coordinates.
 pub fn read_fixed(r: &mut BitReader<'_>) -> Result<[f32; 3], DecodeError> {
+    let codes = r.read(3 * FIXED_BITS)?;
+    let mask = (1u64 << FIXED_BITS) - 1;
     Ok([
-        fixed_value(r.read(FIXED_BITS)?),
-        fixed_value(r.read(FIXED_BITS)?),
-        fixed_value(r.read(FIXED_BITS)?),
+        fixed_value(codes & mask),
+        fixed_value((codes >> FIXED_BITS) & mask),
+        fixed_value(codes >> (2 * FIXED_BITS)),
     ])
 }
 
@@ -76,12 +90,15 @@ pub fn encode_position(v: [f32; 3]) -> Vec<u8> {
 /// [`encode_position`], appended to `out`.
 pub fn encode_position_into(v: [f32; 3], out: &mut Vec<u8>) {
     let mut w = BitWriter::continuing(std::mem::take(out));
-    if fits_fixed(v) {
-        w.write(0, 1);
-        write_fixed(&mut w, v);
-    } else {
-        w.write(1, 1);
-        write_floats(&mut w, &v);
+    match fixed_codes(v) {
+        Some(codes) => {
+            w.write(0, 1);
+            write_fixed(&mut w, codes);
+        }
+        None => {
+            w.write(1, 1);
+            write_floats(&mut w, &v);
+        }
     }
     *out = w.finish();
 }
@@ -183,6 +200,19 @@ mod tests {
             let back = decode_position(&bytes).unwrap();
             for (a, b) in [x, y, z].iter().zip(back.iter()) {
                 prop_assert!((a - b).abs() <= FIXED_MAX_ERROR);
+            }
+        }
+
+        /// The code is the one `f64::round` gives (the definition).
+        #[test]
+        fn codes_round_half_away_from_zero(c in any::<f32>(), near in -600.0f32..600.0) {
+            for c in [c, near, (near * 256.0).trunc() / 256.0 + 1.0 / 512.0] {
+                let scaled = (f64::from(c) * FIXED_SCALE).round();
+                let expected = (scaled.is_finite()
+                    && scaled >= -(FIXED_OFFSET as f64)
+                    && scaled < FIXED_OFFSET as f64)
+                    .then(|| (scaled as i64 + FIXED_OFFSET) as u64);
+                prop_assert_eq!(fixed_code(c), expected, "{}", c);
             }
         }
 

@@ -6,7 +6,7 @@
 //! Computed in `f64` so that the stated error bounds are those of the
 //! quantization, not of the arithmetic. Pure functions only.
 
-use super::bits::{BitReader, BitWriter};
+use super::bits::{round_to_i64, BitReader, BitWriter};
 use crate::less::codec::DecodeError;
 
 /// A quaternion `(x, y, z, w)`.
@@ -103,9 +103,11 @@ pub fn write_smallest_three(w: &mut BitWriter, q: Quat) -> Option<()> {
     w.write(largest as u64, 2);
     for (i, c) in q.iter().enumerate() {
         if i != largest {
-            let scaled = (c * sign * std::f64::consts::SQRT_2 * QUAT_STEPS).round();
-            // Clamped to -511..=511 before the conversion, so 0..=1022.
-            let code = (scaled.clamp(-QUAT_STEPS, QUAT_STEPS) + QUAT_STEPS) as u64;
+            // |c| <= 1 after normalizing, so the product is small.
+            let scaled = round_to_i64(c * sign * std::f64::consts::SQRT_2 * QUAT_STEPS);
+            // Clamped to -511..=511, so 0..=1022.
+            let steps = QUAT_STEPS as i64;
+            let code = (scaled.clamp(-steps, steps) + steps) as u64;
             w.write(code, QUAT_COMPONENT_BITS);
         }
     }
@@ -131,8 +133,13 @@ pub fn read_smallest_three(r: &mut BitReader<'_>) -> Result<Quat, DecodeError> {
 
 /// Writes a yaw angle in degrees as 12 bits: `round(y / 360 * 4096) mod 4096`.
 pub fn write_yaw(w: &mut BitWriter, degrees: f32) {
-    let turns = f64::from(degrees) / 360.0;
-    let code = (turns * 4096.0).round().rem_euclid(4096.0) as u64; // in 0..4096
+    let steps = f64::from(degrees) / 360.0 * 4096.0;
+    let code = if steps.abs() < 1.0e18 {
+        round_to_i64(steps).rem_euclid(4096) as u64
+    } else {
+        // Angles of no practical size (or not finite) take the float path.
+        steps.round().rem_euclid(4096.0) as u64
+    }; // in 0..4096
     w.write(code, YAW_BITS);
 }
 

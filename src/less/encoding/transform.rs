@@ -14,7 +14,9 @@
 //! | 3-4 | scale | 0 (1, 1, 1); 1 uniform, one `f32`; 2 three `f32`; 3 invalid |
 
 use super::bits::{bytes_for, BitReader, BitWriter};
-use super::position::{fits_fixed, read_fixed, read_floats, write_fixed, write_floats, FIXED_BITS};
+use super::position::{
+    fixed_codes, read_fixed, read_floats, write_fixed, write_floats, FIXED_BITS,
+};
 use super::rotation::{
     euler_degrees_from_quat, quat_from_euler_degrees, read_smallest_three, read_yaw,
     write_smallest_three, write_yaw, QUAT_BITS, YAW_BITS,
@@ -76,7 +78,8 @@ pub fn encode_into(t: [f32; 9], out: &mut Vec<u8>) {
     let position = [t[0], t[1], t[2]];
     let rotation = [t[3], t[4], t[5]];
     let scale = [t[6], t[7], t[8]];
-    let position_form = if fits_fixed(position) {
+    let codes = fixed_codes(position);
+    let position_form = if codes.is_some() {
         POSITION_FIXED
     } else {
         POSITION_FLOAT
@@ -101,9 +104,9 @@ pub fn encode_into(t: [f32; 9], out: &mut Vec<u8>) {
     w.write(position_form, 1);
     w.write(rotation_form, 2);
     w.write(scale_form, 2);
-    match position_form {
-        POSITION_FIXED => write_fixed(&mut w, position),
-        _ => write_floats(&mut w, &position),
+    match codes {
+        Some(codes) => write_fixed(&mut w, codes),
+        None => write_floats(&mut w, &position),
     }
     match rotation_form {
         ROTATION_NONE => {}
