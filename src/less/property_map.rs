@@ -118,6 +118,92 @@ impl<T> PropertyMap<T> {
     }
 }
 
+impl<T> PropertyMap<T> {
+    /// The indices held, ascending, without touching the items.
+    pub fn indices(&self) -> impl Iterator<Item = PropertyIndex> + '_ {
+        self.indices.iter().map(|&i| PropertyIndex(i))
+    }
+}
+
+/// A set of property indices: which of an object's properties changed, or
+/// which of a type's the peer subscribes to. One inline word covers every
+/// type of up to 64 properties (each Tundra component type's); larger ones
+/// spill. Finding an object's changed properties then reads a word instead
+/// of every slot.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IndexSet {
+    words: SmallVec<[u64; 1]>,
+}
+
+impl IndexSet {
+    /// An empty set.
+    pub fn new() -> IndexSet {
+        IndexSet::default()
+    }
+
+    fn place(index: PropertyIndex) -> (usize, u64) {
+        (index.get() / 64, 1u64 << (index.0 % 64))
+    }
+
+    /// Adds `index`.
+    pub fn insert(&mut self, index: PropertyIndex) {
+        let (word, bit) = Self::place(index);
+        if self.words.len() <= word {
+            self.words.resize(word + 1, 0);
+        }
+        self.words[word] |= bit;
+    }
+
+    /// Removes `index`.
+    pub fn remove(&mut self, index: PropertyIndex) {
+        let (word, bit) = Self::place(index);
+        if let Some(w) = self.words.get_mut(word) {
+            *w &= !bit;
+        }
+    }
+
+    /// Whether `index` is in the set.
+    pub fn contains(&self, index: PropertyIndex) -> bool {
+        let (word, bit) = Self::place(index);
+        self.words.get(word).is_some_and(|w| w & bit != 0)
+    }
+
+    /// True when no index is in the set.
+    pub fn is_empty(&self) -> bool {
+        self.words.iter().all(|w| *w == 0)
+    }
+
+    /// Removes every index.
+    pub fn clear(&mut self) {
+        self.words.clear();
+    }
+
+    /// The indices in the set, ascending.
+    pub fn iter(&self) -> impl Iterator<Item = PropertyIndex> + '_ {
+        self.words.iter().enumerate().flat_map(|(word, &bits)| {
+            let mut rest = bits;
+            std::iter::from_fn(move || {
+                if rest == 0 {
+                    return None;
+                }
+                let bit = rest.trailing_zeros();
+                rest &= rest - 1;
+                Some(PropertyIndex(word as u32 * 64 + bit))
+            })
+        })
+    }
+}
+
+impl FromIterator<PropertyIndex> for IndexSet {
+    fn from_iter<I: IntoIterator<Item = PropertyIndex>>(iter: I) -> Self {
+        let mut set = IndexSet::new();
+        for index in iter {
+            set.insert(index);
+        }
+        set
+    }
+}
+
 impl<T> FromIterator<(PropertyIndex, T)> for PropertyMap<T> {
     fn from_iter<I: IntoIterator<Item = (PropertyIndex, T)>>(iter: I) -> Self {
         let mut map = PropertyMap::new();
@@ -131,6 +217,23 @@ impl<T> FromIterator<(PropertyIndex, T)> for PropertyMap<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn index_sets_hold_small_and_spilled_indices_in_order() {
+        let mut set: IndexSet = [3, 0, 63, 64, 259].map(PropertyIndex).into_iter().collect();
+        assert!(set.contains(PropertyIndex(64)) && !set.contains(PropertyIndex(65)));
+        set.remove(PropertyIndex(3));
+        set.remove(PropertyIndex(1000));
+        let walked: Vec<u32> = set.iter().map(|i| i.0).collect();
+        assert_eq!(walked, [0, 63, 64, 259]);
+        assert!(!set.is_empty());
+        set.clear();
+        assert!(set.is_empty() && set.iter().next().is_none());
+        let mut small = IndexSet::new();
+        small.insert(PropertyIndex(5));
+        small.remove(PropertyIndex(5));
+        assert!(small.is_empty());
+    }
 
     #[test]
     fn keeps_indices_sorted_and_finds_dense_and_sparse_entries() {

@@ -225,14 +225,14 @@ impl LocalState {
         };
         for &index in carried {
             if let Some(slot) = state.slots.get_mut(index) {
-                slot.dirty = false;
+                state.dirty.remove(index);
                 slot.last_packet = sequence;
             }
         }
         let mut requeue = false;
         for &index in left {
-            if let Some(slot) = state.slots.get_mut(index) {
-                slot.dirty = true;
+            if state.slots.get(index).is_some() {
+                state.dirty.insert(index);
                 requeue = true;
             }
         }
@@ -295,16 +295,20 @@ impl LocalState {
         let state = self.entities.get(&entity)?;
         let local_type = self.types.get(&state.type_id)?;
         local_type.subscription.as_ref()?;
-        Some(
+        // The dirty set and the slots' indices: no slot is read.
+        Some(if only_dirty {
+            state
+                .dirty
+                .iter()
+                .filter(|index| local_type.subscribes(*index))
+                .collect()
+        } else {
             state
                 .slots
-                .iter()
-                .filter(|(index, slot)| {
-                    local_type.subscribes(*index) && (!only_dirty || slot.dirty)
-                })
-                .map(|(index, _)| index)
-                .collect(),
-        )
+                .indices()
+                .filter(|index| local_type.subscribes(*index))
+                .collect()
+        })
     }
 
     fn build_introduce(

@@ -23,32 +23,40 @@ use crate::less::ids::{Local, ObjectId, PropertyKey, Remote, TypeId};
 use crate::less::limits::MAX_FRAME_LEN;
 use crate::less::message::Message;
 use crate::less::property_list::{ComponentSubscription, PropertyValue};
-use crate::less::property_map::PropertyMap;
+use crate::less::property_map::{IndexSet, PropertyMap};
 use crate::less::schema::{PropertyIndex, TypeSchema};
 use crate::less::value::Value;
 
 /// Largest encoded value a command accepts: a frame less room for headers.
 pub const MAX_VALUE_LEN: usize = MAX_FRAME_LEN - 256;
 
-/// A property (or tweak) value with its send state.
+/// A property value with its send state (whether it changed since it was
+/// last put in a packet is its entity's `dirty` set).
 #[derive(Clone, Debug)]
 pub(super) struct Slot {
     pub value: Value,
-    /// Changed since it was last put in a packet.
-    pub dirty: bool,
     /// Sequence of the packet that last carried it (datagram mode).
     pub last_packet: Option<u64>,
 }
 
 impl Slot {
     /// A slot holding a value not sent yet.
-    pub fn dirty(value: Value) -> Slot {
+    pub fn new(value: Value) -> Slot {
         Slot {
             value,
-            dirty: true,
             last_packet: None,
         }
     }
+}
+
+/// A tweak value with its send state.
+#[derive(Clone, Debug)]
+pub(super) struct TweakSlot {
+    pub value: Value,
+    /// Changed since it was last put in a packet.
+    pub dirty: bool,
+    /// Sequence of the packet that last carried it (datagram mode).
+    pub last_packet: Option<u64>,
 }
 
 /// Where an entity stands with the peer.
@@ -71,6 +79,8 @@ pub(super) struct LocalEntity {
     pub schema: Arc<TypeSchema>,
     /// By the property's index in `schema`.
     pub slots: PropertyMap<Slot>,
+    /// Slots changed since they were last put in a packet.
+    pub dirty: IndexSet,
     pub wire: Wire,
     /// In the dirty queue.
     pub queued: bool,
@@ -80,14 +90,12 @@ impl LocalEntity {
     /// Sets a checked value, to be sent with the next packet.
     fn store(&mut self, index: PropertyIndex, value: Value) {
         match self.slots.get_mut(index) {
-            Some(slot) => {
-                slot.value = value;
-                slot.dirty = true;
-            }
+            Some(slot) => slot.value = value,
             None => {
-                self.slots.insert(index, Slot::dirty(value));
+                self.slots.insert(index, Slot::new(value));
             }
         }
+        self.dirty.insert(index);
     }
 }
 
@@ -96,8 +104,8 @@ pub(super) struct LocalType {
     pub schema: Arc<TypeSchema>,
     pub subscription: Option<BTreeSet<PropertyKey>>,
     /// By property index: the peer subscribes to it (follows
-    /// `subscription`; every update asks, so it is kept as a table).
-    pub subscribed: Vec<bool>,
+    /// `subscription`; every update asks, so it is kept as a set).
+    pub subscribed: IndexSet,
     /// By property index: the link's encoding of it (fixed for the session).
     pub encodings: Vec<Option<EncodingId>>,
 }
@@ -105,7 +113,7 @@ pub(super) struct LocalType {
 impl LocalType {
     /// Whether the peer subscribes to the property at `index`.
     pub fn subscribes(&self, index: PropertyIndex) -> bool {
-        self.subscribed.get(index.get()).copied().unwrap_or(false)
+        self.subscribed.contains(index)
     }
 
     /// The link's encoding of the property at `index`.
@@ -153,7 +161,7 @@ pub(super) struct LocalState {
     next_object: u64,
     pub pending: VecDeque<Pending>,
     pub dirty: VecDeque<ObjectId<Local>>,
-    pub tweaks: BTreeMap<(ObjectId<Remote>, PropertyKey), Slot>,
+    pub tweaks: BTreeMap<(ObjectId<Remote>, PropertyKey), TweakSlot>,
     pub dirty_tweaks: VecDeque<(ObjectId<Remote>, PropertyKey)>,
     /// The link's per-property encodings, applied as messages are built.
     pub encodings: Arc<LinkEncodings>,
@@ -222,7 +230,7 @@ impl LocalState {
             LocalType {
                 schema,
                 subscription: None,
-                subscribed: vec![false; count],
+                subscribed: IndexSet::new(),
                 encodings,
             },
         );
@@ -261,10 +269,11 @@ impl LocalState {
             return Err(CommandError::IdInUse);
         }
         let indices = check_values(&local_type.schema, &values)?;
+        let dirty = indices.iter().copied().collect();
         let slots = indices
             .into_iter()
             .zip(values)
-            .map(|(index, v)| (index, Slot::dirty(v.value)))
+            .map(|(index, v)| (index, Slot::new(v.value)))
             .collect();
         let subscribed = local_type.subscription.is_some();
         self.entities.insert(
@@ -273,6 +282,7 @@ impl LocalState {
                 type_id,
                 schema: local_type.schema.clone(),
                 slots,
+                dirty,
                 wire: Wire::Waiting,
                 queued: false,
             },
@@ -352,9 +362,9 @@ impl LocalState {
             return Ok(0);
         };
         let mut bytes = 0;
-        for (index, slot) in state.slots.iter_mut() {
+        for (index, slot) in state.slots.iter() {
             if local_type.subscribes(index) {
-                slot.dirty = true;
+                state.dirty.insert(index);
                 bytes += slot.value.encoded_len();
             }
         }
@@ -430,12 +440,14 @@ impl LocalState {
             .unwrap_or_default();
         // By property index: subscribed now, and newly subscribed.
         let schema = local_type.schema.clone();
-        let mut added = vec![false; schema.property_count()];
-        local_type.subscribed = vec![false; schema.property_count()];
+        let mut added = IndexSet::new();
+        local_type.subscribed.clear();
         for key in &keys {
             if let Some(index) = schema.property_index(key) {
-                local_type.subscribed[index.get()] = true;
-                added[index.get()] = !previous.contains(key);
+                local_type.subscribed.insert(index);
+                if !previous.contains(key) {
+                    added.insert(index);
+                }
             }
         }
         let members: Vec<ObjectId<Local>> = self
@@ -452,9 +464,9 @@ impl LocalState {
                 Wire::Waiting => self.queue_introduce(id),
                 Wire::Introduced => {
                     let mut any = false;
-                    for (index, slot) in entity.slots.iter_mut() {
-                        if added.get(index.get()).copied().unwrap_or(false) {
-                            slot.dirty = true;
+                    for index in entity.slots.indices() {
+                        if added.contains(index) {
+                            entity.dirty.insert(index);
                             any = true;
                         }
                     }
@@ -476,7 +488,7 @@ impl LocalState {
             .get_mut(&type_id)
             .ok_or_else(|| format!("unsubscription from unknown type {type_id}"))?;
         local_type.subscription = None;
-        local_type.subscribed.iter_mut().for_each(|s| *s = false);
+        local_type.subscribed.clear();
         let members: Vec<ObjectId<Local>> = self
             .entities
             .iter()
@@ -638,11 +650,14 @@ impl LocalState {
 
     /// Queues a tweak (coalesced per entity and property).
     pub fn tweak(&mut self, entity: ObjectId<Remote>, key: PropertyKey, value: Value) {
-        let slot = self.tweaks.entry((entity, key.clone())).or_insert(Slot {
-            value: Value::Null,
-            dirty: false,
-            last_packet: None,
-        });
+        let slot = self
+            .tweaks
+            .entry((entity, key.clone()))
+            .or_insert(TweakSlot {
+                value: Value::Null,
+                dirty: false,
+                last_packet: None,
+            });
         slot.value = value;
         if !slot.dirty {
             slot.dirty = true;
