@@ -46,10 +46,7 @@ fn component_data(
     let reference = |value: &Value| reference_in(federation, link, value);
     let body = match &object.kind {
         ComponentKind::Opaque { .. } => {
-            match object
-                .values
-                .get(&attribute_key(component::OPAQUE_BLOCK as u8))
-            {
+            match object.value(&attribute_key(component::OPAQUE_BLOCK as u8)) {
                 Some(Value::VariableBinary(bytes)) => ComponentBody::Opaque(bytes.clone()),
                 _ => ComponentBody::Opaque(Vec::new()),
             }
@@ -62,8 +59,7 @@ fn component_data(
                 .enumerate()
                 .map(|(index, attribute)| {
                     object
-                        .values
-                        .get(&attribute_key(index as u8))
+                        .value(&attribute_key(index as u8))
                         .and_then(|v| from_less(attribute.ty, v, &reference))
                         .unwrap_or_else(|| attribute.default.clone())
                 })
@@ -93,10 +89,7 @@ fn dynamic_attributes(
     object: &MirrorComponent,
     reference: &dyn Fn(&Value) -> String,
 ) -> Vec<DynamicAttribute> {
-    let list = |property| match object
-        .values
-        .get(&PropertyKey::new(component::LAYOUT, property))
-    {
+    let list = |property| match object.value(&PropertyKey::new(component::LAYOUT, property)) {
         Some(Value::List(_, items)) => items.clone(),
         _ => Vec::new(),
     };
@@ -112,7 +105,7 @@ fn dynamic_attributes(
             Some(Value::String(n)) => n.clone(),
             _ => String::new(),
         };
-        let value = match object.values.get(&attribute_key(index as u8)) {
+        let value = match object.value(&attribute_key(index as u8)) {
             Some(Value::Standalone(inner)) => from_less(ty, inner, reference),
             _ => None,
         };
@@ -169,12 +162,10 @@ impl Federation {
                         self.handle_entity_object(link_id, entity, &values, true, scene)
                     }
                     Some(RemoteType::Component(kind)) => {
-                        let mut object = MirrorComponent {
-                            kind,
-                            owner: None,
-                            name: String::new(),
-                            values: Default::default(),
-                        };
+                        // Subscribed types have a schema (handle_type).
+                        let link = self.links.get(&link_id)?;
+                        let schema = link.session.remote_type(type_id)?.1?.clone();
+                        let mut object = MirrorComponent::new(kind, schema);
                         if let Err(error) = mirror::apply_component_values(&mut object, values) {
                             warn!(link = %link_id, %error, "bad component object");
                             return None;
@@ -681,7 +672,7 @@ impl Federation {
                         continue;
                     };
                     let key = attribute_key(index);
-                    let Some(value) = mirrored.values.get(&key) else {
+                    let Some(value) = mirrored.value(&key) else {
                         continue;
                     };
                     match from_less(ty, value, &reference) {

@@ -3,8 +3,8 @@
 //! switching to another route needs no round trip.
 
 use foldhash::HashMap;
-use litemap::LiteMap;
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use uuid::Uuid;
 
@@ -12,6 +12,8 @@ use super::ids::GlobalId;
 use super::mapping::{component, entity};
 use crate::less::ids::{ComponentId, ObjectId, PropertyId, PropertyKey, Remote};
 use crate::less::property_list::PropertyValue;
+use crate::less::property_map::PropertyMap;
+use crate::less::schema::TypeSchema;
 use crate::less::value::Value;
 
 /// How a component object's type maps to Tundra.
@@ -52,7 +54,27 @@ pub struct MirrorComponent {
     pub kind: ComponentKind,
     pub owner: Option<ObjectId<Remote>>,
     pub name: String,
-    pub values: LiteMap<PropertyKey, Value>,
+    /// The LESS type's schema: values are kept by its property indices.
+    pub schema: Arc<TypeSchema>,
+    values: PropertyMap<Value>,
+}
+
+impl MirrorComponent {
+    /// A component object of `kind` with no values yet.
+    pub fn new(kind: ComponentKind, schema: Arc<TypeSchema>) -> MirrorComponent {
+        MirrorComponent {
+            kind,
+            owner: None,
+            name: String::new(),
+            schema,
+            values: PropertyMap::new(),
+        }
+    }
+
+    /// The latest value of property `key`.
+    pub fn value(&self, key: &PropertyKey) -> Option<&Value> {
+        self.values.get(self.schema.property_index(key)?)
+    }
 }
 
 /// One link's view of the peer's objects.
@@ -195,7 +217,12 @@ pub fn apply_component_values(
                 _ => return Err(MirrorError::BadValue(k)),
             }
         } else {
-            target.values.insert(k, value);
+            // Values were decoded against this schema: every key has an index.
+            let index = target
+                .schema
+                .property_index(&k)
+                .ok_or(MirrorError::BadValue(k))?;
+            target.values.insert(index, value);
         }
     }
     Ok(())
