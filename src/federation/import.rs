@@ -177,9 +177,8 @@ impl Federation {
             }
             Event::EntityUpdated { entity, values } => {
                 let link = self.links.get_mut(&link_id)?;
-                if link.mirror.entities.contains_key(&entity) {
-                    self.handle_entity_object(link_id, entity, &values, false, scene);
-                } else if let Some(object) = link.mirror.components.get_mut(&entity) {
+                // Component objects first: they take nearly every update.
+                if let Some(object) = link.mirror.components.get_mut(&entity) {
                     let before = object.owner;
                     // The values move into the mirror; the scene takes them
                     // from there (by attribute index: the keys move too).
@@ -208,17 +207,17 @@ impl Federation {
                         }
                     }
                     let waiting = after
+                        .filter(|_| before != after)
                         .and_then(|o| link.mirror.entities.get(&o))
                         .map(|e| e.global)
-                        .filter(|g| {
-                            before != after
-                                && self.globals.get(g).and_then(|t| t.selected) != Some(link_id)
-                        });
+                        .filter(|g| self.globals.get(g).and_then(|t| t.selected) != Some(link_id));
                     if let Some(global) = waiting {
                         // As for a new component object: a route change may wait on it.
                         self.reroute(global, scene);
                     }
                     self.apply_component_update(link_id, entity, &attributes, scene);
+                } else if link.mirror.entities.contains_key(&entity) {
+                    self.handle_entity_object(link_id, entity, &values, false, scene);
                 }
             }
             Event::EntityRemoved { entity } => self.handle_removed_object(link_id, entity, scene),

@@ -3,6 +3,7 @@
 //! the peer presents.
 
 use foldhash::{HashMap, HashMapExt};
+use smallvec::SmallVec;
 
 use uuid::Uuid;
 
@@ -47,11 +48,50 @@ impl Default for LinkPolicy {
     }
 }
 
+/// The component objects of an exported entity, by component id: an entity
+/// has a handful, kept inline in its record (a hash table of its own cost
+/// a cache miss per attribute change exported).
+#[derive(Debug, Default)]
+pub struct ComponentObjects(SmallVec<[(ComponentId, ObjectId<Local>); 4]>);
+
+impl ComponentObjects {
+    pub fn get(&self, component: &ComponentId) -> Option<&ObjectId<Local>> {
+        self.0.iter().find(|(c, _)| c == component).map(|(_, o)| o)
+    }
+
+    pub fn contains_key(&self, component: &ComponentId) -> bool {
+        self.get(component).is_some()
+    }
+
+    /// Sets the object of `component`.
+    pub fn insert(&mut self, component: ComponentId, object: ObjectId<Local>) {
+        match self.0.iter_mut().find(|(c, _)| *c == component) {
+            Some(entry) => entry.1 = object,
+            None => self.0.push((component, object)),
+        }
+    }
+
+    pub fn remove(&mut self, component: &ComponentId) -> Option<ObjectId<Local>> {
+        let position = self.0.iter().position(|(c, _)| c == component)?;
+        Some(self.0.remove(position).1)
+    }
+
+    /// Component ids, in export order.
+    pub fn keys(&self) -> impl Iterator<Item = &ComponentId> {
+        self.0.iter().map(|(c, _)| c)
+    }
+
+    /// Objects, in export order.
+    pub fn values(&self) -> impl Iterator<Item = &ObjectId<Local>> {
+        self.0.iter().map(|(_, o)| o)
+    }
+}
+
 /// An entity this node exports on the link.
 #[derive(Debug, Default)]
 pub struct ExportedEntity {
     pub object: Option<ObjectId<Local>>,
-    pub components: HashMap<ComponentId, ObjectId<Local>>,
+    pub components: ComponentObjects,
     /// The path last sent for the entity object: it is sent again only when
     /// it changes. Re-sending an unchanged path makes the peer re-route and
     /// answer with its own unchanged path, so two nodes that export the same
