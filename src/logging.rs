@@ -96,6 +96,8 @@ pub fn log_node_stats(status: &NodeStatus) {
             bytes_sent = link.bytes_sent,
             bytes_received = link.bytes_received,
             packets_sent = link.packets_sent,
+            values_sent = link.values_sent,
+            values_received = link.values_received,
             "link stats"
         );
     }
@@ -121,6 +123,8 @@ mod tests {
             packets_received: 0,
             bytes_received: 0,
             packets_lost: lost,
+            values_sent: 0,
+            values_received: 0,
             rejected: BTreeMap::new(),
             exported_entities: 0,
             mirrored_entities: 0,

@@ -177,7 +177,7 @@ pub fn render(status: &NodeStatus) -> String {
         "Round-trip time variance of the link.",
         |l| l.rtt_variance_ms / 1e3,
     );
-    let counters: [(&str, &str, LinkCounter); 6] = [
+    let counters: [(&str, &str, LinkCounter); 8] = [
         (
             "lessgate_peer_packets_sent_total",
             "Packets sent on the link.",
@@ -207,6 +207,16 @@ pub fn render(status: &NodeStatus) -> String {
             "lessgate_peer_packets_lost_total",
             "Packets declared lost.",
             |l| l.packets_lost,
+        ),
+        (
+            "lessgate_peer_values_sent_total",
+            "Property values carried in new packets on the link.",
+            |l| l.values_sent,
+        ),
+        (
+            "lessgate_peer_values_received_total",
+            "Property values received on the link.",
+            |l| l.values_received,
         ),
     ];
     for (name, help, value) in counters {
@@ -294,6 +304,8 @@ mod tests {
                 packets_received: 6,
                 bytes_received: 600,
                 packets_lost: 1,
+                values_sent: 12,
+                values_received: 9,
                 rejected: BTreeMap::from([("bad_signature", 3), ("stale", 0)]),
                 exported_entities: 1,
                 mirrored_entities: 2,

@@ -51,6 +51,8 @@ pub struct LinkCounters {
     pub bytes_sent: u64,
     pub bytes_received: u64,
     pub packets_sent: u64,
+    /// Property values carried in new packets.
+    pub values_sent: u64,
 }
 
 /// One running node process.
@@ -280,24 +282,22 @@ pub fn absorb(counters: &mut NodeCounters, line: &str) {
             counters.bytes_in = number("bytes_in");
             counters.bytes_out = number("bytes_out");
         }
-        Some("link stats") => {
-            // One key per connection: the span of the peer driver's line,
-            // or the peer and link number of the node's own stats line.
-            let key = if value["span"].is_null() {
-                serde_json::json!({
-                    "peer": value["fields"]["peer"],
-                    "link": value["fields"]["link"],
-                })
-                .to_string()
-            } else {
-                value["span"].to_string()
-            };
+        // The node's own line (no span): one per connection, keyed by peer
+        // and link number. The peer driver prints the same session's
+        // counters in a line of its own; counting both doubled every rate.
+        Some("link stats") if value["span"].is_null() => {
+            let key = serde_json::json!({
+                "peer": value["fields"]["peer"],
+                "link": value["fields"]["link"],
+            })
+            .to_string();
             counters.links.insert(
                 key,
                 LinkCounters {
                     bytes_sent: number("bytes_sent"),
                     bytes_received: number("bytes_received"),
                     packets_sent: number("packets_sent"),
+                    values_sent: number("values_sent"),
                 },
             );
         }
@@ -322,6 +322,11 @@ mod tests {
         );
         absorb(
             &mut c,
+            r#"{"fields":{"message":"link stats","peer":"n1","link":2,"bytes_sent":500,"packets_sent":3,"values_sent":40}}"#,
+        );
+        // The peer driver's line for the same session is not counted again.
+        absorb(
+            &mut c,
             r#"{"fields":{"message":"link stats","bytes_sent":500,"packets_sent":3},"span":{"peer":"n1"}}"#,
         );
         absorb(&mut c, r#"{"fields":{"message":"link up"}}"#);
@@ -329,7 +334,11 @@ mod tests {
         assert_eq!(c.frames_in, 12);
         assert_eq!(c.bytes_out, 99);
         assert_eq!(c.links_up, 1);
+        assert_eq!(c.links.len(), 1);
         let link = c.links.values().next().unwrap();
-        assert_eq!((link.bytes_sent, link.packets_sent), (500, 3));
+        assert_eq!(
+            (link.bytes_sent, link.packets_sent, link.values_sent),
+            (500, 3, 40)
+        );
     }
 }

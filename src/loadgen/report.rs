@@ -18,6 +18,9 @@ pub struct LinkReport {
     pub bytes_sent_per_sec: f64,
     pub bytes_received_per_sec: f64,
     pub packets_sent_per_sec: f64,
+    /// Property values carried per second (coalesced state: at most one per
+    /// property per packet).
+    pub values_sent_per_sec: f64,
 }
 
 /// One server process over the window.
@@ -152,15 +155,16 @@ pub fn render_run(report: &RunReport, generator_threads: usize) -> String {
                 .map_or("?".into(), |f| format!("{f:.0}")),
         );
         for link in &node.links {
-            let per_update = if report.delivered_per_sec > 0.0 {
-                link.bytes_sent_per_sec / report.delivered_per_sec
+            let per_update = if link.values_sent_per_sec > 0.0 {
+                link.bytes_sent_per_sec / link.values_sent_per_sec
             } else {
                 0.0
             };
             let _ = writeln!(
                 out,
-                "  link {}: sent {:.0} B/s in {:.0} packets/s ({:.1} B per delivered update), received {:.0} B/s",
+                "  link {}: sent {:.0} updates/s, {:.0} B/s in {:.0} packets/s ({:.1} B per update, packet overhead included), received {:.0} B/s",
                 link.link,
+                link.values_sent_per_sec,
                 link.bytes_sent_per_sec,
                 link.packets_sent_per_sec,
                 per_update,

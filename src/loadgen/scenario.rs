@@ -262,11 +262,13 @@ fn link_reports(before: &NodeCounters, after: &NodeCounters, window: f64) -> Vec
             bytes_sent_per_sec: 0.0,
             bytes_received_per_sec: 0.0,
             packets_sent_per_sec: 0.0,
+            values_sent_per_sec: 0.0,
         });
         entry.bytes_sent_per_sec += a.bytes_sent.saturating_sub(b.bytes_sent) as f64 / window;
         entry.bytes_received_per_sec +=
             a.bytes_received.saturating_sub(b.bytes_received) as f64 / window;
         entry.packets_sent_per_sec += a.packets_sent.saturating_sub(b.packets_sent) as f64 / window;
+        entry.values_sent_per_sec += a.values_sent.saturating_sub(b.values_sent) as f64 / window;
     }
     by_peer.into_values().collect()
 }

@@ -127,6 +127,9 @@ pub struct LinkStatus {
     pub packets_received: u64,
     pub bytes_received: u64,
     pub packets_lost: u64,
+    /// Property values carried in new packets, and received.
+    pub values_sent: u64,
+    pub values_received: u64,
     /// Frames refused, by reason (bad_signature, malformed, duplicate,
     /// out_of_window, stale, overload).
     pub rejected: BTreeMap<&'static str, u64>,
@@ -197,6 +200,8 @@ impl NodeStatus {
                     packets_received: st.packets_received,
                     bytes_received: st.bytes_received,
                     packets_lost: st.packets_lost,
+                    values_sent: st.values_sent,
+                    values_received: st.values_received,
                     rejected: BTreeMap::from([
                         ("bad_signature", st.rejected_bad_signature),
                         ("malformed", st.rejected_malformed),

@@ -349,6 +349,7 @@ impl LocalState {
             builder.scratch = bytes;
             return Outcome::Full;
         }
+        self.values_carried += values.len() as u64;
         builder.push(
             &bytes,
             SentItem::Introduce {
@@ -414,7 +415,11 @@ impl LocalState {
                 values = sent_values(state, &carried);
             }
             let bytes = std::mem::take(&mut builder.scratch);
+            let carried_values = values.len() as u64;
             let pushed = builder.try_push(&bytes, SentItem::Update { entity, values });
+            if pushed {
+                self.values_carried += carried_values;
+            }
             builder.scratch = bytes;
             if !pushed {
                 self.dirty.push_front(entity);

@@ -341,6 +341,7 @@ impl Session {
                 entity,
                 mut values,
             } => {
+                self.stats.values_received += values.len() as u64;
                 let remote_type =
                     self.remote.types.get(&type_id).ok_or_else(|| {
                         Violation::Logic(format!("entity of unknown type {type_id}"))
@@ -406,6 +407,7 @@ impl Session {
                 self.push_event(Event::EntityRemoved { entity });
             }
             Message::UpdateEntity { entity, mut values } => {
+                self.stats.values_received += values.len() as u64;
                 let Some(known) = self.remote.entities.get_mut(&entity) else {
                     return Err(Violation::Logic(format!(
                         "update of unknown entity {entity}"

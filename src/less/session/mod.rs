@@ -125,6 +125,7 @@ impl Session {
     /// Counters, with the current RTT estimate.
     pub fn stats(&self) -> Stats {
         let mut stats = self.stats.clone();
+        stats.values_sent = self.local.values_carried;
         stats.rtt = self.send.rtt().smoothed();
         stats.rtt_variance = self.send.rtt().variance();
         stats

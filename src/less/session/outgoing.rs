@@ -165,6 +165,10 @@ pub(super) struct LocalState {
     pub dirty_tweaks: VecDeque<(ObjectId<Remote>, PropertyKey)>,
     /// The link's per-property encodings, applied as messages are built.
     pub encodings: Arc<LinkEncodings>,
+    /// Property values put in new packets so far ([`Stats::values_sent`]).
+    ///
+    /// [`Stats::values_sent`]: super::stats::Stats::values_sent
+    pub values_carried: u64,
 }
 
 /// The property indices of a command's values, in order.

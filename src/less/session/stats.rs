@@ -37,6 +37,11 @@ pub struct Stats {
     pub bytes_received: u64,
     /// Packets declared lost.
     pub packets_lost: u64,
+    /// Property values carried in new packets (introductions and updates;
+    /// re-sends not counted): with coalescing, fewer than the values set.
+    pub values_sent: u64,
+    /// Property values received in introductions and updates.
+    pub values_received: u64,
     pub rejected_bad_signature: u64,
     pub rejected_malformed: u64,
     pub rejected_duplicate: u64,
