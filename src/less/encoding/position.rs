@@ -22,8 +22,8 @@ const FIXED_SCALE: f64 = (1u32 << FIXED_FRACTION_BITS) as f64;
 /// The 18-bit code of a coordinate, or `None` if out of range or not finite.
 fn fixed_code(c: f32) -> Option<u64> {
     let scaled = f64::from(c) * FIXED_SCALE;
-    // Far outside the range, or NaN (which fails every comparison).
-    if !(scaled.abs() < FIXED_OFFSET as f64 + 1.0) {
+    // Far outside the range, or not a number.
+    if scaled.is_nan() || scaled.abs() >= FIXED_OFFSET as f64 + 1.0 {
         return None;
     }
     let rounded = round_to_i64(scaled);
