@@ -182,6 +182,28 @@ impl AttributeValue {
         }
     }
 
+    /// Bytes of the binary form ([`AttributeValue::write`]), so encoders
+    /// can size their buffer before writing. S8 text is one byte per
+    /// character (Latin-1); a list or string too long for its prefix is
+    /// refused by `write`, and the figure is then only an estimate.
+    pub fn binary_len(&self) -> usize {
+        match self {
+            AttributeValue::String(s) => 2 + s.len(),
+            AttributeValue::Int(_) | AttributeValue::Real(_) | AttributeValue::UInt(_) => 4,
+            AttributeValue::Bool(_) => 1,
+            AttributeValue::Float2(_) | AttributeValue::Point(_) => 8,
+            AttributeValue::Float3(_) => 12,
+            AttributeValue::Color(_) | AttributeValue::Float4(_) | AttributeValue::Quat(_) => 16,
+            AttributeValue::Transform(_) => 36,
+            AttributeValue::AssetReference(s)
+            | AttributeValue::EntityReference(s)
+            | AttributeValue::Variant(s) => 1 + s.chars().count(),
+            AttributeValue::AssetReferenceList(items) | AttributeValue::VariantList(items) => {
+                1 + items.iter().map(|s| 1 + s.chars().count()).sum::<usize>()
+            }
+        }
+    }
+
     /// Reads a value of type `ty` at the reader's bit position (`FromBinary`).
     pub fn read(ty: AttributeType, r: &mut BitReader<'_>) -> Result<AttributeValue, DecodeError> {
         Ok(match ty {
@@ -401,6 +423,7 @@ mod tests {
         for (value, hex_bytes) in fixtures {
             let ty = value.attribute_type();
             assert_eq!(encode(&value), hex_bytes, "encode {ty:?}");
+            assert_eq!(value.binary_len(), hex_bytes.len() / 2, "length of {ty:?}");
             assert_eq!(decode(ty, hex_bytes), value, "decode {ty:?}");
         }
     }

@@ -5,6 +5,10 @@
 //! byte are zero. VLE8_16_32 integers and the two string forms (S8: u8 length
 //! + bytes; U16: u16 length + UTF-8) are built on top.
 //!
+//! Whatever the bit offset, reads and writes move a whole u64 (three floats:
+//! a u128) shifted into place instead of one byte or bit at a time; the
+//! property tests below hold every path to the bit-by-bit definition.
+//!
 //! This module owns only the stream primitives. It knows nothing of messages,
 //! and it never panics on input: every read checks the bits left first and
 //! returns a [`DecodeError`] instead of kNet's 0xFFFFFFFF sentinel.
@@ -23,6 +27,9 @@ pub const S8_MAX_BYTES: usize = u8::MAX as usize;
 /// Longest U16 string: its length prefix is a u16 (§1.3 `WriteUtf8String`).
 pub const U16_STRING_MAX_BYTES: usize = u16::MAX as usize;
 
+/// Spare bytes a window write appends before cutting back (a u128).
+const WINDOW_SLACK: usize = 16;
+
 /// Writes a kNet bit stream.
 #[derive(Debug, Default, Clone)]
 pub struct BitWriter {
@@ -37,30 +44,77 @@ impl BitWriter {
         Self::default()
     }
 
+    /// An empty stream with room for `bytes` bytes, for encoders that know
+    /// (or can estimate) their size: no reallocation while writing. A
+    /// window write needs up to 16 spare bytes, so that much is added.
+    pub fn with_capacity(bytes: usize) -> Self {
+        BitWriter {
+            buf: Vec::with_capacity(bytes.saturating_add(WINDOW_SLACK)),
+            bit: 0,
+        }
+    }
+
     /// Appends the low `n` bits of `value`, bit 0 first (`AppendBits`).
-    pub fn bits(&mut self, mut value: u32, mut n: u32) {
+    pub fn bits(&mut self, value: u32, n: u32) {
         debug_assert!(n <= 32);
-        if n < 32 {
-            value &= (1u32 << n) - 1;
+        let n = n.min(32);
+        // `n` <= 32, so the mask and the shifted value fit a u64 window:
+        // at most 7 + 32 bits from the start of the partial last byte.
+        let value = u64::from(value) & ((1u64 << n) - 1);
+        self.window(value, n);
+    }
+
+    /// Writes the low `n` (<= 57) bits of `value` at the current offset in
+    /// one step: the low byte of the shifted window completes the partial
+    /// last byte, the rest is appended whole. Bits of `value` above `n`
+    /// must be zero (they would land in the padding). The copy is always a
+    /// whole u64, cut back to the bytes written, so it stays a fixed-size
+    /// store rather than a variable-length copy.
+    fn window(&mut self, value: u64, n: u32) {
+        debug_assert!(n <= 57);
+        let offset = self.bit;
+        let end = offset + n;
+        let shifted = value << offset;
+        let partial = self.complete_last(shifted as u8);
+        let len = self.buf.len();
+        self.buf
+            .extend_from_slice(&(shifted >> (8 * partial)).to_le_bytes());
+        self.buf
+            .truncate(len + (end as usize).div_ceil(8) - partial);
+        self.bit = end & 7;
+    }
+
+    /// As [`BitWriter::window`] for up to 121 bits (three floats at once).
+    fn window128(&mut self, value: u128, n: u32) {
+        debug_assert!(n <= 121);
+        let offset = self.bit;
+        let end = offset + n;
+        let shifted = value << offset;
+        let partial = self.complete_last(shifted as u8);
+        let len = self.buf.len();
+        self.buf
+            .extend_from_slice(&(shifted >> (8 * partial)).to_le_bytes());
+        self.buf
+            .truncate(len + (end as usize).div_ceil(8) - partial);
+        self.bit = end & 7;
+    }
+
+    /// ORs `low` into the partial last byte, if there is one; returns 1 if
+    /// there was (the window's first byte is then used up), else 0.
+    fn complete_last(&mut self, low: u8) -> usize {
+        if self.bit == 0 {
+            return 0;
         }
-        while n > 0 {
-            if self.bit == 0 {
-                self.buf.push(0);
-            }
-            let take = (8 - self.bit).min(n);
-            let mask = ((1u32 << take) - 1) as u8;
-            if let Some(last) = self.buf.last_mut() {
-                *last |= ((value as u8) & mask) << self.bit;
-            }
-            value = value.checked_shr(take).unwrap_or(0);
-            n -= take;
-            self.bit = (self.bit + take) & 7;
+        // A non-zero offset means the last byte is partial, so it exists.
+        if let Some(last) = self.buf.last_mut() {
+            *last |= low;
         }
+        1
     }
 
     /// Appends one bit (`Add<bit>`).
     pub fn bit(&mut self, value: bool) {
-        self.bits(u32::from(value), 1);
+        self.window(u64::from(value), 1);
     }
 
     /// Appends a byte at the current bit offset.
@@ -68,46 +122,70 @@ impl BitWriter {
         if self.bit == 0 {
             self.buf.push(value);
         } else {
-            self.bits(u32::from(value), 8);
+            self.window(u64::from(value), 8);
         }
     }
 
     /// Appends little-endian bytes at the current bit offset.
     pub fn bytes(&mut self, data: &[u8]) {
-        if self.bit == 0 {
+        let offset = self.bit;
+        let Some((&last_in, _)) = data.split_last() else {
+            return;
+        };
+        if offset == 0 {
             self.buf.extend_from_slice(data);
             return;
         }
-        // Unaligned, a whole byte per step: its low bits complete the last
-        // byte and its high bits start the next (the offset is unchanged).
-        let offset = self.bit;
-        self.buf.reserve(data.len());
-        for &b in data {
-            if let Some(last) = self.buf.last_mut() {
-                *last |= b << offset;
-            }
-            self.buf.push(b >> (8 - offset));
+        // Unaligned: the first byte's low bits complete the partial last
+        // byte; every output byte after it is the high bits of one input
+        // byte and the low bits of the next; the offset is unchanged. One
+        // reservation, then a pass the compiler sees as exact-length.
+        if let Some(last) = self.buf.last_mut() {
+            *last |= data[0] << offset;
         }
+        let back = 8 - offset;
+        self.buf.reserve(data.len());
+        self.buf.extend(
+            data.iter()
+                .zip(&data[1..])
+                .map(|(&low, &high)| (low >> back) | (high << offset)),
+        );
+        self.buf.push(last_in >> back);
     }
 
     /// Appends a u16, little-endian.
     pub fn u16(&mut self, value: u16) {
-        self.bytes(&value.to_le_bytes());
+        self.window(u64::from(value), 16);
     }
 
     /// Appends a u32, little-endian.
     pub fn u32(&mut self, value: u32) {
-        self.bytes(&value.to_le_bytes());
+        self.window(u64::from(value), 32);
     }
 
     /// Appends an s32, little-endian two's complement.
     pub fn i32(&mut self, value: i32) {
-        self.bytes(&value.to_le_bytes());
+        self.u32(value as u32);
     }
 
     /// Appends a raw IEEE-754 single, little-endian.
     pub fn f32(&mut self, value: f32) {
         self.u32(value.to_bits());
+    }
+
+    /// Appends raw IEEE-754 singles, little-endian, back to back (vectors,
+    /// quaternions, transforms): three per window step.
+    pub fn f32s(&mut self, values: &[f32]) {
+        let mut triples = values.chunks_exact(3);
+        for triple in &mut triples {
+            let word = u128::from(triple[0].to_bits())
+                | (u128::from(triple[1].to_bits()) << 32)
+                | (u128::from(triple[2].to_bits()) << 64);
+            self.window128(word, 96);
+        }
+        for &v in triples.remainder() {
+            self.f32(v);
+        }
     }
 
     /// Appends a VLE8_16_32 (§1.2): 1, 2 or 4 bytes.
@@ -224,21 +302,32 @@ impl<'a> BitReader<'a> {
         }
     }
 
+    /// The (up to) 8 bytes from the byte holding the read position, little
+    /// endian; bytes past the end read as zero. One load when 8 bytes are
+    /// there, which is every read but those near the end of a payload.
+    fn peek_window(&self) -> u64 {
+        let rest = self.data.get(self.pos / 8..).unwrap_or_default();
+        match rest.first_chunk::<8>() {
+            Some(chunk) => u64::from_le_bytes(*chunk),
+            None => {
+                let mut bytes = [0u8; 8];
+                for (to, from) in bytes.iter_mut().zip(rest) {
+                    *to = *from;
+                }
+                u64::from_le_bytes(bytes)
+            }
+        }
+    }
+
     /// Reads `n` (<= 32) bits, bit 0 first (`ReadBits`).
     pub fn bits(&mut self, n: u32, what: &'static str) -> Result<u32, DecodeError> {
         debug_assert!(n <= 32);
+        let n = n.min(32);
         self.need(n as usize, what)?;
-        let mut value: u64 = 0;
-        let mut got = 0u32;
-        while got < n {
-            let byte = self.data[self.pos / 8];
-            let offset = (self.pos % 8) as u32;
-            let take = (8 - offset).min(n - got);
-            let chunk = (u64::from(byte) >> offset) & ((1u64 << take) - 1);
-            value |= chunk << got;
-            got += take;
-            self.pos += take as usize;
-        }
+        // At most 7 + 32 bits from the window's first byte: one u64 holds
+        // them; `need` has checked they are all inside `data`.
+        let value = (self.peek_window() >> (self.pos % 8)) & ((1u64 << n) - 1);
+        self.pos += n as usize;
         Ok(value as u32)
     }
 
@@ -249,14 +338,7 @@ impl<'a> BitReader<'a> {
 
     /// Reads a byte at the current bit offset.
     pub fn u8(&mut self, what: &'static str) -> Result<u8, DecodeError> {
-        if self.pos % 8 == 0 {
-            self.need(8, what)?;
-            let b = self.data[self.pos / 8];
-            self.pos += 8;
-            Ok(b)
-        } else {
-            Ok(self.bits(8, what)? as u8)
-        }
+        Ok(self.bits(8, what)? as u8)
     }
 
     /// Reads `n` bytes at the current bit offset; borrowed when aligned.
@@ -268,10 +350,12 @@ impl<'a> BitReader<'a> {
             limit: self.bits_left() / 8,
         })?;
         self.need(bits, what)?;
+        let start = self.pos / 8;
         if self.pos % 8 == 0 {
-            let start = self.pos / 8;
             self.pos += bits;
-            Ok(Cow::Borrowed(&self.data[start..start + n]))
+            Ok(Cow::Borrowed(
+                self.data.get(start..start + n).unwrap_or_default(),
+            ))
         } else {
             let mut out = vec![0u8; n];
             self.unaligned_into(&mut out);
@@ -279,52 +363,37 @@ impl<'a> BitReader<'a> {
         }
     }
 
-    /// Fills `out` from a position that is not on a byte boundary, a whole
-    /// byte per step (each output byte is the high bits of one input byte
-    /// and the low bits of the next). The caller has checked with `need`
-    /// that `out.len() * 8` bits remain, so the next byte exists; `get`
-    /// keeps this total even so.
+    /// Fills `out` from a position that is not on a byte boundary (each
+    /// output byte is the high bits of one input byte and the low bits of
+    /// the next). The caller has checked with `need` that `out.len() * 8`
+    /// bits remain, so the `out.len() + 1` input bytes touched exist; the
+    /// slice is taken with `get` so this stays total even so.
     fn unaligned_into(&mut self, out: &mut [u8]) {
         let offset = (self.pos % 8) as u32;
-        for (index, slot) in (self.pos / 8..).zip(out.iter_mut()) {
-            let low = self.data.get(index).map_or(0, |b| b >> offset);
-            let high = self
-                .data
-                .get(index + 1)
-                .map_or(0, |b| ((u32::from(*b) << (8 - offset)) & 0xff) as u8);
-            *slot = low | high;
+        let start = self.pos / 8;
+        let input = self
+            .data
+            .get(start..start + out.len() + 1)
+            .unwrap_or_default();
+        for ((slot, &low), &high) in out.iter_mut().zip(input).zip(input.iter().skip(1)) {
+            *slot = (low >> offset) | (high << (8 - offset));
         }
         self.pos += out.len() * 8;
     }
 
-    /// N bytes without allocating (floats and integers of attribute values
-    /// sit at any bit offset inside an EditAttributes block).
-    fn array<const N: usize>(&mut self, what: &'static str) -> Result<[u8; N], DecodeError> {
-        self.need(N * 8, what)?;
-        let mut out = [0u8; N];
-        if self.pos % 8 == 0 {
-            let start = self.pos / 8;
-            out.copy_from_slice(&self.data[start..start + N]);
-            self.pos += N * 8;
-        } else {
-            self.unaligned_into(&mut out);
-        }
-        Ok(out)
-    }
-
     /// Reads a little-endian u16.
     pub fn u16(&mut self, what: &'static str) -> Result<u16, DecodeError> {
-        Ok(u16::from_le_bytes(self.array(what)?))
+        Ok(self.bits(16, what)? as u16)
     }
 
     /// Reads a little-endian u32.
     pub fn u32(&mut self, what: &'static str) -> Result<u32, DecodeError> {
-        Ok(u32::from_le_bytes(self.array(what)?))
+        self.bits(32, what)
     }
 
     /// Reads a little-endian s32.
     pub fn i32(&mut self, what: &'static str) -> Result<i32, DecodeError> {
-        Ok(i32::from_le_bytes(self.array(what)?))
+        Ok(self.bits(32, what)? as i32)
     }
 
     /// Reads a raw IEEE-754 single.
@@ -332,18 +401,48 @@ impl<'a> BitReader<'a> {
         Ok(f32::from_bits(self.u32(what)?))
     }
 
+    /// Reads `N` raw IEEE-754 singles back to back, all or none: the bits
+    /// for all of them are checked once, then each is one window read.
+    pub fn f32s<const N: usize>(&mut self, what: &'static str) -> Result<[f32; N], DecodeError> {
+        self.need(N * 32, what)?;
+        let mut out = [0f32; N];
+        for slot in &mut out {
+            let word = self.peek_window() >> (self.pos % 8);
+            *slot = f32::from_bits(word as u32);
+            self.pos += 32;
+        }
+        Ok(out)
+    }
+
     /// Reads a VLE8_16_32 (§1.2). Non-canonical encodings are accepted
     /// (`81 80 00 00` is 1), as kNet accepts them.
+    ///
+    /// All of it comes from one window read; on a short input the position
+    /// and error are those of reading byte, byte, u16 one after another.
     pub fn vle(&mut self, what: &'static str) -> Result<u32, DecodeError> {
-        let b0 = u32::from(self.u8(what)?);
+        let left = self.bits_left();
+        let word = self.peek_window() >> (self.pos % 8);
+        self.need(8, what)?;
+        let b0 = (word & 0xFF) as u32;
         if b0 & 0x80 == 0 {
+            self.pos += 8;
             return Ok(b0);
         }
-        let b1 = u32::from(self.u8(what)?);
+        if left < 16 {
+            self.pos += 8;
+            return Err(DecodeError::truncated(what, 8, left - 8));
+        }
+        let b1 = ((word >> 8) & 0xFF) as u32;
         if b1 & 0x80 == 0 {
+            self.pos += 16;
             return Ok((b0 & 0x7F) | (b1 << 7));
         }
-        let hi = u32::from(self.u16(what)?);
+        if left < 32 {
+            self.pos += 16;
+            return Err(DecodeError::truncated(what, 16, left - 16));
+        }
+        let hi = ((word >> 16) & 0xFFFF) as u32;
+        self.pos += 32;
         Ok((b0 & 0x7F) | ((b1 & 0x7F) << 7) | (hi << 14))
     }
 
@@ -518,7 +617,7 @@ mod tests {
     }
 
     #[test]
-    fn unaligned_bytes_and_arrays_match_bit_by_bit_reads() {
+    fn unaligned_bytes_and_words_match_bit_by_bit_reads() {
         let data = [0xa5u8, 0x3c, 0xff, 0x01, 0x80, 0x7e];
         for skip in 1..8u32 {
             let mut slow = BitReader::new(&data);
@@ -526,7 +625,7 @@ mod tests {
             slow.bits(skip, "skip").unwrap();
             fast.bits(skip, "skip").unwrap();
             let expected: Vec<u8> = (0..4).map(|_| slow.bits(8, "b").unwrap() as u8).collect();
-            let got = fast.array::<4>("a").unwrap();
+            let got = fast.u32("a").unwrap().to_le_bytes();
             assert_eq!(got.to_vec(), expected, "offset {skip}");
             let mut again = BitReader::new(&data);
             again.bits(skip, "skip").unwrap();
@@ -535,6 +634,312 @@ mod tests {
         }
         let mut short = BitReader::new(&data[..2]);
         short.bits(3, "skip").unwrap();
-        assert!(short.array::<2>("a").is_err());
+        assert!(short.u16("a").is_err());
+    }
+
+    /// The definition the fast paths must match: bits one at a time,
+    /// LSB-first within each byte (reference §1.1).
+    mod model {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        #[derive(Debug, Clone)]
+        pub enum Op {
+            Bits(u32, u32),
+            Bit(bool),
+            U8(u8),
+            U16(u16),
+            U32(u32),
+            I32(i32),
+            F32(u32),
+            F32s(Vec<u32>),
+            Bytes(Vec<u8>),
+            Vle(u32),
+        }
+
+        pub fn op() -> impl Strategy<Value = Op> {
+            prop_oneof![
+                (any::<u32>(), 0u32..=32).prop_map(|(v, n)| Op::Bits(v, n)),
+                any::<bool>().prop_map(Op::Bit),
+                any::<u8>().prop_map(Op::U8),
+                any::<u16>().prop_map(Op::U16),
+                any::<u32>().prop_map(Op::U32),
+                any::<i32>().prop_map(Op::I32),
+                any::<u32>().prop_map(Op::F32),
+                proptest::collection::vec(any::<u32>(), 0..10).prop_map(Op::F32s),
+                proptest::collection::vec(any::<u8>(), 0..20).prop_map(Op::Bytes),
+                prop_oneof![0u32..0x80, 0x80u32..0x4000, 0x4000u32..=VLE_MAX].prop_map(Op::Vle),
+            ]
+        }
+
+        /// Appends the low `n` bits of `value`, one by one.
+        fn push_bits(out: &mut Vec<bool>, value: u64, n: u32) {
+            for i in 0..n {
+                out.push((value >> i) & 1 == 1);
+            }
+        }
+
+        fn push_bytes(out: &mut Vec<bool>, bytes: &[u8]) {
+            for &b in bytes {
+                push_bits(out, u64::from(b), 8);
+            }
+        }
+
+        /// The bits an op appends, by the definition.
+        pub fn model_write(out: &mut Vec<bool>, op: &Op) {
+            match op {
+                Op::Bits(v, n) => push_bits(out, u64::from(*v), *n),
+                Op::Bit(b) => push_bits(out, u64::from(*b), 1),
+                Op::U8(v) => push_bytes(out, &[*v]),
+                Op::U16(v) => push_bytes(out, &v.to_le_bytes()),
+                Op::U32(v) | Op::F32(v) => push_bytes(out, &v.to_le_bytes()),
+                Op::I32(v) => push_bytes(out, &v.to_le_bytes()),
+                Op::F32s(vs) => vs.iter().for_each(|v| push_bytes(out, &v.to_le_bytes())),
+                Op::Bytes(bytes) => push_bytes(out, bytes),
+                // The aligned VLE bytes are pinned by the §1.2 table test.
+                Op::Vle(v) => {
+                    let mut w = BitWriter::new();
+                    w.vle(*v).unwrap();
+                    push_bytes(out, &w.finish());
+                }
+            }
+        }
+
+        pub fn real_write(w: &mut BitWriter, op: &Op) {
+            match op {
+                Op::Bits(v, n) => w.bits(*v, *n),
+                Op::Bit(b) => w.bit(*b),
+                Op::U8(v) => w.u8(*v),
+                Op::U16(v) => w.u16(*v),
+                Op::U32(v) => w.u32(*v),
+                Op::I32(v) => w.i32(*v),
+                Op::F32(v) => w.f32(f32::from_bits(*v)),
+                Op::F32s(vs) => {
+                    let floats: Vec<f32> = vs.iter().map(|v| f32::from_bits(*v)).collect();
+                    w.f32s(&floats)
+                }
+                Op::Bytes(bytes) => w.bytes(bytes),
+                Op::Vle(v) => w.vle(*v).unwrap(),
+            }
+        }
+
+        /// Packs bits LSB-first, the last byte zero-padded.
+        pub fn pack(bits: &[bool]) -> Vec<u8> {
+            let mut out = vec![0u8; bits.len().div_ceil(8)];
+            for (i, &b) in bits.iter().enumerate() {
+                out[i / 8] |= u8::from(b) << (i % 8);
+            }
+            out
+        }
+
+        /// `n` bits at bit `pos`, one at a time; `None` if they are not all there.
+        pub fn model_bits(data: &[u8], pos: usize, n: usize) -> Option<u64> {
+            if pos + n > data.len() * 8 {
+                return None;
+            }
+            let mut value = 0u64;
+            for i in 0..n {
+                let at = pos + i;
+                value |= u64::from((data[at / 8] >> (at % 8)) & 1) << i;
+            }
+            Some(value)
+        }
+
+        #[derive(Debug, Clone, Copy)]
+        pub enum Read {
+            Bits(u32),
+            U8,
+            U16,
+            U32,
+            I32,
+            F32,
+            F32x3,
+            Bytes(usize),
+            Vle,
+        }
+
+        pub fn read() -> impl Strategy<Value = Read> {
+            prop_oneof![
+                (0u32..=32).prop_map(Read::Bits),
+                Just(Read::U8),
+                Just(Read::U16),
+                Just(Read::U32),
+                Just(Read::I32),
+                Just(Read::F32),
+                Just(Read::F32x3),
+                (0usize..12).prop_map(Read::Bytes),
+                Just(Read::Vle),
+            ]
+        }
+
+        /// A read's result as bytes (so floats compare bit for bit) and
+        /// the position after it; `Err` holds the position after failing.
+        pub fn model_read(data: &[u8], pos: usize, read: Read) -> Result<(Vec<u8>, usize), usize> {
+            let word = |n: usize| model_bits(data, pos, n).ok_or(pos);
+            let le = |v: u64, bytes: usize| v.to_le_bytes()[..bytes].to_vec();
+            match read {
+                Read::Bits(n) => Ok((le(word(n as usize)?, 4), pos + n as usize)),
+                Read::U8 => Ok((le(word(8)?, 1), pos + 8)),
+                Read::U16 => Ok((le(word(16)?, 2), pos + 16)),
+                Read::U32 | Read::I32 | Read::F32 => Ok((le(word(32)?, 4), pos + 32)),
+                Read::F32x3 => {
+                    let mut out = Vec::new();
+                    for i in 0..3 {
+                        out.extend(le(model_bits(data, pos + 32 * i, 32).ok_or(pos)?, 4));
+                    }
+                    // All or none: a short third float fails the whole read.
+                    Ok((out, pos + 96))
+                }
+                Read::Bytes(n) => {
+                    let mut out = Vec::new();
+                    for i in 0..n {
+                        out.push(model_bits(data, pos + 8 * i, 8).ok_or(pos)? as u8);
+                    }
+                    Ok((out, pos + 8 * n))
+                }
+                Read::Vle => {
+                    let b0 = model_bits(data, pos, 8).ok_or(pos)? as u32;
+                    if b0 & 0x80 == 0 {
+                        return Ok((b0.to_le_bytes().to_vec(), pos + 8));
+                    }
+                    let b1 = model_bits(data, pos + 8, 8).ok_or(pos + 8)? as u32;
+                    if b1 & 0x80 == 0 {
+                        return Ok((((b0 & 0x7F) | (b1 << 7)).to_le_bytes().to_vec(), pos + 16));
+                    }
+                    let hi = model_bits(data, pos + 16, 16).ok_or(pos + 16)? as u32;
+                    let v = (b0 & 0x7F) | ((b1 & 0x7F) << 7) | (hi << 14);
+                    Ok((v.to_le_bytes().to_vec(), pos + 32))
+                }
+            }
+        }
+
+        pub fn real_read(r: &mut BitReader<'_>, read: Read) -> Result<Vec<u8>, DecodeError> {
+            Ok(match read {
+                Read::Bits(n) => r.bits(n, "t")?.to_le_bytes().to_vec(),
+                Read::U8 => vec![r.u8("t")?],
+                Read::U16 => r.u16("t")?.to_le_bytes().to_vec(),
+                Read::U32 => r.u32("t")?.to_le_bytes().to_vec(),
+                Read::I32 => r.i32("t")?.to_le_bytes().to_vec(),
+                Read::F32 => r.f32("t")?.to_bits().to_le_bytes().to_vec(),
+                Read::F32x3 => r
+                    .f32s::<3>("t")?
+                    .iter()
+                    .flat_map(|f| f.to_bits().to_le_bytes())
+                    .collect(),
+                Read::Bytes(n) => r.bytes(n, "t")?.into_owned(),
+                Read::Vle => r.vle("t")?.to_le_bytes().to_vec(),
+            })
+        }
+    }
+
+    mod properties {
+        use super::super::*;
+        use super::model::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 4000, failure_persistence: None, ..ProptestConfig::default() })]
+
+            /// Any sequence of writes, from any starting bit offset, gives
+            /// the bytes of the bit-by-bit definition, with bit and byte
+            /// counts to match.
+            #[test]
+            fn writes_equal_the_bit_by_bit_definition(
+                lead in 0u32..16,
+                ops in proptest::collection::vec(op(), 0..12),
+            ) {
+                let mut w = BitWriter::new();
+                let mut model = Vec::new();
+                w.bits(0x5A5A, lead);
+                model_write(&mut model, &Op::Bits(0x5A5A, lead));
+                for op in &ops {
+                    real_write(&mut w, op);
+                    model_write(&mut model, op);
+                    prop_assert_eq!(w.bit_len(), model.len());
+                    prop_assert_eq!(w.byte_len(), model.len().div_ceil(8));
+                }
+                prop_assert_eq!(w.finish(), pack(&model));
+            }
+
+            /// Every read at every offset of every input equals the
+            /// bit-by-bit definition: the same value and position, or a
+            /// truncation error exactly when the bits are not there.
+            #[test]
+            fn reads_equal_the_bit_by_bit_definition(
+                data in proptest::collection::vec(any::<u8>(), 0..24),
+                skip in any::<prop::sample::Index>(),
+                reads in proptest::collection::vec(read(), 1..6),
+            ) {
+                let total = data.len() * 8;
+                let start = skip.index(total + 1);
+                let mut r = BitReader::new(&data);
+                let mut at = 0;
+                while at < start {
+                    let n = (start - at).min(32) as u32;
+                    r.bits(n, "skip").unwrap();
+                    at += n as usize;
+                }
+                for read in reads {
+                    let before = r.bit_pos();
+                    let expected = model_read(&data, before, read);
+                    let got = real_read(&mut r, read);
+                    match (expected, got) {
+                        (Ok((value, after)), Ok(got)) => {
+                            prop_assert_eq!(got, value, "{:?} at {}", read, before);
+                            prop_assert_eq!(r.bit_pos(), after);
+                        }
+                        (Err(after), Err(DecodeError::Truncated { .. })) => {
+                            prop_assert_eq!(r.bit_pos(), after, "{:?} at {}", read, before);
+                            break;
+                        }
+                        (expected, got) => {
+                            prop_assert!(false, "{:?} at {}: model {:?}, got {:?}", read, before, expected, got);
+                        }
+                    }
+                    prop_assert_eq!(r.bits_left(), total - r.bit_pos());
+                }
+            }
+
+            /// What any sequence of writes produced reads back the same at
+            /// every offset, and the padding after it is zero.
+            #[test]
+            fn writes_read_back(
+                lead in 0u32..8,
+                ops in proptest::collection::vec(op(), 0..12),
+            ) {
+                let mut w = BitWriter::new();
+                w.bits(0, lead);
+                for op in &ops {
+                    real_write(&mut w, op);
+                }
+                let bits = w.bit_len();
+                let bytes = w.finish();
+                let mut r = BitReader::new(&bytes);
+                r.bits(lead, "lead").unwrap();
+                for op in &ops {
+                    match op {
+                        Op::Bits(v, n) => {
+                            let mask = if *n == 32 { u32::MAX } else { (1u32 << n) - 1 };
+                            prop_assert_eq!(r.bits(*n, "t").unwrap(), v & mask);
+                        }
+                        Op::Bit(b) => prop_assert_eq!(r.bit("t").unwrap(), *b),
+                        Op::U8(v) => prop_assert_eq!(r.u8("t").unwrap(), *v),
+                        Op::U16(v) => prop_assert_eq!(r.u16("t").unwrap(), *v),
+                        Op::U32(v) => prop_assert_eq!(r.u32("t").unwrap(), *v),
+                        Op::I32(v) => prop_assert_eq!(r.i32("t").unwrap(), *v),
+                        Op::F32(v) => prop_assert_eq!(r.f32("t").unwrap().to_bits(), *v),
+                        Op::F32s(vs) => {
+                            for v in vs {
+                                prop_assert_eq!(r.f32("t").unwrap().to_bits(), *v);
+                            }
+                        }
+                        Op::Bytes(b) => prop_assert_eq!(&*r.bytes(b.len(), "t").unwrap(), &b[..]),
+                        Op::Vle(v) => prop_assert_eq!(r.vle("t").unwrap(), *v),
+                    }
+                }
+                prop_assert_eq!(r.bit_pos(), bits);
+                prop_assert_eq!(r.bits(r.bits_left().min(32) as u32, "pad").unwrap(), 0);
+            }
+        }
     }
 }

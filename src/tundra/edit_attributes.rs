@@ -165,7 +165,7 @@ pub fn encode_block_with(
             )));
         }
     }
-    let mut w = BitWriter::new();
+    let mut w = BitWriter::with_capacity(block_len(edits, slots.len()));
     match edits.method {
         IndexingMethod::Indices => {
             w.bit(false);
@@ -200,6 +200,17 @@ pub fn encode_block_with(
         });
     }
     Ok(bytes)
+}
+
+/// The encoded block's size in bytes (method bit, count or flags, indices
+/// and values), to size its buffer once.
+fn block_len(edits: &AttributeEdits, slot_count: usize) -> usize {
+    let values: usize = edits.edits.iter().map(|e| e.value.binary_len()).sum();
+    let bits = match edits.method {
+        IndexingMethod::Indices => 1 + 8 + edits.edits.len() * 8,
+        IndexingMethod::Bitmask => 1 + slot_count,
+    };
+    bits.div_ceil(8) + values
 }
 
 #[cfg(test)]

@@ -139,6 +139,12 @@ impl EditAttributes {
         })
     }
 
+    /// At least the payload's size in bytes (each VLE counted as 4 bytes),
+    /// to size the frame buffer once.
+    pub fn encoded_len(&self) -> usize {
+        8 + self.blocks.iter().map(|b| 8 + b.data.len()).sum::<usize>()
+    }
+
     pub fn encode(&self, w: &mut BitWriter) -> Result<(), EncodeError> {
         w.vle(self.scene_id)?;
         w.vle(self.entity_id.wire())?;
