@@ -105,6 +105,8 @@ pub struct TundraServer {
     pub(super) closes: VecDeque<(ClientId, String)>,
     pub(super) events: VecDeque<ServerEvent>,
     pub(super) stats: ServerStats,
+    /// Decoded edits of the frame being handled, kept between frames.
+    pub(super) edit_scratch: Vec<(ComponentId, u8, AttributeValue)>,
 }
 
 impl TundraServer {
@@ -116,6 +118,7 @@ impl TundraServer {
             closes: VecDeque::new(),
             events: VecDeque::new(),
             stats: ServerStats::default(),
+            edit_scratch: Vec::new(),
         }
     }
 

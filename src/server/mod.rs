@@ -14,7 +14,10 @@ mod interest;
 mod login;
 mod rate;
 mod rigid_body;
+mod slots;
 mod sync_state;
+#[cfg(test)]
+mod tests;
 mod writer;
 
 pub use self::core::{ServerConfig, ServerEvent, ServerStats, TundraServer};

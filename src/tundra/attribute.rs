@@ -244,10 +244,12 @@ impl AttributeValue {
                 AttributeValue::VariantList(read_s8_list(r, "variant list")?)
             }
             AttributeType::Transform => {
-                let pos = read_float3(r, "Transform attribute")?;
-                let rot = read_float3(r, "Transform attribute")?;
-                let scale = read_float3(r, "Transform attribute")?;
-                AttributeValue::Transform(Transform { pos, rot, scale })
+                let [px, py, pz, rx, ry, rz, sx, sy, sz] = read_f32s(r, "Transform attribute")?;
+                AttributeValue::Transform(Transform {
+                    pos: Float3::new(px, py, pz),
+                    rot: Float3::new(rx, ry, rz),
+                    scale: Float3::new(sx, sy, sz),
+                })
             }
             AttributeType::Point => {
                 let x = r.i32("QPoint attribute")?;
@@ -296,11 +298,7 @@ fn read_f32s<const N: usize>(
     r: &mut BitReader<'_>,
     what: &'static str,
 ) -> Result<[f32; N], DecodeError> {
-    let mut out = [0f32; N];
-    for slot in &mut out {
-        *slot = r.f32(what)?;
-    }
-    Ok(out)
+    r.f32s::<N>(what)
 }
 
 fn read_float3(r: &mut BitReader<'_>, what: &'static str) -> Result<Float3, DecodeError> {
@@ -309,9 +307,7 @@ fn read_float3(r: &mut BitReader<'_>, what: &'static str) -> Result<Float3, Deco
 }
 
 fn write_f32s(w: &mut BitWriter, values: &[f32]) {
-    for &v in values {
-        w.f32(v);
-    }
+    w.f32s(values);
 }
 
 /// `u8 count` + count × S8. The count is at most 255 by construction; each

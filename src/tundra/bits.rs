@@ -309,13 +309,24 @@ impl<'a> BitReader<'a> {
         let rest = self.data.get(self.pos / 8..).unwrap_or_default();
         match rest.first_chunk::<8>() {
             Some(chunk) => u64::from_le_bytes(*chunk),
-            None => {
-                let mut bytes = [0u8; 8];
-                for (to, from) in bytes.iter_mut().zip(rest) {
-                    *to = *from;
-                }
-                u64::from_le_bytes(bytes)
-            }
+            None => rest
+                .iter()
+                .rev()
+                .fold(0, |word, &b| (word << 8) | u64::from(b)),
+        }
+    }
+
+    /// As [`BitReader::peek_window`] with 16 bytes: three floats at any bit
+    /// offset (96 + 7 bits) come from one window.
+    fn peek_window128(&self) -> u128 {
+        let rest = self.data.get(self.pos / 8..).unwrap_or_default();
+        match rest.first_chunk::<16>() {
+            Some(chunk) => u128::from_le_bytes(*chunk),
+            None => rest
+                .iter()
+                .take(16)
+                .rev()
+                .fold(0, |word, &b| (word << 8) | u128::from(b)),
         }
     }
 
@@ -402,14 +413,17 @@ impl<'a> BitReader<'a> {
     }
 
     /// Reads `N` raw IEEE-754 singles back to back, all or none: the bits
-    /// for all of them are checked once, then each is one window read.
+    /// for all of them are checked once, then every three come from one
+    /// window read.
     pub fn f32s<const N: usize>(&mut self, what: &'static str) -> Result<[f32; N], DecodeError> {
         self.need(N * 32, what)?;
         let mut out = [0f32; N];
-        for slot in &mut out {
-            let word = self.peek_window() >> (self.pos % 8);
-            *slot = f32::from_bits(word as u32);
-            self.pos += 32;
+        for triple in out.chunks_mut(3) {
+            let word = self.peek_window128() >> (self.pos % 8);
+            for (i, slot) in triple.iter_mut().enumerate() {
+                *slot = f32::from_bits((word >> (32 * i)) as u32);
+            }
+            self.pos += 32 * triple.len();
         }
         Ok(out)
     }
@@ -417,32 +431,42 @@ impl<'a> BitReader<'a> {
     /// Reads a VLE8_16_32 (§1.2). Non-canonical encodings are accepted
     /// (`81 80 00 00` is 1), as kNet accepts them.
     ///
-    /// All of it comes from one window read; on a short input the position
-    /// and error are those of reading byte, byte, u16 one after another.
+    /// All of it comes from one window read; when the input is too short
+    /// the byte-by-byte reader below gives the position and error.
     pub fn vle(&mut self, what: &'static str) -> Result<u32, DecodeError> {
-        let left = self.bits_left();
         let word = self.peek_window() >> (self.pos % 8);
-        self.need(8, what)?;
         let b0 = (word & 0xFF) as u32;
+        let b1 = ((word >> 8) & 0xFF) as u32;
+        let (value, bits) = if b0 & 0x80 == 0 {
+            (b0, 8)
+        } else if b1 & 0x80 == 0 {
+            ((b0 & 0x7F) | (b1 << 7), 16)
+        } else {
+            let hi = ((word >> 16) & 0xFFFF) as u32;
+            ((b0 & 0x7F) | ((b1 & 0x7F) << 7) | (hi << 14), 32)
+        };
+        // Bytes past the end read as zero above, so a continuation bit
+        // there says "shorter": the length is then at most what is needed.
+        if self.bits_left() >= bits {
+            self.pos += bits;
+            return Ok(value);
+        }
+        self.vle_short(what)
+    }
+
+    /// The VLE read as kNet does it, byte, byte, u16, for input that ends
+    /// inside it: the error says which part was missing.
+    #[cold]
+    fn vle_short(&mut self, what: &'static str) -> Result<u32, DecodeError> {
+        let b0 = u32::from(self.u8(what)?);
         if b0 & 0x80 == 0 {
-            self.pos += 8;
             return Ok(b0);
         }
-        if left < 16 {
-            self.pos += 8;
-            return Err(DecodeError::truncated(what, 8, left - 8));
-        }
-        let b1 = ((word >> 8) & 0xFF) as u32;
+        let b1 = u32::from(self.u8(what)?);
         if b1 & 0x80 == 0 {
-            self.pos += 16;
             return Ok((b0 & 0x7F) | (b1 << 7));
         }
-        if left < 32 {
-            self.pos += 16;
-            return Err(DecodeError::truncated(what, 16, left - 16));
-        }
-        let hi = ((word >> 16) & 0xFFFF) as u32;
-        self.pos += 32;
+        let hi = u32::from(self.u16(what)?);
         Ok((b0 & 0x7F) | ((b1 & 0x7F) << 7) | (hi << 14))
     }
 
@@ -754,6 +778,8 @@ mod tests {
             I32,
             F32,
             F32x3,
+            F32x4,
+            F32x9,
             Bytes(usize),
             Vle,
         }
@@ -767,6 +793,8 @@ mod tests {
                 Just(Read::I32),
                 Just(Read::F32),
                 Just(Read::F32x3),
+                Just(Read::F32x4),
+                Just(Read::F32x9),
                 (0usize..12).prop_map(Read::Bytes),
                 Just(Read::Vle),
             ]
@@ -782,13 +810,18 @@ mod tests {
                 Read::U8 => Ok((le(word(8)?, 1), pos + 8)),
                 Read::U16 => Ok((le(word(16)?, 2), pos + 16)),
                 Read::U32 | Read::I32 | Read::F32 => Ok((le(word(32)?, 4), pos + 32)),
-                Read::F32x3 => {
+                Read::F32x3 | Read::F32x4 | Read::F32x9 => {
+                    let n = match read {
+                        Read::F32x3 => 3,
+                        Read::F32x4 => 4,
+                        _ => 9,
+                    };
                     let mut out = Vec::new();
-                    for i in 0..3 {
+                    for i in 0..n {
                         out.extend(le(model_bits(data, pos + 32 * i, 32).ok_or(pos)?, 4));
                     }
-                    // All or none: a short third float fails the whole read.
-                    Ok((out, pos + 96))
+                    // All or none: a short last float fails the whole read.
+                    Ok((out, pos + 32 * n))
                 }
                 Read::Bytes(n) => {
                     let mut out = Vec::new();
@@ -813,6 +846,13 @@ mod tests {
             }
         }
 
+        fn floats(values: &[f32]) -> Vec<u8> {
+            values
+                .iter()
+                .flat_map(|f| f.to_bits().to_le_bytes())
+                .collect()
+        }
+
         pub fn real_read(r: &mut BitReader<'_>, read: Read) -> Result<Vec<u8>, DecodeError> {
             Ok(match read {
                 Read::Bits(n) => r.bits(n, "t")?.to_le_bytes().to_vec(),
@@ -821,11 +861,9 @@ mod tests {
                 Read::U32 => r.u32("t")?.to_le_bytes().to_vec(),
                 Read::I32 => r.i32("t")?.to_le_bytes().to_vec(),
                 Read::F32 => r.f32("t")?.to_bits().to_le_bytes().to_vec(),
-                Read::F32x3 => r
-                    .f32s::<3>("t")?
-                    .iter()
-                    .flat_map(|f| f.to_bits().to_le_bytes())
-                    .collect(),
+                Read::F32x3 => floats(&r.f32s::<3>("t")?),
+                Read::F32x4 => floats(&r.f32s::<4>("t")?),
+                Read::F32x9 => floats(&r.f32s::<9>("t")?),
                 Read::Bytes(n) => r.bytes(n, "t")?.into_owned(),
                 Read::Vle => r.vle("t")?.to_le_bytes().to_vec(),
             })
@@ -866,7 +904,7 @@ mod tests {
             /// truncation error exactly when the bits are not there.
             #[test]
             fn reads_equal_the_bit_by_bit_definition(
-                data in proptest::collection::vec(any::<u8>(), 0..24),
+                data in proptest::collection::vec(any::<u8>(), 0..48),
                 skip in any::<prop::sample::Index>(),
                 reads in proptest::collection::vec(read(), 1..6),
             ) {

@@ -31,8 +31,8 @@ pub(crate) mod tests;
 
 pub use action::{exec_type, AssetDeleted, AssetDiscovery, EntityAction};
 pub use attributes::{
-    CreateAttributes, EditAttributes, EditAttributesBlock, NewAttribute, RemoveAttributes,
-    RemovedAttribute,
+    BlockView, CreateAttributes, EditAttributes, EditAttributesBlock, EditAttributesView,
+    NewAttribute, RemoveAttributes, RemovedAttribute,
 };
 pub use components::{CreateComponents, CreateComponentsReply, RemoveComponents};
 pub use entity::{
@@ -217,13 +217,7 @@ impl Message {
         payload: &[u8],
         ctx: &DecodeContext<'_>,
     ) -> Result<Message, DecodeError> {
-        if payload.len() > MAX_PAYLOAD_BYTES {
-            return Err(DecodeError::LimitExceeded {
-                what: "payload bytes",
-                value: payload.len(),
-                limit: MAX_PAYLOAD_BYTES,
-            });
-        }
+        check_payload_len(payload)?;
         let r = &mut BitReader::new(payload);
         Ok(match id {
             id::LOGIN => Message::Login(Login::decode(r)?),
@@ -322,6 +316,13 @@ impl Message {
         }
     }
 
+    /// Decodes an EditAttributes (113) payload in place, with the checks
+    /// and errors of [`Message::decode`] for that id.
+    pub fn decode_edit_attributes(payload: &[u8]) -> Result<EditAttributesView<'_>, DecodeError> {
+        check_payload_len(payload)?;
+        EditAttributesView::decode(&mut BitReader::new(payload))
+    }
+
     /// Decodes a WebSocket frame: `u16 LE id` + payload.
     pub fn decode_frame(frame: &[u8], ctx: &DecodeContext<'_>) -> Result<Message, DecodeError> {
         let (id, payload) = split_frame(frame)?;
@@ -336,6 +337,17 @@ impl Message {
         self.encode_into(&mut w, protocol)?;
         Ok(w.finish())
     }
+}
+
+fn check_payload_len(payload: &[u8]) -> Result<(), DecodeError> {
+    if payload.len() > MAX_PAYLOAD_BYTES {
+        return Err(DecodeError::LimitExceeded {
+            what: "payload bytes",
+            value: payload.len(),
+            limit: MAX_PAYLOAD_BYTES,
+        });
+    }
+    Ok(())
 }
 
 /// Splits a frame into its message id and payload.
