@@ -9,6 +9,7 @@
 
 mod client;
 mod core;
+mod edit_frame;
 mod handlers;
 mod interest;
 mod login;
@@ -18,6 +19,8 @@ mod slots;
 mod sync_state;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tick_tests;
 mod writer;
 
 pub use self::core::{ServerConfig, ServerEvent, ServerStats, TundraServer};

@@ -190,21 +190,8 @@ impl BitWriter {
 
     /// Appends a VLE8_16_32 (§1.2): 1, 2 or 4 bytes.
     pub fn vle(&mut self, value: u32) -> Result<(), EncodeError> {
-        if value < 0x80 {
-            self.u8(value as u8);
-        } else if value < 0x4000 {
-            self.u16(((value & 0x7F) | 0x80 | ((value & 0x3F80) << 1)) as u16);
-        } else if value <= VLE_MAX {
-            self.u32(
-                (value & 0x7F)
-                    | 0x80
-                    | (((value >> 7) & 0x7F) << 8)
-                    | 0x8000
-                    | ((value >> 14) << 16),
-            );
-        } else {
-            return Err(EncodeError::VleOverflow(u64::from(value)));
-        }
+        let (word, bytes) = vle_word(value)?;
+        self.window(u64::from(word), 8 * bytes as u32);
         Ok(())
     }
 
@@ -259,10 +246,73 @@ impl BitWriter {
         self.buf.len()
     }
 
+    /// Ends the current byte: the next write starts on a byte boundary
+    /// (the unused high bits stay zero), as when a new stream starts. Used
+    /// to put several whole-byte blocks back to back in one buffer.
+    pub fn pad_to_byte(&mut self) {
+        self.bit = 0;
+    }
+
+    /// Appends `n` zero bits (runs of unchanged-attribute flags).
+    pub fn zeros(&mut self, mut n: usize) {
+        while n > 0 {
+            let step = n.min(32);
+            self.window(0, step as u32);
+            n -= step;
+        }
+    }
+
+    /// The stream so far, zero-padded to a whole byte.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// Empties the stream, keeping its allocation for the next one.
+    pub fn clear(&mut self) {
+        self.buf.clear();
+        self.bit = 0;
+    }
+
     /// The stream, zero-padded to a whole byte.
     pub fn finish(self) -> Vec<u8> {
         self.buf
     }
+}
+
+/// The VLE8_16_32 encoding of `value` (§1.2) as a little-endian word and
+/// its length in bytes (1, 2 or 4).
+fn vle_word(value: u32) -> Result<(u32, usize), EncodeError> {
+    if value < 0x80 {
+        Ok((value, 1))
+    } else if value < 0x4000 {
+        Ok(((value & 0x7F) | 0x80 | ((value & 0x3F80) << 1), 2))
+    } else if value <= VLE_MAX {
+        Ok((
+            (value & 0x7F) | 0x80 | (((value >> 7) & 0x7F) << 8) | 0x8000 | ((value >> 14) << 16),
+            4,
+        ))
+    } else {
+        Err(EncodeError::VleOverflow(u64::from(value)))
+    }
+}
+
+/// Bytes a VLE8_16_32 of `value` takes (1, 2 or 4), for sizing a frame
+/// before writing it; values above [`VLE_MAX`] are refused when written.
+pub fn vle_size(value: u32) -> usize {
+    vle_word(value).map_or(4, |(_, bytes)| bytes)
+}
+
+/// Appends a VLE8_16_32 to byte-aligned output (a frame assembled from
+/// whole parts), the bytes [`BitWriter::vle`] writes at offset 0.
+pub fn push_vle(out: &mut Vec<u8>, value: u32) -> Result<(), EncodeError> {
+    // Fixed-size appends: no length-dependent copy, and never more than
+    // the bytes written, so an exactly sized buffer is not outgrown.
+    match vle_word(value)? {
+        (word, 1) => out.push(word as u8),
+        (word, 2) => out.extend_from_slice(&(word as u16).to_le_bytes()),
+        (word, _) => out.extend_from_slice(&word.to_le_bytes()),
+    }
+    Ok(())
 }
 
 /// Reads a kNet bit stream; every read is bounds-checked.
@@ -538,6 +588,10 @@ mod tests {
         ];
         for &(value, hex_bytes) in table {
             assert_eq!(hex::encode(vle_bytes(value)), hex_bytes, "encode {value}");
+            let mut pushed = Vec::new();
+            push_vle(&mut pushed, value).unwrap();
+            assert_eq!(hex::encode(&pushed), hex_bytes, "push {value}");
+            assert_eq!(vle_size(value), pushed.len());
             let bytes = hex::decode(hex_bytes).unwrap();
             let mut r = BitReader::new(&bytes);
             assert_eq!(r.vle("v").unwrap(), value, "decode {hex_bytes}");
@@ -550,6 +604,11 @@ mod tests {
         let mut w = BitWriter::new();
         assert_eq!(
             w.vle(0x4000_0000),
+            Err(EncodeError::VleOverflow(0x4000_0000))
+        );
+        assert_eq!(w.byte_len(), 0);
+        assert_eq!(
+            push_vle(&mut Vec::new(), 0x4000_0000),
             Err(EncodeError::VleOverflow(0x4000_0000))
         );
     }
@@ -679,6 +738,7 @@ mod tests {
             F32s(Vec<u32>),
             Bytes(Vec<u8>),
             Vle(u32),
+            Zeros(usize),
         }
 
         pub fn op() -> impl Strategy<Value = Op> {
@@ -693,6 +753,7 @@ mod tests {
                 proptest::collection::vec(any::<u32>(), 0..10).prop_map(Op::F32s),
                 proptest::collection::vec(any::<u8>(), 0..20).prop_map(Op::Bytes),
                 prop_oneof![0u32..0x80, 0x80u32..0x4000, 0x4000u32..=VLE_MAX].prop_map(Op::Vle),
+                (0usize..80).prop_map(Op::Zeros),
             ]
         }
 
@@ -726,6 +787,7 @@ mod tests {
                     w.vle(*v).unwrap();
                     push_bytes(out, &w.finish());
                 }
+                Op::Zeros(n) => out.extend(std::iter::repeat(false).take(*n)),
             }
         }
 
@@ -744,6 +806,7 @@ mod tests {
                 }
                 Op::Bytes(bytes) => w.bytes(bytes),
                 Op::Vle(v) => w.vle(*v).unwrap(),
+                Op::Zeros(n) => w.zeros(*n),
             }
         }
 
@@ -938,6 +1001,28 @@ mod tests {
                 }
             }
 
+            /// Padding to a byte boundary gives the bytes of the two parts
+            /// written as separate streams, back to back.
+            #[test]
+            fn padded_parts_are_separate_streams_back_to_back(
+                first in proptest::collection::vec(op(), 0..6),
+                second in proptest::collection::vec(op(), 0..6),
+            ) {
+                let mut joined = BitWriter::new();
+                let mut apart = Vec::new();
+                for part in [&first, &second] {
+                    let mut alone = BitWriter::new();
+                    for op in part {
+                        real_write(&mut joined, op);
+                        real_write(&mut alone, op);
+                    }
+                    joined.pad_to_byte();
+                    apart.extend(alone.finish());
+                }
+                prop_assert_eq!(joined.as_bytes(), &apart[..]);
+                prop_assert_eq!(joined.bit_len(), apart.len() * 8);
+            }
+
             /// What any sequence of writes produced reads back the same at
             /// every offset, and the padding after it is zero.
             #[test]
@@ -973,6 +1058,11 @@ mod tests {
                         }
                         Op::Bytes(b) => prop_assert_eq!(&*r.bytes(b.len(), "t").unwrap(), &b[..]),
                         Op::Vle(v) => prop_assert_eq!(r.vle("t").unwrap(), *v),
+                        Op::Zeros(n) => {
+                            for _ in 0..*n {
+                                prop_assert!(!r.bit("t").unwrap());
+                            }
+                        }
                     }
                 }
                 prop_assert_eq!(r.bit_pos(), bits);

@@ -209,14 +209,19 @@ pub fn write_block<S: SlotTypes + ?Sized>(
         }
         IndexingMethod::Bitmask => {
             w.bit(true);
-            let mut next = edits.iter().peekable();
-            for i in 0..slot_count {
-                let edit = next.next_if(|e| usize::from(e.index) == i);
-                w.bit(edit.is_some());
-                if let Some(edit) = edit {
-                    edit.value.write(w)?;
-                }
+            // A changed flag per slot: the unchanged ones between edits are
+            // runs of zero bits, written a run at a time. Every edit's slot
+            // exists (types were checked), so the indices are below
+            // `slot_count`.
+            let mut next_slot = 0;
+            for edit in edits {
+                let index = usize::from(edit.index);
+                w.zeros(index.saturating_sub(next_slot));
+                w.bit(true);
+                edit.value.write(w)?;
+                next_slot = index + 1;
             }
+            w.zeros(slot_count.saturating_sub(next_slot));
         }
     }
     check_block_len(w.byte_len() - start)
