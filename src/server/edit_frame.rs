@@ -75,6 +75,11 @@ impl EditFrames {
         self.sharing = clients > 1;
     }
 
+    /// Ends a tick: the frames are the clients' now (the scene will change).
+    pub(super) fn finish_tick(&mut self) {
+        self.shared.clear();
+    }
+
     /// Whether `pending` holds nothing but changed attribute values, and if
     /// so whether this tick already has its frame. No scene lookup: a
     /// shared frame needs none.

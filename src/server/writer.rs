@@ -77,6 +77,7 @@ impl TundraServer {
                 self.push_message(id, &Message::EntityAction(action));
             }
         }
+        self.edit_frames.finish_tick();
     }
 
     fn write_entities(&mut self, scene: &Scene, id: ClientId, now: Time) {
