@@ -410,9 +410,11 @@ impl SyncState {
         None
     }
 
-    /// As [`SyncState::pop_dirty`], with the entity's pending detail, which
-    /// the caller marks delivered with [`EntitySync::delivered`] (or drops
-    /// with [`SyncState::sent`]) or defers: no lookup after this one.
+    /// As [`SyncState::pop_dirty`], with the entity's pending detail, so
+    /// the caller needs no further lookup to read it and mark it delivered
+    /// (`EntitySync::delivered`); a removed entity's state is dropped with
+    /// [`SyncState::sent`], and a deferred one goes back with
+    /// [`SyncState::defer`].
     pub fn pop_dirty_mut(&mut self) -> Option<(EntityId, &mut EntitySync)> {
         // Skips ids whose state went away after they were queued; the
         // lookup is repeated for the one returned, as a borrow taken in the
