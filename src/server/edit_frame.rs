@@ -88,16 +88,26 @@ impl EditFrames {
         if self.general_only {
             return Lookup::General;
         }
-        if !edit_only_key(pending, &mut self.key) {
+        if !is_edit_only(pending) {
             return Lookup::General;
         }
         if self.sharing {
             if let Some(built) = self.shared.get(&id) {
-                if built.key == self.key {
+                // Compared in place: a hit (every client after the first)
+                // builds no key.
+                if built
+                    .key
+                    .iter()
+                    .map(|(c, d)| (*c, d))
+                    .eq(key_entries(pending))
+                {
                     return Lookup::Shared(built.frame.clone());
                 }
             }
         }
+        self.key.clear();
+        self.key
+            .extend(key_entries(pending).map(|(component, dirty)| (component, *dirty)));
         Lookup::Build
     }
 
@@ -179,24 +189,26 @@ impl EditFrames {
     }
 }
 
-/// Fills `key` if `pending` is edit-only: the entity and every replicated
+/// Whether `pending` is edit-only: the entity and every replicated
 /// component are known to the client, and nothing but values changed.
-fn edit_only_key(pending: &EntitySync, key: &mut Key) -> bool {
-    key.clear();
-    if pending.presence != Presence::Known || pending.temporary_dirty || pending.parent_dirty {
-        return false;
-    }
-    for (component_id, sync) in &pending.components {
-        if component_id.is_local() {
-            continue;
-        }
-        if sync.presence != Presence::Known || !sync.created.is_empty() || !sync.removed.is_empty()
-        {
-            return false;
-        }
-        if !sync.dirty.is_empty() {
-            key.push((*component_id, sync.dirty));
-        }
-    }
-    true
+fn is_edit_only(pending: &EntitySync) -> bool {
+    pending.presence == Presence::Known
+        && !pending.temporary_dirty
+        && !pending.parent_dirty
+        && pending.components.iter().all(|(component_id, sync)| {
+            component_id.is_local()
+                || (sync.presence == Presence::Known
+                    && sync.created.is_empty()
+                    && sync.removed.is_empty())
+        })
+}
+
+/// The key of an edit-only `pending`: its replicated components with
+/// dirty attributes, in ascending id, and which attributes.
+fn key_entries(pending: &EntitySync) -> impl Iterator<Item = (ComponentId, &SlotSet)> {
+    pending
+        .components
+        .iter()
+        .filter(|(component_id, sync)| !component_id.is_local() && !sync.dirty.is_empty())
+        .map(|(component_id, sync)| (*component_id, &sync.dirty))
 }

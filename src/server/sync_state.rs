@@ -121,6 +121,13 @@ impl ComponentSyncs {
 
     /// The detail of `id`, inserted with `presence` if absent.
     fn get_or_insert(&mut self, id: ComponentId, presence: Presence) -> &mut ComponentSync {
+        // The commonest case: the first change to an entity since it was
+        // last sent finds the list empty.
+        if self.0.is_empty() {
+            self.0.push((id, ComponentSync::new(presence)));
+            let last = self.0.len() - 1;
+            return &mut self.0[last].1;
+        }
         let at = match self.position(id) {
             Ok(at) => at,
             Err(at) => {
