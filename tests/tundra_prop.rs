@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 use lessgate::tundra::bits::{BitReader, BitWriter};
-use lessgate::tundra::edit_attributes::{self, AttributeEdit, IndexingMethod};
+use lessgate::tundra::edit_attributes::{self, AttributeEdit, EditRef, IndexingMethod};
 use lessgate::tundra::messages::{DecodeContext, Message};
 use lessgate::tundra::{AttributeType, AttributeValue, ProtocolVersion, Registry};
 use proptest::prelude::*;
@@ -122,6 +122,13 @@ proptest! {
         ).unwrap();
         prop_assert_eq!(edit_attributes::encode_block_with(&decoded, &slots).unwrap(), expected.clone());
         prop_assert_eq!(expected, bytes.clone());
+        // The by-reference writer the tick uses gives the same bytes, and
+        // the size it predicts is exact.
+        let refs: Vec<EditRef<'_>> = edits.iter().map(|e| EditRef { index: e.index, value: &e.value }).collect();
+        let mut w = BitWriter::new();
+        edit_attributes::write_block(&refs, slots.as_slice(), &mut w).unwrap();
+        prop_assert_eq!(edit_attributes::sorted_block_len(&refs, slots.len()), bytes.len());
+        prop_assert_eq!(w.finish(), bytes.clone());
         if method == IndexingMethod::Bitmask {
             prop_assert_eq!(bytes[0] & 1, 1);
         }
@@ -137,6 +144,45 @@ proptest! {
             let bytes = edit_attributes::encode_block_with(&decoded, &slots).unwrap();
             let again = edit_attributes::decode_block(&bytes, &slots).unwrap();
             prop_assert_eq!(edit_attributes::encode_block_with(&again, &slots).unwrap(), bytes);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// The in-place EditAttributes reader the server uses decodes exactly
+    /// what the owned decoder does, and fails exactly where it fails.
+    #[test]
+    fn edit_attributes_view_equals_owned_decode(
+        data in proptest::collection::vec(any::<u8>(), 0..96),
+        block_bytes in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..20), 0..4),
+    ) {
+        let registry = Registry::builtin();
+        let ctx = DecodeContext { protocol_version: ProtocolVersion(3), registry: &registry };
+        // Random bytes, and well-formed headers around random blocks.
+        let mut framed = vec![0u8, 0x2a];
+        for (i, block) in block_bytes.iter().enumerate() {
+            framed.push(i as u8 + 1);
+            framed.push(block.len() as u8);
+            framed.extend_from_slice(block);
+        }
+        for payload in [data, framed] {
+            let owned = Message::decode(113, &payload, &ctx);
+            let view = Message::decode_edit_attributes(&payload);
+            match (&owned, &view) {
+                (Ok(Message::EditAttributes(owned)), Ok(view)) => {
+                    let owned_view = owned.view();
+                    prop_assert_eq!(&owned_view, view);
+                    prop_assert_eq!(view.scene_id, owned.scene_id);
+                    prop_assert_eq!(view.entity_id, owned.entity_id);
+                    let blocks: Vec<_> = view.blocks.iter().map(|b| (b.component_id, b.data.to_vec())).collect();
+                    let expected: Vec<_> = owned.blocks.iter().map(|b| (b.component_id, b.data.clone())).collect();
+                    prop_assert_eq!(blocks, expected);
+                }
+                (Err(a), Err(b)) => prop_assert_eq!(a, b),
+                (a, b) => prop_assert!(false, "owned {:?}, view {:?}", a, b),
+            }
         }
     }
 }

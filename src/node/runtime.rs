@@ -290,14 +290,17 @@ impl Running {
                 },
                 event = events.recv() => match event {
                     Some(event) => {
-                        self.handle_client_event(event, &mut handles, &clock);
+                        let mut frames = self.handle_client_event(event, &mut handles, &clock);
                         // Whatever else is already queued is handled before
                         // the outputs are flushed, so one flush (and one LESS
                         // packet) carries many updates under load, and a
-                        // lone update still leaves at once.
-                        for _ in 1..CLIENT_EVENT_BATCH {
+                        // lone update still leaves at once. The budget is
+                        // counted in frames, as events carry batches.
+                        while frames < CLIENT_EVENT_BATCH {
                             match events.try_recv() {
-                                Ok(event) => self.handle_client_event(event, &mut handles, &clock),
+                                Ok(event) => {
+                                    frames += self.handle_client_event(event, &mut handles, &clock);
+                                }
                                 Err(_) => break,
                             }
                         }
@@ -521,32 +524,41 @@ impl Running {
         }
     }
 
-    /// Hands every session's pending packets to its link.
+    /// Applies one client event; returns how many frames it carried (an
+    /// event that carries none counts as one, for the loop's budget).
     fn handle_client_event(
         &mut self,
         event: ClientEvent,
         handles: &mut HashMap<ClientId, ClientHandle>,
         clock: &Clock,
-    ) {
+    ) -> usize {
         match event {
             ClientEvent::Connected { id, addr, handle } => {
                 let client = ClientId(id.0);
                 debug!(%client, %addr, "client connected");
                 handles.insert(client, handle);
                 self.node.handle_client_connect(client, clock.now());
+                1
             }
-            ClientEvent::Frame { id, frame } => {
-                self.node
-                    .handle_client_frame(ClientId(id.0), clock.now(), &frame);
+            ClientEvent::Frames { id, frames } => {
+                // The frames of a batch were read together: one time for all.
+                let now = clock.now();
+                let client = ClientId(id.0);
+                for frame in &frames {
+                    self.node.handle_client_frame(client, now, frame);
+                }
+                frames.len().max(1)
             }
             ClientEvent::Closed { id, reason } => {
                 let client = ClientId(id.0);
                 handles.remove(&client);
                 self.node.handle_client_disconnect(client, &reason);
+                1
             }
         }
     }
 
+    /// Hands every session's pending packets to its link.
     fn flush_links(&mut self, clock: &Clock, links: &mut HashMap<FederationLink, PeerLink>) {
         if links.is_empty() {
             return;
@@ -591,9 +603,11 @@ impl Running {
     }
 }
 
-/// Client events handled back to back before outputs are flushed: enough
-/// to fill a LESS datagram with updates, few enough that a burst never
-/// delays other work by more than a fraction of a millisecond.
+/// Client frames (counted through their events) handled back to back
+/// before outputs are flushed: enough to fill a LESS datagram with updates,
+/// few enough that a burst never delays other work by more than a fraction
+/// of a millisecond. An event's batch is not split, so a flush may follow
+/// up to `CLIENT_EVENT_BATCH + websocket::READ_BATCH - 1` frames.
 const CLIENT_EVENT_BATCH: usize = 256;
 /// Peer events (mostly datagrams) handled per wake-up before the links are
 /// flushed: acknowledgements for many packets then leave in one.

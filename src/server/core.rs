@@ -7,6 +7,7 @@ use bytes::Bytes;
 use tracing::{debug, info, warn};
 
 use super::client::{Client, LoginState};
+use super::edit_frame::EditFrames;
 use crate::clock::Time;
 use crate::config::Limits;
 use crate::scene::{Change, ClientId, Scene};
@@ -105,6 +106,12 @@ pub struct TundraServer {
     pub(super) closes: VecDeque<(ClientId, String)>,
     pub(super) events: VecDeque<ServerEvent>,
     pub(super) stats: ServerStats,
+    /// Decoded edits of the frame being handled, kept between frames.
+    pub(super) edit_scratch: Vec<(ComponentId, u8, AttributeValue)>,
+    /// EditAttributes frames of the tick, shared between clients.
+    pub(super) edit_frames: EditFrames,
+    /// One client's frames of the tick, kept between clients.
+    pub(super) tick_frames: Vec<Bytes>,
 }
 
 impl TundraServer {
@@ -116,6 +123,9 @@ impl TundraServer {
             closes: VecDeque::new(),
             events: VecDeque::new(),
             stats: ServerStats::default(),
+            edit_scratch: Vec::new(),
+            edit_frames: EditFrames::default(),
+            tick_frames: Vec::new(),
         }
     }
 
@@ -220,9 +230,14 @@ impl TundraServer {
     }
 
     pub(super) fn push_frame(&mut self, client: ClientId, frame: Vec<u8>) {
+        self.push_bytes(client, Bytes::from(frame));
+    }
+
+    /// Queues a frame that may be shared with other clients.
+    pub(super) fn push_bytes(&mut self, client: ClientId, frame: Bytes) {
         self.stats.frames_out += 1;
         self.stats.bytes_out += frame.len() as u64;
-        self.transmits.push_back((client, Bytes::from(frame)));
+        self.transmits.push_back((client, frame));
     }
 
     pub(super) fn push_message(&mut self, client: ClientId, message: &Message) {

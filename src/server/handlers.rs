@@ -5,12 +5,14 @@
 use tracing::{debug, warn};
 
 use super::core::{ServerEvent, TundraServer};
+use super::slots::SceneSlots;
 use crate::clock::Time;
 use crate::scene::{ChangeSource, ClientId, Origin, Scene, SceneError};
+use crate::tundra::edit_attributes::decode_block_each;
 use crate::tundra::messages::{
-    exec_type, CreateAttributes, CreateComponents, CreateComponentsReply, CreateEntity,
-    CreateEntityReply, EditAttributes, EntityAction, IdPair, RemoveAttributes, RemoveComponents,
-    SetEntityParent,
+    exec_type, id, split_frame, CreateAttributes, CreateComponents, CreateComponentsReply,
+    CreateEntity, CreateEntityReply, EditAttributesView, EntityAction, IdPair, RemoveAttributes,
+    RemoveComponents, SetEntityParent,
 };
 use crate::tundra::registry::CustomRegistration;
 use crate::tundra::{DecodeContext, DynamicAttribute, EntityId, Message};
@@ -34,6 +36,19 @@ impl TundraServer {
             );
             return;
         }
+        let authenticated = state.is_authenticated();
+        if let Ok((id::EDIT_ATTRIBUTES, payload)) = split_frame(frame) {
+            // The bulk of client traffic: read in place, no message built.
+            match Message::decode_edit_attributes(payload) {
+                Ok(edit) if authenticated => self.handle_edit_attributes(scene, client, &edit),
+                Ok(_) => debug!(%client, message = "EditAttributes", "dropped before login"),
+                Err(error) => self.refuse_client(
+                    client,
+                    format!("malformed message {}: {error}", id::EDIT_ATTRIBUTES),
+                ),
+            }
+            return;
+        }
         let context = DecodeContext {
             protocol_version: state.protocol,
             registry: scene.registry(),
@@ -48,7 +63,6 @@ impl TundraServer {
                 return;
             }
         };
-        let authenticated = state.is_authenticated();
         match message {
             Message::Login(login) => self.handle_login(scene, client, now, login),
             _ if !authenticated => {
@@ -72,7 +86,8 @@ impl TundraServer {
             Message::CreateEntity(m) => self.handle_create_entity(scene, client, m),
             Message::CreateComponents(m) => self.handle_create_components(scene, client, m),
             Message::CreateAttributes(m) => self.handle_create_attributes(scene, client, m),
-            Message::EditAttributes(m) => self.handle_edit_attributes(scene, client, m),
+            // Taken in place above; an owned one is handled the same way.
+            Message::EditAttributes(m) => self.handle_edit_attributes(scene, client, &m.view()),
             Message::RemoveAttributes(m) => self.handle_remove_attributes(scene, client, m),
             Message::RemoveComponents(m) => self.handle_remove_components(scene, client, m),
             Message::RemoveEntity(m) => {
@@ -248,7 +263,12 @@ impl TundraServer {
         }
     }
 
-    fn handle_edit_attributes(&mut self, scene: &mut Scene, client: ClientId, m: EditAttributes) {
+    fn handle_edit_attributes(
+        &mut self,
+        scene: &mut Scene,
+        client: ClientId,
+        m: &EditAttributesView<'_>,
+    ) {
         let Some(entity) = scene.entity(m.entity_id) else {
             return self.note_refusal(
                 client,
@@ -257,7 +277,11 @@ impl TundraServer {
             );
         };
         let remote = entity.origin == Origin::Remote;
-        let mut edits = Vec::new();
+        // Every block is decoded before any edit is applied (the entity is
+        // borrowed from the scene meanwhile); the list is kept between
+        // frames so decoding allocates nothing.
+        let mut edits = std::mem::take(&mut self.edit_scratch);
+        edits.clear();
         for block in &m.blocks {
             let Some(component) = entity.components.get(&block.component_id) else {
                 // Unknown component: skip its block (section 4.9).
@@ -265,20 +289,19 @@ impl TundraServer {
                 debug!(%client, entity = %m.entity_id, component = %block.component_id, "edit of unknown component skipped");
                 continue;
             };
-            match block.decode(&component.slot_types()) {
-                Ok(decoded) => edits.extend(
-                    decoded
-                        .edits
-                        .into_iter()
-                        .map(|edit| (block.component_id, edit.index, edit.value)),
-                ),
-                Err(error) => {
-                    self.stats.refused_messages += 1;
-                    warn!(%client, entity = %m.entity_id, component = %block.component_id, %error, "undecodable attribute block skipped");
-                }
+            let start = edits.len();
+            let decoded =
+                decode_block_each(&block.data, &SceneSlots::of(component), |index, value| {
+                    edits.push((block.component_id, index, value))
+                });
+            if let Err(error) = decoded {
+                // A block that does not decode is skipped whole.
+                edits.truncate(start);
+                self.stats.refused_messages += 1;
+                warn!(%client, entity = %m.entity_id, component = %block.component_id, %error, "undecodable attribute block skipped");
             }
         }
-        for (component, index, value) in edits {
+        for (component, index, value) in edits.drain(..) {
             if remote {
                 self.events.push_back(ServerEvent::RemoteEdit {
                     client,
@@ -298,6 +321,7 @@ impl TundraServer {
                 self.note_refusal(client, "EditAttributes", result);
             }
         }
+        self.edit_scratch = edits;
     }
 
     fn handle_remove_attributes(

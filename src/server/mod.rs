@@ -9,12 +9,18 @@
 
 mod client;
 mod core;
+mod edit_frame;
 mod handlers;
 mod interest;
 mod login;
 mod rate;
 mod rigid_body;
+mod slots;
 mod sync_state;
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tick_tests;
 mod writer;
 
 pub use self::core::{ServerConfig, ServerEvent, ServerStats, TundraServer};

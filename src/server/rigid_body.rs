@@ -4,11 +4,11 @@
 //! `ReplicateRigidBodyChanges` sends them (reference section 6.1).
 
 use super::sync_state::{EntitySync, Presence};
-use crate::scene::{Entity, Scene};
+use crate::scene::Entity;
 use crate::tundra::rigid_body::RigidBodyEntityUpdate;
 use crate::tundra::rigid_body_sender::{decide, encode_body, BodyState, DirtyFlags};
 use crate::tundra::values::{Float3, Transform};
-use crate::tundra::{AttributeValue, ComponentId, EntityId};
+use crate::tundra::{AttributeValue, ComponentId};
 
 const PLACEABLE: u32 = 20;
 const RIGID_BODY: u32 = 23;
@@ -60,15 +60,15 @@ pub fn body_state(entity: &Entity) -> Option<BodyState> {
 /// are cleared either way, as Tundra clears them, so the EditAttributes
 /// path does not send them again.
 pub fn take_rigid_body_change(
-    scene: &Scene,
-    id: EntityId,
+    entity: Option<&Entity>,
     pending: &mut EntitySync,
     last_sent: &mut BodyState,
 ) -> Option<RigidBodyEntityUpdate> {
     if pending.presence != Presence::Known {
         return None;
     }
-    let entity = scene.entity(id)?;
+    let entity = entity?;
+    let id = entity.id;
     let placeable = component_of(entity, PLACEABLE)?;
     let body = component_of(entity, RIGID_BODY);
     let mut dirty = DirtyFlags::default();

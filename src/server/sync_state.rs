@@ -7,7 +7,7 @@
 //! memory this takes is bounded by the scene's size, not by traffic.
 
 use foldhash::HashMap;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 use crate::scene::{ChangeKind, ChangeSource, ClientId};
 use crate::tundra::{ComponentId, EntityId};
@@ -99,13 +99,95 @@ impl ComponentSync {
     }
 }
 
+/// Pending detail per component, in ascending component id (the order
+/// Tundra sends them). A sorted list: an entity has a handful of components,
+/// and a list cleared after each send keeps its allocation, where a map
+/// allocated and freed a node for every entity on every change and tick.
+#[derive(Debug, Clone, Default)]
+pub struct ComponentSyncs(Vec<(ComponentId, ComponentSync)>);
+
+impl ComponentSyncs {
+    fn position(&self, id: ComponentId) -> Result<usize, usize> {
+        self.0.binary_search_by_key(&id, |(c, _)| *c)
+    }
+
+    pub fn get(&self, id: &ComponentId) -> Option<&ComponentSync> {
+        self.position(*id).ok().map(|at| &self.0[at].1)
+    }
+
+    pub fn get_mut(&mut self, id: &ComponentId) -> Option<&mut ComponentSync> {
+        self.position(*id).ok().map(|at| &mut self.0[at].1)
+    }
+
+    /// The detail of `id`, inserted with `presence` if absent.
+    fn get_or_insert(&mut self, id: ComponentId, presence: Presence) -> &mut ComponentSync {
+        // The commonest case: the first change to an entity since it was
+        // last sent finds the list empty.
+        if self.0.is_empty() {
+            self.0.push((id, ComponentSync::new(presence)));
+            let last = self.0.len() - 1;
+            return &mut self.0[last].1;
+        }
+        let at = match self.position(id) {
+            Ok(at) => at,
+            Err(at) => {
+                self.0.insert(at, (id, ComponentSync::new(presence)));
+                at
+            }
+        };
+        &mut self.0[at].1
+    }
+
+    fn insert(&mut self, id: ComponentId, sync: ComponentSync) {
+        match self.position(id) {
+            Ok(at) => self.0[at].1 = sync,
+            Err(at) => self.0.insert(at, (id, sync)),
+        }
+    }
+
+    fn remove(&mut self, id: &ComponentId) {
+        if let Ok(at) = self.position(*id) {
+            self.0.remove(at);
+        }
+    }
+
+    fn clear(&mut self) {
+        self.0.clear();
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Components in ascending id.
+    pub fn iter(&self) -> impl Iterator<Item = (&ComponentId, &ComponentSync)> {
+        self.0.iter().map(|(id, sync)| (id, sync))
+    }
+}
+
+impl<'a> IntoIterator for &'a ComponentSyncs {
+    type Item = (&'a ComponentId, &'a ComponentSync);
+    type IntoIter = std::iter::Map<
+        std::slice::Iter<'a, (ComponentId, ComponentSync)>,
+        fn(&'a (ComponentId, ComponentSync)) -> (&'a ComponentId, &'a ComponentSync),
+    >;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|(id, sync)| (id, sync))
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct EntitySync {
     pub presence: Presence,
     queued: bool,
     pub temporary_dirty: bool,
     pub parent_dirty: bool,
-    pub components: BTreeMap<ComponentId, ComponentSync>,
+    pub components: ComponentSyncs,
 }
 
 impl EntitySync {
@@ -115,8 +197,19 @@ impl EntitySync {
             queued: false,
             temporary_dirty: false,
             parent_dirty: false,
-            components: BTreeMap::new(),
+            components: ComponentSyncs::default(),
         }
+    }
+
+    /// Marks everything pending as sent when the client keeps the entity;
+    /// false for a removed one, whose state [`SyncState::sent`] drops.
+    pub fn delivered(&mut self) -> bool {
+        if self.presence == Presence::Removed {
+            return false;
+        }
+        self.presence = Presence::Known;
+        self.reset_detail();
+        true
     }
 
     /// Forget per-component detail: the whole entity will be sent.
@@ -148,10 +241,15 @@ impl SyncState {
 
     fn enqueue(&mut self, id: EntityId) {
         if let Some(entity) = self.entities.get_mut(&id) {
-            if !entity.queued {
-                entity.queued = true;
-                self.queue.push_back(id);
-            }
+            Self::enqueue_entity(&mut self.queue, id, entity);
+        }
+    }
+
+    /// Queues an entity already looked up (once per change, not twice).
+    fn enqueue_entity(queue: &mut VecDeque<EntityId>, id: EntityId, entity: &mut EntitySync) {
+        if !entity.queued {
+            entity.queued = true;
+            queue.push_back(id);
         }
     }
 
@@ -233,7 +331,7 @@ impl SyncState {
                 if !Self::apply_detail(entity, kind) {
                     return;
                 }
-                self.enqueue(id);
+                Self::enqueue_entity(&mut self.queue, id, entity);
             }
         }
     }
@@ -244,10 +342,7 @@ impl SyncState {
             ChangeKind::TemporaryChanged(_) => entity.temporary_dirty = true,
             ChangeKind::ParentChanged(_) => entity.parent_dirty = true,
             ChangeKind::ComponentCreated(_, c) => {
-                let component = entity
-                    .components
-                    .entry(c)
-                    .or_insert_with(|| ComponentSync::new(Presence::New));
+                let component = entity.components.get_or_insert(c, Presence::New);
                 component.presence = match component.presence {
                     Presence::Removed | Presence::Replaced => Presence::Replaced,
                     _ => Presence::New,
@@ -274,10 +369,7 @@ impl SyncState {
                 }
             },
             ChangeKind::AttributeCreated(_, c, i) => {
-                let component = entity
-                    .components
-                    .entry(c)
-                    .or_insert_with(|| ComponentSync::new(Presence::Known));
+                let component = entity.components.get_or_insert(c, Presence::Known);
                 if component.presence != Presence::Known {
                     return component.presence != Presence::Removed;
                 }
@@ -285,10 +377,7 @@ impl SyncState {
                 component.dirty.remove(i);
             }
             ChangeKind::AttributeRemoved(_, c, i) => {
-                let component = entity
-                    .components
-                    .entry(c)
-                    .or_insert_with(|| ComponentSync::new(Presence::Known));
+                let component = entity.components.get_or_insert(c, Presence::Known);
                 if component.presence != Presence::Known {
                     return component.presence != Presence::Removed;
                 }
@@ -302,10 +391,7 @@ impl SyncState {
                 component.dirty.remove(i);
             }
             ChangeKind::AttributeChanged(_, c, i) => {
-                let component = entity
-                    .components
-                    .entry(c)
-                    .or_insert_with(|| ComponentSync::new(Presence::Known));
+                let component = entity.components.get_or_insert(c, Presence::Known);
                 if component.presence != Presence::Known || component.created.contains(i) {
                     // The full value goes out with the creation.
                     return component.presence != Presence::Removed;
@@ -329,6 +415,26 @@ impl SyncState {
             }
         }
         None
+    }
+
+    /// As [`SyncState::pop_dirty`], with the entity's pending detail, so
+    /// the caller needs no further lookup to read it and mark it delivered
+    /// (`EntitySync::delivered`); a removed entity's state is dropped with
+    /// [`SyncState::sent`], and a deferred one goes back with
+    /// [`SyncState::defer`].
+    pub fn pop_dirty_mut(&mut self) -> Option<(EntityId, &mut EntitySync)> {
+        // Skips ids whose state went away after they were queued; the
+        // lookup is repeated for the one returned, as a borrow taken in the
+        // loop could not be returned from it.
+        let id = loop {
+            let id = self.queue.pop_front()?;
+            if self.entities.contains_key(&id) {
+                break id;
+            }
+        };
+        let entity = self.entities.get_mut(&id)?;
+        entity.queued = false;
+        Some((id, entity))
     }
 
     /// What is pending for one entity.

@@ -6,20 +6,28 @@ use std::time::Duration;
 
 use tracing::warn;
 
+use bytes::Bytes;
+use foldhash::HashMap;
+use smallvec::SmallVec;
+
 use super::core::TundraServer;
+use super::edit_frame::Lookup;
 use super::interest::update_interval;
 use super::rigid_body::{body_state, take_rigid_body_change};
+use super::slots::SceneSlots;
 use super::sync_state::{EntitySync, Presence};
 use crate::clock::Time;
 use crate::scene::{ClientId, ComponentContent, Entity, Scene};
+use crate::tundra::bits::BitWriter;
+use crate::tundra::edit_attributes::{sorted_block_len, write_block, EditRef, SlotTypes};
 use crate::tundra::messages::id::RIGID_BODY_UPDATE;
 use crate::tundra::messages::{
     CreateAttributes, CreateComponents, CreateEntity, EditAttributes, EditAttributesBlock,
     EditEntityProperties, NewAttribute, RemoveAttributes, RemoveComponents, RemoveEntity,
     RemovedAttribute, SetEntityParent,
 };
-use crate::tundra::rigid_body_sender::pack;
-use crate::tundra::{AttributeEdit, EntityId, Message, ProtocolVersion};
+use crate::tundra::rigid_body_sender::{pack, BodyState};
+use crate::tundra::{EntityId, Message, ProtocolVersion};
 
 impl TundraServer {
     pub(super) fn write_tick(
@@ -30,6 +38,7 @@ impl TundraServer {
     ) {
         let limit = self.config.limits.max_client_backlog_bytes;
         let ids: Vec<ClientId> = self.authenticated_clients().map(|c| c.id).collect();
+        self.edit_frames.start_tick(ids.len());
         for id in ids {
             let queued = backlog(id);
             let stall = Duration::from_secs(self.config.limits.max_client_stall_secs);
@@ -68,6 +77,7 @@ impl TundraServer {
                 self.push_message(id, &Message::EntityAction(action));
             }
         }
+        self.edit_frames.finish_tick();
     }
 
     fn write_entities(&mut self, scene: &Scene, id: ClientId, now: Time) {
@@ -80,12 +90,12 @@ impl TundraServer {
         // Protocol 4 WebSocket clients take transforms as RigidBodyUpdate.
         let rigid_bodies = protocol >= ProtocolVersion::WEB_CLIENT_RIGID_BODY;
         let mut records = Vec::new();
+        // Frames in the order the entities' messages go out, after the
+        // RigidBodyUpdate batch.
+        let mut frames = std::mem::take(&mut self.tick_frames);
         let mut messages = Vec::new();
         let mut deferred = Vec::new();
-        while let Some(entity_id) = client.sync.pop_dirty() {
-            let Some(pending) = client.sync.entity_mut(entity_id) else {
-                continue;
-            };
+        while let Some((entity_id, pending)) = client.sync.pop_dirty_mut() {
             if interest && pending.presence == Presence::Known {
                 if let (Some(observer), Some(last)) =
                     (&client.observer, client.last_sent.get(&entity_id))
@@ -97,31 +107,48 @@ impl TundraServer {
                     }
                 }
             }
+            // The scene is looked up only when needed: a frame another
+            // client's identical pending edits produced this tick needs
+            // none (rigid body clients always need it, to read the body).
+            let mut entity = None;
             if rigid_bodies {
+                entity = scene.entity(entity_id);
                 // An entity the client created itself has no baseline yet:
                 // start from nothing, so the first record is complete.
                 let last_sent = client.bodies.entry(entity_id).or_default();
-                records.extend(take_rigid_body_change(scene, entity_id, pending, last_sent));
+                records.extend(take_rigid_body_change(entity, pending, last_sent));
             }
-            entity_messages(scene, entity_id, pending, protocol, &mut messages);
-            let entity = scene.entity(entity_id);
-            if rigid_bodies {
-                match entity {
-                    // A whole entity sent: the client now holds its state.
-                    Some(e) if matches!(pending.presence, Presence::New | Presence::Replaced) => {
-                        if let Some(state) = body_state(e) {
-                            client.bodies.insert(entity_id, state);
+            let exists = match self.edit_frames.lookup(entity_id, pending) {
+                Lookup::Shared(frame) => {
+                    frames.extend(frame);
+                    true
+                }
+                lookup => {
+                    if !rigid_bodies {
+                        entity = scene.entity(entity_id);
+                    }
+                    let built = match (lookup, entity) {
+                        (Lookup::Build, Some(entity)) => self.edit_frames.build(entity).ok(),
+                        _ => None,
+                    };
+                    match built {
+                        Some(frame) => frames.extend(frame),
+                        None => {
+                            entity_messages(entity, entity_id, pending, protocol, &mut messages);
+                            encode_messages(&mut messages, protocol, id, &mut frames);
                         }
                     }
-                    Some(_) => {}
-                    None => {
-                        client.bodies.remove(&entity_id);
+                    if rigid_bodies {
+                        record_body(&mut client.bodies, entity_id, entity, pending.presence);
                     }
+                    entity.is_some()
                 }
+            };
+            if !pending.delivered() {
+                client.sync.sent(entity_id);
             }
-            client.sync.sent(entity_id);
             if interest {
-                if entity.is_some() {
+                if exists {
                     client.last_sent.insert(entity_id, now);
                 } else {
                     client.last_sent.remove(&entity_id);
@@ -143,21 +170,59 @@ impl TundraServer {
             }
             Err(error) => warn!(client = %id, %error, "cannot encode RigidBodyUpdate"),
         }
-        for message in &messages {
-            self.push_message(id, message);
+        for frame in frames.drain(..) {
+            self.push_bytes(id, frame);
+        }
+        self.tick_frames = frames;
+    }
+}
+
+/// A protocol 4 client's body baseline after an entity went out to it.
+fn record_body(
+    bodies: &mut HashMap<EntityId, BodyState>,
+    id: EntityId,
+    entity: Option<&Entity>,
+    presence: Presence,
+) {
+    match entity {
+        // A whole entity sent: the client now holds its state.
+        Some(e) if matches!(presence, Presence::New | Presence::Replaced) => {
+            if let Some(state) = body_state(e) {
+                bodies.insert(id, state);
+            }
+        }
+        Some(_) => {}
+        None => {
+            bodies.remove(&id);
+        }
+    }
+}
+
+/// Encodes the general path's messages into frames, in order.
+fn encode_messages(
+    messages: &mut Vec<Message>,
+    protocol: ProtocolVersion,
+    client: ClientId,
+    frames: &mut Vec<Bytes>,
+) {
+    for message in messages.drain(..) {
+        match message.encode_frame(protocol) {
+            Ok(frame) => frames.push(Bytes::from(frame)),
+            // Only an internal inconsistency gets here (e.g. a value too
+            // long for its wire field); skip the message, keep the client.
+            Err(error) => warn!(%client, message = message.name(), %error, "cannot encode"),
         }
     }
 }
 
 /// The messages that bring one client's copy of an entity up to date.
 fn entity_messages(
-    scene: &Scene,
+    entity: Option<&Entity>,
     id: EntityId,
     pending: &EntitySync,
     protocol: ProtocolVersion,
     out: &mut Vec<Message>,
 ) {
-    let entity = scene.entity(id);
     match pending.presence {
         Presence::Removed => {
             out.push(Message::RemoveEntity(RemoveEntity {
@@ -248,24 +313,26 @@ fn changed_entity_messages(
                         });
                     }
                 }
-                let edits: Vec<AttributeEdit> = sync
+                let edits: SmallVec<[EditRef<'_>; 8]> = sync
                     .dirty
                     .iter()
                     .filter_map(|index| {
                         let attribute = component.attribute(index)?;
-                        Some(AttributeEdit {
+                        Some(EditRef {
                             index,
-                            value: attribute.value.clone(),
+                            value: &attribute.value,
                         })
                     })
                     .collect();
                 if !edits.is_empty() {
-                    match EditAttributesBlock::encode(
-                        *component_id,
-                        &edits,
-                        &component.slot_types(),
-                    ) {
-                        Ok(block) => edit_blocks.push(block),
+                    let slots = SceneSlots::of(component);
+                    let mut w =
+                        BitWriter::with_capacity(sorted_block_len(&edits, slots.slot_count()));
+                    match write_block(&edits, &slots, &mut w) {
+                        Ok(()) => edit_blocks.push(EditAttributesBlock {
+                            component_id: *component_id,
+                            data: w.finish(),
+                        }),
                         Err(error) => {
                             warn!(entity = %id, component = %component_id, %error, "cannot encode edits")
                         }

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use futures_util::{SinkExt, StreamExt};
+use futures_util::{FutureExt, SinkExt, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Notify};
@@ -27,6 +27,16 @@ pub const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 /// Most frames written to a client before one flush: bounds the latency
 /// a long queue adds to its first frame and the memory of one batch.
 const WRITE_BATCH: usize = 256;
+
+/// Most frames read from a client into one [`ClientEvent::Frames`]: the
+/// node handles a batch before it flushes its peer links, so this bounds
+/// the delay one busy client adds to everything else.
+pub const READ_BATCH: usize = 256;
+
+/// Bytes after which a read batch is handed over even if more frames are
+/// ready (a batch may end one frame past it): with the bounded event
+/// channel this bounds the memory of frames waiting for the node.
+const READ_BATCH_BYTES: usize = 16 * 1024;
 
 /// Identifies one client connection for the lifetime of the process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -46,10 +56,12 @@ pub enum ClientEvent {
         addr: SocketAddr,
         handle: ClientHandle,
     },
-    /// One binary WebSocket message: u16 LE message id + payload.
-    Frame {
+    /// Binary WebSocket messages (each u16 LE message id + payload) that
+    /// arrived together, in order: one event, so the channel and the node
+    /// loop's wake-up are paid per batch, not per frame.
+    Frames {
         id: ConnectionId,
-        frame: Bytes,
+        frames: Vec<Bytes>,
     },
     Closed {
         id: ConnectionId,
@@ -187,20 +199,39 @@ async fn run_connection<S>(
     }
     let reason = loop {
         tokio::select! {
-            inbound = source.next() => match inbound {
-                None => break "closed by client".to_owned(),
-                Some(Err(error)) => break format!("websocket error: {error}"),
-                Some(Ok(Message::Binary(frame))) if frame.is_empty() => {
-                    debug!("empty binary message ignored");
-                }
-                Some(Ok(Message::Binary(frame))) => {
-                    if events.send(ClientEvent::Frame { id, frame }).await.is_err() {
-                        break "node stopping".to_owned();
+            inbound = source.next() => {
+                // Whatever else has already arrived joins this message's
+                // batch; an end of the connection found meanwhile takes
+                // effect after the batch is handed over, so frames keep
+                // their order before Closed.
+                let mut batch = Vec::new();
+                let mut ended = None;
+                let mut next = Some(inbound);
+                let mut bytes = 0;
+                while let Some(inbound) = next.take() {
+                    match Inbound::from(inbound) {
+                        Inbound::Frame(frame) => {
+                            bytes += frame.len();
+                            batch.push(frame);
+                        }
+                        Inbound::Ignored => {}
+                        Inbound::End(reason) => {
+                            ended = Some(reason);
+                            break;
+                        }
+                    }
+                    if batch.len() < READ_BATCH && bytes < READ_BATCH_BYTES {
+                        next = source.next().now_or_never();
                     }
                 }
-                Some(Ok(Message::Text(_))) => debug!("text message ignored"),
-                Some(Ok(Message::Close(_))) => break "closed by client".to_owned(),
-                Some(Ok(_)) => {}
+                if !batch.is_empty()
+                    && events.send(ClientEvent::Frames { id, frames: batch }).await.is_err()
+                {
+                    break "node stopping".to_owned();
+                }
+                if let Some(reason) = ended {
+                    break reason;
+                }
             },
             outbound = outbound_rx.recv() => match outbound {
                 Some(Outbound::Frame(frame)) => {
@@ -246,6 +277,36 @@ async fn run_connection<S>(
     };
     debug!(%reason, "disconnected");
     let _ = events.send(ClientEvent::Closed { id, reason }).await;
+}
+
+/// One message read from a client, as the node is to see it.
+enum Inbound {
+    /// A non-empty binary message.
+    Frame(Bytes),
+    /// Text, empty binary, ping or pong: Tundra ignores them.
+    Ignored,
+    /// The connection ended, and why.
+    End(String),
+}
+
+impl From<Option<Result<Message, tokio_tungstenite::tungstenite::Error>>> for Inbound {
+    fn from(inbound: Option<Result<Message, tokio_tungstenite::tungstenite::Error>>) -> Self {
+        match inbound {
+            None => Inbound::End("closed by client".to_owned()),
+            Some(Err(error)) => Inbound::End(format!("websocket error: {error}")),
+            Some(Ok(Message::Binary(frame))) if frame.is_empty() => {
+                debug!("empty binary message ignored");
+                Inbound::Ignored
+            }
+            Some(Ok(Message::Binary(frame))) => Inbound::Frame(frame),
+            Some(Ok(Message::Text(_))) => {
+                debug!("text message ignored");
+                Inbound::Ignored
+            }
+            Some(Ok(Message::Close(_))) => Inbound::End("closed by client".to_owned()),
+            Some(Ok(_)) => Inbound::Ignored,
+        }
+    }
 }
 
 /// Writes `frames` with one flush at the end.

@@ -182,6 +182,28 @@ impl AttributeValue {
         }
     }
 
+    /// Bytes of the binary form ([`AttributeValue::write`]), so encoders
+    /// can size their buffer before writing. S8 text is one byte per
+    /// character (Latin-1); a list or string too long for its prefix is
+    /// refused by `write`, and the figure is then only an estimate.
+    pub fn binary_len(&self) -> usize {
+        match self {
+            AttributeValue::String(s) => 2 + s.len(),
+            AttributeValue::Int(_) | AttributeValue::Real(_) | AttributeValue::UInt(_) => 4,
+            AttributeValue::Bool(_) => 1,
+            AttributeValue::Float2(_) | AttributeValue::Point(_) => 8,
+            AttributeValue::Float3(_) => 12,
+            AttributeValue::Color(_) | AttributeValue::Float4(_) | AttributeValue::Quat(_) => 16,
+            AttributeValue::Transform(_) => 36,
+            AttributeValue::AssetReference(s)
+            | AttributeValue::EntityReference(s)
+            | AttributeValue::Variant(s) => 1 + s.chars().count(),
+            AttributeValue::AssetReferenceList(items) | AttributeValue::VariantList(items) => {
+                1 + items.iter().map(|s| 1 + s.chars().count()).sum::<usize>()
+            }
+        }
+    }
+
     /// Reads a value of type `ty` at the reader's bit position (`FromBinary`).
     pub fn read(ty: AttributeType, r: &mut BitReader<'_>) -> Result<AttributeValue, DecodeError> {
         Ok(match ty {
@@ -222,10 +244,12 @@ impl AttributeValue {
                 AttributeValue::VariantList(read_s8_list(r, "variant list")?)
             }
             AttributeType::Transform => {
-                let pos = read_float3(r, "Transform attribute")?;
-                let rot = read_float3(r, "Transform attribute")?;
-                let scale = read_float3(r, "Transform attribute")?;
-                AttributeValue::Transform(Transform { pos, rot, scale })
+                let [px, py, pz, rx, ry, rz, sx, sy, sz] = read_f32s(r, "Transform attribute")?;
+                AttributeValue::Transform(Transform {
+                    pos: Float3::new(px, py, pz),
+                    rot: Float3::new(rx, ry, rz),
+                    scale: Float3::new(sx, sy, sz),
+                })
             }
             AttributeType::Point => {
                 let x = r.i32("QPoint attribute")?;
@@ -274,11 +298,7 @@ fn read_f32s<const N: usize>(
     r: &mut BitReader<'_>,
     what: &'static str,
 ) -> Result<[f32; N], DecodeError> {
-    let mut out = [0f32; N];
-    for slot in &mut out {
-        *slot = r.f32(what)?;
-    }
-    Ok(out)
+    r.f32s::<N>(what)
 }
 
 fn read_float3(r: &mut BitReader<'_>, what: &'static str) -> Result<Float3, DecodeError> {
@@ -287,9 +307,7 @@ fn read_float3(r: &mut BitReader<'_>, what: &'static str) -> Result<Float3, Deco
 }
 
 fn write_f32s(w: &mut BitWriter, values: &[f32]) {
-    for &v in values {
-        w.f32(v);
-    }
+    w.f32s(values);
 }
 
 /// `u8 count` + count × S8. The count is at most 255 by construction; each
@@ -401,6 +419,7 @@ mod tests {
         for (value, hex_bytes) in fixtures {
             let ty = value.attribute_type();
             assert_eq!(encode(&value), hex_bytes, "encode {ty:?}");
+            assert_eq!(value.binary_len(), hex_bytes.len() / 2, "length of {ty:?}");
             assert_eq!(decode(ty, hex_bytes), value, "decode {ty:?}");
         }
     }

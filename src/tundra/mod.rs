@@ -23,6 +23,8 @@
 pub mod attribute;
 pub mod attribute_text;
 pub mod bits;
+#[cfg(test)]
+mod bits_properties;
 pub mod component;
 pub mod edit_attributes;
 pub mod error;

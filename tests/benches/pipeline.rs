@@ -15,6 +15,9 @@
 //! divided by the 100 000 edits between them is instructions per edit,
 //! stable on a noisy machine.
 //!
+//! `--observers N` connects N Tundra clients to the receiver instead of
+//! one: they are all sent every change at the tick.
+//!
 //! Prints ns per edit for each node, and both together. This is the
 //! single-threaded core the node loop runs; `lessgate loadgen` adds the
 //! WebSocket and UDP tasks around it.
@@ -79,7 +82,7 @@ fn edit_frame(
     .unwrap()
 }
 
-fn set_up(entities: u32) -> Pipeline {
+fn set_up(entities: u32, observers: usize) -> Pipeline {
     // As the load generator's nodes: no per-client message or entity cap.
     let mut config = ServerConfig::default();
     config.limits.max_messages_per_second = u32::MAX;
@@ -93,7 +96,9 @@ fn set_up(entities: u32) -> Pipeline {
         &offered_features(),
     );
     let writer = sim.add_client(0);
-    let _observer = sim.add_client(1);
+    for _ in 0..observers.max(1) {
+        sim.add_client(1);
+    }
     for tag in 1..=entities {
         sim.create_box(0, writer, tag, &format!("e{tag}"), tag as f32);
     }
@@ -219,15 +224,18 @@ fn run(p: &mut Pipeline, ticks: u32) -> (Duration, Duration, u64, usize) {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     // `--ticks N`: one run of N ticks, for instruction counts (callgrind).
-    let ticks = args
-        .iter()
-        .position(|a| a == "--ticks")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|n| n.parse::<u32>().ok());
+    let option = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .and_then(|n| n.parse::<u32>().ok())
+    };
+    let ticks = option("--ticks");
+    let observers = option("--observers").unwrap_or(1) as usize;
     let sizes: Vec<u32> = args
         .iter()
         .enumerate()
-        .filter(|(i, _)| *i == 0 || args[i - 1] != "--ticks")
+        .filter(|(i, _)| *i == 0 || !args[i - 1].starts_with("--"))
         .filter_map(|(_, a)| a.parse().ok())
         .collect();
     let sizes = if sizes.is_empty() {
@@ -237,7 +245,7 @@ fn main() {
     };
     for entities in sizes {
         let started = Instant::now();
-        let mut p = set_up(entities);
+        let mut p = set_up(entities, observers);
         eprintln!(
             "set-up of {entities} entities: {:.1} s",
             started.elapsed().as_secs_f64()

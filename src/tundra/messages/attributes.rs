@@ -5,7 +5,10 @@
 //! attribute slots, which only the scene knows. [`EditAttributesBlock`]
 //! offers `decode` / `encode` against given slots (see `edit_attributes`).
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 
 use crate::tundra::attribute::{AttributeType, AttributeValue};
 use crate::tundra::bits::{BitReader, BitWriter};
@@ -114,11 +117,30 @@ pub struct EditAttributes {
     pub blocks: Vec<EditAttributesBlock>,
 }
 
-impl EditAttributes {
-    pub fn decode(r: &mut BitReader<'_>) -> Result<Self, DecodeError> {
+/// An EditAttributes message read in place: its blocks borrow the frame.
+/// The server decodes client edits this way (the bulk of client traffic);
+/// [`EditAttributes::decode`] is the same reader plus a copy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EditAttributesView<'a> {
+    pub scene_id: u32,
+    pub entity_id: EntityId,
+    pub blocks: SmallVec<[BlockView<'a>; 2]>,
+}
+
+/// One component's block inside an [`EditAttributesView`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockView<'a> {
+    pub component_id: ComponentId,
+    /// Borrowed: blocks start on a byte boundary (every field before them
+    /// is whole bytes), so only a hostile reader state could make a copy.
+    pub data: Cow<'a, [u8]>,
+}
+
+impl<'a> EditAttributesView<'a> {
+    pub fn decode(r: &mut BitReader<'a>) -> Result<Self, DecodeError> {
         let scene_id = r.vle("scene id")?;
         let entity_id = EntityId(r.vle("entity id")?);
-        let mut blocks = Vec::new();
+        let mut blocks = SmallVec::new();
         while r.bits_left() >= 8 {
             let component_id = ComponentId(r.vle("component id")?);
             let size = r.vle("attribute block size")? as usize;
@@ -129,14 +151,54 @@ impl EditAttributes {
                     limit: MAX_ATTRIBUTE_BLOCK_BYTES,
                 });
             }
-            let data = r.bytes(size, "EditAttributes block")?.into_owned();
-            blocks.push(EditAttributesBlock { component_id, data });
+            let data = r.bytes(size, "EditAttributes block")?;
+            blocks.push(BlockView { component_id, data });
         }
-        Ok(EditAttributes {
+        Ok(EditAttributesView {
             scene_id,
             entity_id,
             blocks,
         })
+    }
+}
+
+impl EditAttributes {
+    /// The message as a view borrowing its blocks.
+    pub fn view(&self) -> EditAttributesView<'_> {
+        EditAttributesView {
+            scene_id: self.scene_id,
+            entity_id: self.entity_id,
+            blocks: self
+                .blocks
+                .iter()
+                .map(|b| BlockView {
+                    component_id: b.component_id,
+                    data: Cow::Borrowed(&b.data[..]),
+                })
+                .collect(),
+        }
+    }
+
+    pub fn decode(r: &mut BitReader<'_>) -> Result<Self, DecodeError> {
+        let view = EditAttributesView::decode(r)?;
+        Ok(EditAttributes {
+            scene_id: view.scene_id,
+            entity_id: view.entity_id,
+            blocks: view
+                .blocks
+                .into_iter()
+                .map(|b| EditAttributesBlock {
+                    component_id: b.component_id,
+                    data: b.data.into_owned(),
+                })
+                .collect(),
+        })
+    }
+
+    /// At least the payload's size in bytes (each VLE counted as 4 bytes),
+    /// to size the frame buffer once.
+    pub fn encoded_len(&self) -> usize {
+        8 + self.blocks.iter().map(|b| 8 + b.data.len()).sum::<usize>()
     }
 
     pub fn encode(&self, w: &mut BitWriter) -> Result<(), EncodeError> {

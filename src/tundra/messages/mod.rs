@@ -31,8 +31,8 @@ pub(crate) mod tests;
 
 pub use action::{exec_type, AssetDeleted, AssetDiscovery, EntityAction};
 pub use attributes::{
-    CreateAttributes, EditAttributes, EditAttributesBlock, NewAttribute, RemoveAttributes,
-    RemovedAttribute,
+    BlockView, CreateAttributes, EditAttributes, EditAttributesBlock, EditAttributesView,
+    NewAttribute, RemoveAttributes, RemovedAttribute,
 };
 pub use components::{CreateComponents, CreateComponentsReply, RemoveComponents};
 pub use entity::{
@@ -217,13 +217,7 @@ impl Message {
         payload: &[u8],
         ctx: &DecodeContext<'_>,
     ) -> Result<Message, DecodeError> {
-        if payload.len() > MAX_PAYLOAD_BYTES {
-            return Err(DecodeError::LimitExceeded {
-                what: "payload bytes",
-                value: payload.len(),
-                limit: MAX_PAYLOAD_BYTES,
-            });
-        }
+        check_payload_len(payload)?;
         let r = &mut BitReader::new(payload);
         Ok(match id {
             id::LOGIN => Message::Login(Login::decode(r)?),
@@ -266,32 +260,67 @@ impl Message {
 
     /// Encodes the payload for a peer speaking `protocol`.
     pub fn encode(&self, protocol: ProtocolVersion) -> Result<Vec<u8>, EncodeError> {
-        let mut w = BitWriter::new();
         match self {
-            Message::Login(m) => m.encode(&mut w)?,
-            Message::LoginReply(m) => m.encode(&mut w)?,
-            Message::ClientJoined(m) => m.encode(&mut w)?,
-            Message::ClientLeft(m) => m.encode(&mut w)?,
-            Message::ObserverPosition(m) => m.encode(&mut w)?,
-            Message::EditEntityProperties(m) => m.encode(&mut w)?,
-            Message::CreateEntity(m) => m.encode(&mut w, protocol)?,
-            Message::CreateComponents(m) => m.encode(&mut w)?,
-            Message::CreateAttributes(m) => m.encode(&mut w)?,
-            Message::EditAttributes(m) => m.encode(&mut w)?,
-            Message::RemoveAttributes(m) => m.encode(&mut w)?,
-            Message::RemoveComponents(m) => m.encode(&mut w)?,
-            Message::RemoveEntity(m) => m.encode(&mut w)?,
-            Message::CreateEntityReply(m) => m.encode(&mut w)?,
-            Message::CreateComponentsReply(m) => m.encode(&mut w)?,
-            Message::RigidBodyUpdate(m) => return m.encode(),
-            Message::EntityAction(m) => m.encode(&mut w)?,
-            Message::AssetDiscovery(m) => m.encode(&mut w)?,
-            Message::AssetDeleted(m) => m.encode(&mut w)?,
-            Message::RegisterComponentType(m) => m.encode(&mut w)?,
-            Message::SetEntityParent(m) => m.encode(&mut w)?,
-            Message::Unknown { payload, .. } => return Ok(payload.clone()),
+            Message::RigidBodyUpdate(m) => m.encode(),
+            Message::Unknown { payload, .. } => Ok(payload.clone()),
+            _ => {
+                let mut w = BitWriter::with_capacity(self.size_hint());
+                self.encode_into(&mut w, protocol)?;
+                Ok(w.finish())
+            }
         }
-        Ok(w.finish())
+    }
+
+    /// Writes the payload at the writer's (byte-aligned) position.
+    fn encode_into(&self, w: &mut BitWriter, protocol: ProtocolVersion) -> Result<(), EncodeError> {
+        match self {
+            Message::Login(m) => m.encode(w),
+            Message::LoginReply(m) => m.encode(w),
+            Message::ClientJoined(m) => m.encode(w),
+            Message::ClientLeft(m) => m.encode(w),
+            Message::ObserverPosition(m) => m.encode(w),
+            Message::EditEntityProperties(m) => m.encode(w),
+            Message::CreateEntity(m) => m.encode(w, protocol),
+            Message::CreateComponents(m) => m.encode(w),
+            Message::CreateAttributes(m) => m.encode(w),
+            Message::EditAttributes(m) => m.encode(w),
+            Message::RemoveAttributes(m) => m.encode(w),
+            Message::RemoveComponents(m) => m.encode(w),
+            Message::RemoveEntity(m) => m.encode(w),
+            Message::CreateEntityReply(m) => m.encode(w),
+            Message::CreateComponentsReply(m) => m.encode(w),
+            Message::RigidBodyUpdate(m) => {
+                w.bytes(&m.encode()?);
+                Ok(())
+            }
+            Message::EntityAction(m) => m.encode(w),
+            Message::AssetDiscovery(m) => m.encode(w),
+            Message::AssetDeleted(m) => m.encode(w),
+            Message::RegisterComponentType(m) => m.encode(w),
+            Message::SetEntityParent(m) => m.encode(w),
+            Message::Unknown { payload, .. } => {
+                w.bytes(payload);
+                Ok(())
+            }
+        }
+    }
+
+    /// A payload size to reserve before encoding: enough for EditAttributes
+    /// (the bulk of a tick), a small default for the rest, which grow as
+    /// needed.
+    fn size_hint(&self) -> usize {
+        match self {
+            Message::EditAttributes(m) => m.encoded_len(),
+            Message::Unknown { payload, .. } => payload.len(),
+            _ => 64,
+        }
+    }
+
+    /// Decodes an EditAttributes (113) payload in place, with the checks
+    /// and errors of [`Message::decode`] for that id.
+    pub fn decode_edit_attributes(payload: &[u8]) -> Result<EditAttributesView<'_>, DecodeError> {
+        check_payload_len(payload)?;
+        EditAttributesView::decode(&mut BitReader::new(payload))
     }
 
     /// Decodes a WebSocket frame: `u16 LE id` + payload.
@@ -300,14 +329,25 @@ impl Message {
         Message::decode(id, payload, ctx)
     }
 
-    /// Encodes a WebSocket frame: `u16 LE id` + payload.
+    /// Encodes a WebSocket frame: `u16 LE id` + payload, written into one
+    /// buffer sized up front.
     pub fn encode_frame(&self, protocol: ProtocolVersion) -> Result<Vec<u8>, EncodeError> {
-        let payload = self.encode(protocol)?;
-        let mut frame = Vec::with_capacity(2 + payload.len());
-        frame.extend_from_slice(&self.id().to_le_bytes());
-        frame.extend_from_slice(&payload);
-        Ok(frame)
+        let mut w = BitWriter::with_capacity(2 + self.size_hint());
+        w.u16(self.id());
+        self.encode_into(&mut w, protocol)?;
+        Ok(w.finish())
     }
+}
+
+fn check_payload_len(payload: &[u8]) -> Result<(), DecodeError> {
+    if payload.len() > MAX_PAYLOAD_BYTES {
+        return Err(DecodeError::LimitExceeded {
+            what: "payload bytes",
+            value: payload.len(),
+            limit: MAX_PAYLOAD_BYTES,
+        });
+    }
+    Ok(())
 }
 
 /// Splits a frame into its message id and payload.
