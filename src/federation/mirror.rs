@@ -66,8 +66,8 @@ impl MirrorComponent {
             kind,
             owner: None,
             name: String::new(),
+            values: PropertyMap::with_capacity(schema.property_count()),
             schema,
-            values: PropertyMap::new(),
         }
     }
 

@@ -34,6 +34,15 @@ impl<T> PropertyMap<T> {
         PropertyMap::default()
     }
 
+    /// An empty map with room for `n` properties: for an object whose
+    /// properties arrive one at a time but whose count is known.
+    pub fn with_capacity(n: usize) -> PropertyMap<T> {
+        PropertyMap {
+            indices: SmallVec::with_capacity(n),
+            items: Vec::with_capacity(n),
+        }
+    }
+
     fn position(&self, index: PropertyIndex) -> Result<usize, usize> {
         // Dense objects hold property i at position i.
         if self.indices.get(index.get()) == Some(&index.0) {
@@ -206,7 +215,14 @@ impl FromIterator<PropertyIndex> for IndexSet {
 
 impl<T> FromIterator<(PropertyIndex, T)> for PropertyMap<T> {
     fn from_iter<I: IntoIterator<Item = (PropertyIndex, T)>>(iter: I) -> Self {
-        let mut map = PropertyMap::new();
+        // Sized exactly up front: an object's map is built once and lives
+        // as long as the object, so doubling growth would waste memory per
+        // object.
+        let iter = iter.into_iter();
+        let mut map = PropertyMap {
+            indices: SmallVec::with_capacity(iter.size_hint().0),
+            items: Vec::with_capacity(iter.size_hint().0),
+        };
         for (index, item) in iter {
             map.insert(index, item);
         }

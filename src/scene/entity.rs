@@ -1,8 +1,8 @@
 //! Entities, components and attribute slots as the node holds them.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use super::component_map::ComponentMap;
 use crate::tundra::{AttributeType, AttributeValue, ComponentId, ComponentSchema, EntityId};
 
 /// One attribute slot's content.
@@ -97,7 +97,7 @@ pub struct Entity {
     pub parent: Option<EntityId>,
     pub origin: Origin,
     /// Ascending component id, the order Tundra's std::map gives.
-    pub components: BTreeMap<ComponentId, Component>,
+    pub components: ComponentMap,
     pub(super) next_component_id: u32,
     pub(super) next_local_component_id: u32,
 }

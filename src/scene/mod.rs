@@ -7,12 +7,14 @@
 //! never does I/O.
 
 mod change;
+mod component_map;
 mod entity;
 mod error;
 mod store;
 mod txml_import;
 
 pub use change::{Change, ChangeKind, ChangeSource, ClientId};
+pub use component_map::ComponentMap;
 pub use entity::{Attribute, Component, ComponentContent, Entity, Origin};
 pub use error::SceneError;
 pub use store::{CreatedEntity, ProxiedEdit, Scene};

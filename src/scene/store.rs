@@ -1,9 +1,10 @@
 //! The scene store: validated mutations, id allocation, the change journal.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::change::{Change, ChangeKind, ChangeSource};
+use super::component_map::ComponentMap;
 use super::entity::{Attribute, Component, ComponentContent, Entity, Origin};
 use super::error::SceneError;
 use crate::tundra::ids::{FIRST_LOCAL_ID, LAST_REPLICATED_ID};
@@ -185,7 +186,7 @@ impl Scene {
             temporary,
             parent,
             origin,
-            components: BTreeMap::new(),
+            components: ComponentMap::new(),
             next_component_id: 1,
             next_local_component_id: FIRST_LOCAL_ID,
         };

@@ -377,7 +377,7 @@ impl Session {
                         }
                     }
                     None => {
-                        let mut stamps = PropertyMap::new();
+                        let mut stamps = PropertyMap::with_capacity(indices.len());
                         apply_stamps(&mut stamps, &mut values, &indices, timestamp, subscribed);
                         let encodings = remote_type.encodings.clone();
                         self.remote.entities.insert(
