@@ -1,5 +1,6 @@
 //! Regression tests: two sessions that both see a gap in the other's
-//! sequence must not answer each other's packets without messages.
+//! sequence must not answer each other's packets without messages, and a
+//! duplicate is not answered at once.
 //!
 //! The sessions are wired back to back with instant delivery, as on a
 //! loopback socket where the driver flushes after every received datagram:
@@ -150,4 +151,37 @@ fn an_idle_link_exchanges_only_keepalives() {
     // a: the type, then a keepalive a second; b: one acknowledgement, then
     // a keepalive a second.
     assert!(a.sent <= 11 && b.sent <= 11, "sent {} / {}", a.sent, b.sent);
+}
+
+#[test]
+fn a_duplicate_with_messages_is_acknowledged_within_the_ack_delay_not_at_once() {
+    // A sender with a full window carries its acks on a re-send, which the
+    // peer sees as a duplicate with messages; if that were answered at once
+    // (by a re-send, the peer's window being full too), two such ends would
+    // exchange re-sends without pause (docs/less-wire.md section 7).
+    let mut a = end(LinkRole::Initiator);
+    let mut b = end(LinkRole::Acceptor);
+    let delay = config(LinkRole::Acceptor, FramingMode::Datagram).max_ack_delay;
+    a.session.introduce_type(CRATE).unwrap();
+    let packet = a.session.poll_transmit(Time::ZERO).expect("the type");
+    b.session.handle_datagram(Time::ZERO, &packet.bytes);
+    // One packet with messages: acknowledged within the delay.
+    assert!(b.session.poll_transmit(Time::ZERO).is_none());
+    assert!(
+        b.session.poll_transmit(Time::ZERO + delay).is_some(),
+        "the ack"
+    );
+    // That acknowledgement is lost; the same packet arrives again.
+    let again = Time::ZERO + delay * 2;
+    b.session.handle_datagram(again, &packet.bytes);
+    assert_eq!(b.session.stats().rejected_duplicate, 1);
+    assert!(
+        b.session.poll_transmit(again).is_none(),
+        "a duplicate is not answered at once"
+    );
+    assert!(
+        b.session.poll_timeout().is_some_and(|t| t <= again + delay),
+        "the ack is due within the delay"
+    );
+    assert!(b.session.poll_transmit(again + delay).is_some(), "the ack");
 }
