@@ -222,9 +222,10 @@ impl Running {
             tls: self.tls.clone(),
             max_frame_bytes: self.config.limits.max_frame_bytes,
         };
-        if let Some(listener) = self.listener.take() {
-            tokio::spawn(websocket::serve(listener, options, events_tx));
-        }
+        let listener_task = self
+            .listener
+            .take()
+            .map(|listener| tokio::spawn(websocket::serve(listener, options, events_tx)));
         info!(url = %self.tundra_url(), node = %self.config.node.name, "listening for Tundra clients");
         let http_task = self.http.take().map(|listener| {
             if let Some(addr) = self.http_addr {
@@ -408,8 +409,12 @@ impl Running {
         for handle in handles.values() {
             handle.close("node shutting down");
         }
-        if let Some(task) = http_task {
+        // The listeners are closed before `run` returns (a task is dropped
+        // when an aborted one is awaited), so a node restarted at once can
+        // bind the same ports.
+        for task in [listener_task, http_task].into_iter().flatten() {
             task.abort();
+            let _ = task.await;
         }
         if let Some(peer_node) = peer_node {
             peer_node.shutdown().await;
