@@ -98,6 +98,17 @@ impl Federation {
         self.links.get_mut(&id)
     }
 
+    /// Reads the export records and session state an edit of `component`
+    /// of scene entity `entity` will update on each link (see
+    /// `Scene::warm`).
+    pub fn warm(&self, entity: EntityId, component: ComponentId) {
+        for link in self.links.values() {
+            if let Some(object) = link.exported_component(entity, component) {
+                link.session.warm_object(object);
+            }
+        }
+    }
+
     pub fn links(&self) -> impl Iterator<Item = &Link> {
         self.links.values()
     }

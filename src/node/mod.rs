@@ -13,6 +13,7 @@ use crate::federation::{Federation, FederationEvent, Link, LinkId};
 use crate::less::session::CloseReason;
 use crate::scene::{ClientId, Scene};
 use crate::server::{ServerEvent, TundraServer};
+use crate::tundra::messages::edit_attributes_target;
 use crate::upstream::{Bridge, BridgeEvent};
 
 /// The client id upstream actions are attributed to when they enter the
@@ -167,6 +168,25 @@ impl Node {
         self.server
             .handle_frame(&mut self.scene, client, now, frame);
         self.settle();
+    }
+
+    /// Frames a client sent together, in order. The entities they edit are
+    /// looked up first, all of them (see `Scene::warm`).
+    pub fn handle_client_frames<F: AsRef<[u8]>>(
+        &mut self,
+        client: ClientId,
+        now: Time,
+        frames: &[F],
+    ) {
+        for frame in frames {
+            if let Some((entity, component)) = edit_attributes_target(frame.as_ref()) {
+                self.scene.warm(entity, component);
+                self.federation.warm(entity, component);
+            }
+        }
+        for frame in frames {
+            self.handle_client_frame(client, now, frame.as_ref());
+        }
     }
 
     /// A client's connection ended.

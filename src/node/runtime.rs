@@ -549,9 +549,7 @@ impl Running {
                 // The frames of a batch were read together: one time for all.
                 let now = clock.now();
                 let client = ClientId(id.0);
-                for frame in &frames {
-                    self.node.handle_client_frame(client, now, frame);
-                }
+                self.node.handle_client_frames(client, now, &frames);
                 frames.len().max(1)
             }
             ClientEvent::Closed { id, reason } => {

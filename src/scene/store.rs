@@ -107,6 +107,23 @@ impl Scene {
         self.entities.get(&id)
     }
 
+    /// Reads where an edit of `component` of entity `id` will write, so that
+    /// it is in the cache when the edit comes. The node does this for a
+    /// whole batch of edits first: in a loop this short the cache misses of
+    /// different entities overlap, where inside each edit they are taken one
+    /// after another.
+    pub fn warm(&self, id: EntityId, component: ComponentId) {
+        let slot = self
+            .entities
+            .get(&id)
+            .and_then(|entity| entity.components.get(&component))
+            .and_then(|component| match &component.content {
+                ComponentContent::Known { slots, .. } => slots.first(),
+                ComponentContent::Opaque(_) => None,
+            });
+        std::hint::black_box(slot.map(Option::is_some));
+    }
+
     /// Entities in ascending id order.
     pub fn entities(&self) -> impl Iterator<Item = &Entity> {
         self.order.iter().filter_map(|id| self.entities.get(id))

@@ -266,6 +266,17 @@ impl Session {
         self.queue_message(Message::UnsubscribeType { type_id })
     }
 
+    /// Reads our object `object`'s state, so that it is in the cache when
+    /// a property of it is updated (see `Scene::warm`).
+    pub fn warm_object(&self, object: ObjectId<Local>) {
+        let slot = self
+            .local
+            .entities
+            .get(&object)
+            .and_then(|entity| entity.slots.values().next());
+        std::hint::black_box(slot.map(|slot| slot.last_packet));
+    }
+
     /// An object id that is free and safe to use (never one whose removal
     /// the peer may not have seen yet).
     pub fn allocate_object_id(&mut self) -> ObjectId<Local> {

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::bits::{BitReader, BitWriter};
 use super::error::{DecodeError, EncodeError};
-use super::ids::{ComponentId, ProtocolVersion};
+use super::ids::{ComponentId, EntityId, ProtocolVersion};
 use super::json::hex_bytes;
 use super::registry::Registry;
 use super::rigid_body::RigidBodyUpdate;
@@ -348,6 +348,20 @@ fn check_payload_len(payload: &[u8]) -> Result<(), DecodeError> {
         });
     }
     Ok(())
+}
+
+/// The entity and first component an EditAttributes frame edits, read
+/// without decoding the rest; `None` for any other message or a frame too
+/// short. Lets the node look up a batch's entities before editing them.
+pub fn edit_attributes_target(frame: &[u8]) -> Option<(EntityId, ComponentId)> {
+    let (id::EDIT_ATTRIBUTES, payload) = split_frame(frame).ok()? else {
+        return None;
+    };
+    let mut r = BitReader::new(payload);
+    r.vle("scene id").ok()?;
+    let entity = EntityId(r.vle("entity id").ok()?);
+    let component = ComponentId(r.vle("component id").ok()?);
+    Some((entity, component))
 }
 
 /// Splits a frame into its message id and payload.

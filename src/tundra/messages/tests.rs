@@ -254,3 +254,16 @@ fn tolerated_extras() {
     assert_eq!(c.attributes.len(), 1);
     assert_eq!(c.attributes[0].value.attribute_type(), AttributeType::Bool);
 }
+
+#[test]
+fn edit_attributes_target_reads_only_the_ids() {
+    let frame = bytes(FIXTURES[13].2);
+    assert_eq!(FIXTURES[13].0, "EditAttributes");
+    assert_eq!(
+        edit_attributes_target(&frame),
+        Some((EntityId(5), ComponentId(2)))
+    );
+    // Cut after the scene id: no entity to name.
+    assert_eq!(edit_attributes_target(&frame[..3]), None);
+    assert_eq!(edit_attributes_target(&bytes(FIXTURES[0].2)), None);
+}
