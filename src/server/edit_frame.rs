@@ -17,11 +17,11 @@ use bytes::Bytes;
 use foldhash::HashMap;
 use smallvec::SmallVec;
 
-use super::slots::SceneSlots;
+use super::slots::{dirty_edits, SceneSlots};
 use super::sync_state::{EntitySync, Presence, SlotSet};
 use crate::scene::{ComponentContent, Entity};
 use crate::tundra::bits::{push_vle, vle_size, BitWriter};
-use crate::tundra::edit_attributes::{write_block, EditRef};
+use crate::tundra::edit_attributes::write_block;
 use crate::tundra::messages::id::EDIT_ATTRIBUTES;
 use crate::tundra::{ComponentId, EncodeError, EntityId};
 
@@ -143,16 +143,7 @@ impl EditFrames {
             if matches!(component.content, ComponentContent::Opaque(_)) {
                 continue;
             }
-            let edits: SmallVec<[EditRef<'_>; 8]> = dirty
-                .iter()
-                .filter_map(|index| {
-                    let attribute = component.attribute(index)?;
-                    Some(EditRef {
-                        index,
-                        value: &attribute.value,
-                    })
-                })
-                .collect();
+            let edits = dirty_edits(component, dirty);
             if edits.is_empty() {
                 continue;
             }

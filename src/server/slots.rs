@@ -2,9 +2,30 @@
 //! them, read in place: decoding a client's edit and encoding a tick's
 //! changes used to build a list of slot types per block.
 
+use smallvec::SmallVec;
+
+use super::sync_state::SlotSet;
 use crate::scene::{Attribute, Component, ComponentContent};
-use crate::tundra::edit_attributes::SlotTypes;
+use crate::tundra::edit_attributes::{EditRef, SlotTypes};
 use crate::tundra::AttributeType;
+
+/// The attributes of `component` that `dirty` names and it still holds, by
+/// reference, in ascending index order: an EditAttributes block's edits.
+pub(super) fn dirty_edits<'a>(
+    component: &'a Component,
+    dirty: &SlotSet,
+) -> SmallVec<[EditRef<'a>; 8]> {
+    dirty
+        .iter()
+        .filter_map(|index| {
+            let attribute = component.attribute(index)?;
+            Some(EditRef {
+                index,
+                value: &attribute.value,
+            })
+        })
+        .collect()
+}
 
 /// The slots of one component; an opaque component has none (its blocks
 /// are carried byte for byte, never decoded).

@@ -8,18 +8,17 @@ use tracing::warn;
 
 use bytes::Bytes;
 use foldhash::HashMap;
-use smallvec::SmallVec;
 
 use super::core::TundraServer;
 use super::edit_frame::Lookup;
 use super::interest::update_interval;
 use super::rigid_body::{body_state, take_rigid_body_change};
-use super::slots::SceneSlots;
+use super::slots::{dirty_edits, SceneSlots};
 use super::sync_state::{EntitySync, Presence};
 use crate::clock::Time;
 use crate::scene::{ClientId, ComponentContent, Entity, Scene};
 use crate::tundra::bits::BitWriter;
-use crate::tundra::edit_attributes::{sorted_block_len, write_block, EditRef, SlotTypes};
+use crate::tundra::edit_attributes::{sorted_block_len, write_block, SlotTypes};
 use crate::tundra::messages::id::RIGID_BODY_UPDATE;
 use crate::tundra::messages::{
     CreateAttributes, CreateComponents, CreateEntity, EditAttributes, EditAttributesBlock,
@@ -313,17 +312,7 @@ fn changed_entity_messages(
                         });
                     }
                 }
-                let edits: SmallVec<[EditRef<'_>; 8]> = sync
-                    .dirty
-                    .iter()
-                    .filter_map(|index| {
-                        let attribute = component.attribute(index)?;
-                        Some(EditRef {
-                            index,
-                            value: &attribute.value,
-                        })
-                    })
-                    .collect();
+                let edits = dirty_edits(component, &sync.dirty);
                 if !edits.is_empty() {
                     let slots = SceneSlots::of(component);
                     let mut w =

@@ -67,24 +67,15 @@ impl BitWriter {
     /// Writes the low `n` (<= 57) bits of `value` at the current offset in
     /// one step: the low byte of the shifted window completes the partial
     /// last byte, the rest is appended whole. Bits of `value` above `n`
-    /// must be zero (they would land in the padding). The copy is always a
-    /// whole u64, cut back to the bytes written, so it stays a fixed-size
-    /// store rather than a variable-length copy.
+    /// must be zero (they would land in the padding).
     fn window(&mut self, value: u64, n: u32) {
         debug_assert!(n <= 57);
-        let offset = self.bit;
-        let end = offset + n;
-        let shifted = value << offset;
-        let partial = self.complete_last(shifted as u8);
-        let len = self.buf.len();
-        self.buf
-            .extend_from_slice(&(shifted >> (8 * partial)).to_le_bytes());
-        self.buf
-            .truncate(len + (end as usize).div_ceil(8) - partial);
-        self.bit = end & 7;
+        self.window128(u128::from(value), n);
     }
 
     /// As [`BitWriter::window`] for up to 121 bits (three floats at once).
+    /// The copy is always a whole u128, cut back to the bytes written, so it
+    /// stays a fixed-size store rather than a variable-length copy.
     fn window128(&mut self, value: u128, n: u32) {
         debug_assert!(n <= 121);
         let offset = self.bit;
