@@ -4,49 +4,32 @@
 //! and the per-client message rate still counts every frame.
 
 mod common;
+mod net_common;
 
 use common::{TestNode, TundraClient};
 use futures_util::SinkExt;
 use lessgate::config::NodeConfig;
-use lessgate::tundra::messages::{EditAttributes, EditAttributesBlock, Login};
-use lessgate::tundra::values::{Float3, Transform};
+use lessgate::tundra::messages::Login;
 use lessgate::tundra::{
-    AttributeEdit, AttributeValue, ComponentData, ComponentId, EntityId, Message, ProtocolVersion,
-    Registry,
+    AttributeValue, ComponentData, ComponentId, EntityId, Message, ProtocolVersion, Registry,
 };
 use tokio_tungstenite::tungstenite::Message as WsMessage;
 
 const PLACEABLE: u32 = 20;
 
-fn transform(x: f32) -> AttributeValue {
-    AttributeValue::Transform(Transform {
-        pos: Float3::new(x, 0.0, 0.0),
-        rot: Float3::new(0.0, 0.0, 0.0),
-        scale: Float3::new(1.0, 1.0, 1.0),
-    })
-}
-
 fn placeable(x: f32) -> ComponentData {
     let registry = Registry::builtin();
     let schema = registry.get(PLACEABLE).unwrap();
     let mut values = schema.default_values();
-    values[0] = transform(x);
+    values[0] = net_common::transform(x);
     ComponentData::with_values(ComponentId(0x4000_0001), schema, values)
 }
 
+/// A client's EditAttributes frame moving the Placeable to `x`.
 fn move_to(entity: EntityId, component: ComponentId, x: f32) -> Vec<u8> {
-    let slots = Registry::builtin().get(PLACEABLE).unwrap().slot_types();
-    let edit = AttributeEdit {
-        index: 0,
-        value: transform(x),
-    };
-    Message::EditAttributes(EditAttributes {
-        scene_id: 0,
-        entity_id: entity,
-        blocks: vec![EditAttributesBlock::encode(component, &[edit], &slots).unwrap()],
-    })
-    .encode_frame(ProtocolVersion(3))
-    .unwrap()
+    net_common::move_to(entity, component, x)
+        .encode_frame(ProtocolVersion(3))
+        .unwrap()
 }
 
 fn transform_x(message: &Message) -> Option<f32> {
