@@ -20,6 +20,8 @@ pub const DEFAULT_TUNDRA_PORT: u16 = 2345;
 pub const DEFAULT_TICK_HZ: u32 = 20;
 /// Tundra clamps `--netrate` to a period of at least 0.01 s.
 const MAX_TICK_HZ: u32 = 100;
+/// More threads than this is a typo, not a machine.
+const MAX_THREADS: usize = 256;
 /// Default peer-link datagram size: fits the IPv6 minimum MTU (1280) less
 /// IPv6 and UDP headers with room to spare, so no path fragments it.
 pub const DEFAULT_PEER_MTU: u16 = 1200;
@@ -77,6 +79,11 @@ pub struct NodeSection {
     /// The node's identity among peers (sent in the peer-link hello and used
     /// to settle simultaneous dials); required with `[peering]`.
     pub uuid: Option<uuid::Uuid>,
+    /// Threads the process runs on: 0, one socket worker per core beside
+    /// the node's own thread; 1, everything on one thread (no hand-offs
+    /// between threads: less CPU per update, at most one core); N, the
+    /// node's thread and N - 1 socket workers.
+    pub threads: usize,
 }
 
 impl Default for NodeSection {
@@ -85,6 +92,7 @@ impl Default for NodeSection {
             name: "lessgate".to_owned(),
             tick_hz: DEFAULT_TICK_HZ,
             uuid: None,
+            threads: 0,
         }
     }
 }
@@ -347,6 +355,9 @@ impl NodeConfig {
         if raw.node.tick_hz == 0 || raw.node.tick_hz > MAX_TICK_HZ {
             return Err(invalid("node.tick_hz", "must be between 1 and 100"));
         }
+        if raw.node.threads > MAX_THREADS {
+            return Err(invalid("node.threads", "must be between 0 and 256"));
+        }
         if raw.tundra.tls_cert.is_some() != raw.tundra.tls_key.is_some() {
             return Err(invalid(
                 "tundra.tls_cert",
@@ -529,6 +540,24 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("bulk_introductions"), "{error}");
+    }
+
+    #[test]
+    fn threads_default_to_one_per_core_and_are_bounded() {
+        assert_eq!(NodeConfig::default().node.threads, 0);
+        let one = NodeConfig::parse(Path::new("n.toml"), "[node]\nthreads = 1\n").unwrap();
+        assert_eq!(one.node.threads, 1);
+        let error = NodeConfig::parse(Path::new("n.toml"), "[node]\nthreads = 300\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            error,
+            "n.toml: key `node.threads`: must be between 0 and 256"
+        );
+        let error = NodeConfig::parse(Path::new("n.toml"), "[node]\nthreads = -1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("threads"), "{error}");
     }
 
     #[test]

@@ -26,6 +26,9 @@ async fn a_tiny_load_through_two_nodes_reports_consistent_counts() {
         protocol: 3,
         binary: PathBuf::from(env!("CARGO_BIN_EXE_lessgate")),
         extra_toml: String::new(),
+        // The nodes run on one thread each: the runtime `[node] threads = 1`
+        // builds carries a federation end to end.
+        node_threads: Some(1),
         keep_dir: false,
     };
     let report = run(&scenario).await.expect("the run completes");

@@ -52,6 +52,9 @@ pub struct LoadgenArgs {
     /// Tundra protocol version the clients ask for.
     #[arg(long, default_value_t = 3)]
     pub protocol: u32,
+    /// `[node] threads` of the generated nodes (default: theirs, 0).
+    #[arg(long)]
+    pub node_threads: Option<usize>,
     /// TOML appended to every generated node.toml.
     #[arg(long, default_value = "")]
     pub extra_toml: String,
@@ -82,15 +85,17 @@ pub fn run(args: LoadgenArgs) -> Result<(), Box<dyn std::error::Error>> {
         None => std::env::current_exe()?,
     };
     runtime.block_on(async move {
+        let mut baselines = None;
         if args.baselines || args.baselines_only {
-            let baselines = measure_baselines().await.map_err(|e| e.to_string())?;
-            print!("{}", render_baselines(&baselines));
+            let measured = measure_baselines().await.map_err(|e| e.to_string())?;
+            print!("{}", render_baselines(&measured));
             if args.json {
-                println!("{}", serde_json::to_string(&baselines)?);
+                println!("{}", serde_json::to_string(&measured)?);
             }
             if args.baselines_only {
                 return Ok(());
             }
+            baselines = Some(measured);
         }
         let scenario = Scenario {
             nodes: args.nodes,
@@ -107,12 +112,16 @@ pub fn run(args: LoadgenArgs) -> Result<(), Box<dyn std::error::Error>> {
             protocol: args.protocol,
             binary,
             extra_toml: args.extra_toml.clone(),
+            node_threads: args.node_threads,
             keep_dir: args.keep,
         };
         let report = scenario::run(&scenario).await.map_err(|e| e.to_string())?;
-        print!("{}", render_run(&report, args.threads));
+        print!("{}", render_run(&report, args.threads, baselines.as_ref()));
         if args.json {
             println!("{}", serde_json::to_string(&report)?);
+            if let Some(per_core) = report.first_node_per_core(baselines.as_ref()) {
+                println!("{}", serde_json::to_string(&per_core)?);
+            }
         }
         Ok::<(), Box<dyn std::error::Error>>(())
     })
@@ -130,7 +139,9 @@ async fn measure_baselines() -> Result<Baselines, crate::loadgen::client::Error>
     let blake3 = baseline::blake3_keyed_rate(frame_bytes, window);
     Ok(Baselines {
         frame_bytes,
-        websocket_frames_per_sec: websocket,
+        websocket_frames_per_sec: websocket.frames_per_sec,
+        websocket_sink_cores: websocket.sink_cores,
+        websocket_frames_per_sink_core_sec: websocket.frames_per_core_sec(),
         udp_datagrams_per_sec: udp,
         blake3_keyed_hashes_per_sec: blake3,
         sizes,

@@ -15,6 +15,7 @@ use tokio::net::TcpListener;
 use tokio_tungstenite::tungstenite::Message as WsMessage;
 
 use super::client::{edit_frame, Error, PLACEABLE};
+use super::proc_stats::{current_thread_id, thread_cpu_seconds};
 use crate::tundra::rigid_body_sender::{encode_body, pack, BodyState, SendDecision};
 use crate::tundra::values::{Float3, Transform};
 use crate::tundra::{ComponentId, EntityId, ProtocolVersion, Registry};
@@ -23,34 +24,76 @@ use crate::tundra::{ComponentId, EntityId, ProtocolVersion, Registry};
 /// unsigned int color; unsigned long id; float size; })`: 12 + 16 + 4 + 8 + 4.
 pub const SEED_003_ENTITY_BYTES: usize = 44;
 
+/// What the WebSocket sink counted over its window.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct SinkRate {
+    /// Frames counted per second of wall time (the senders share the
+    /// machine with the sink).
+    pub frames_per_sec: f64,
+    /// Cores the sink's own thread used over the window: the receiving
+    /// side alone, which is what a node's client side is compared with.
+    pub sink_cores: Option<f64>,
+}
+
+impl SinkRate {
+    /// Frames the sink takes per second of its own CPU time.
+    pub fn frames_per_core_sec(&self) -> Option<f64> {
+        self.sink_cores
+            .filter(|cores| *cores > 0.0)
+            .map(|cores| self.frames_per_sec / cores)
+    }
+}
+
 /// Frames per second `connections` clients push through tokio-tungstenite
-/// into a server that only counts them, for `duration`.
+/// into a server that only counts them, for `duration`. The server runs on
+/// one thread of its own (a current-thread runtime, as a node's client
+/// side would at best), so its CPU time is measured apart from the senders'.
 pub async fn websocket_sink_rate(
     frame_bytes: usize,
     connections: usize,
     duration: Duration,
-) -> Result<f64, Error> {
-    let listener = TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
+) -> Result<SinkRate, Error> {
     let counted = Arc::new(AtomicU64::new(0));
-    let stop = Arc::new(AtomicBool::new(false));
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
     let sink_count = counted.clone();
-    let server = tokio::spawn(async move {
-        for _ in 0..connections {
-            let Ok((tcp, _)) = listener.accept().await else {
-                return;
-            };
-            let count = sink_count.clone();
-            tokio::spawn(async move {
-                let Ok(mut ws) = tokio_tungstenite::accept_async(tcp).await else {
-                    return;
+    let sink = std::thread::Builder::new()
+        .name("ws-sink".to_owned())
+        .spawn(move || -> Result<(), std::io::Error> {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            runtime.block_on(async move {
+                let listener = TcpListener::bind("127.0.0.1:0").await?;
+                let _ = ready_tx.send((listener.local_addr()?, current_thread_id()));
+                let accept = async {
+                    for _ in 0..connections {
+                        let Ok((tcp, _)) = listener.accept().await else {
+                            return;
+                        };
+                        let count = sink_count.clone();
+                        tokio::spawn(async move {
+                            let Ok(mut ws) = tokio_tungstenite::accept_async(tcp).await else {
+                                return;
+                            };
+                            while let Some(Ok(_)) = ws.next().await {
+                                count.fetch_add(1, Ordering::Relaxed);
+                            }
+                        });
+                    }
+                    std::future::pending::<()>().await;
                 };
-                while let Some(Ok(_)) = ws.next().await {
-                    count.fetch_add(1, Ordering::Relaxed);
+                tokio::select! {
+                    _ = accept => {}
+                    _ = stop_rx => {}
                 }
-            });
-        }
-    });
+                Ok(())
+            })
+        })?;
+    let (addr, sink_tid) = ready_rx
+        .await
+        .map_err(|_| "the sink thread failed to start")?;
+    let stop = Arc::new(AtomicBool::new(false));
     let mut senders = Vec::new();
     for _ in 0..connections {
         let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}")).await?;
@@ -72,17 +115,26 @@ pub async fn websocket_sink_rate(
     }
     // Measure after a short ramp so connection setup is not counted.
     tokio::time::sleep(Duration::from_millis(200)).await;
+    let sink_cpu = || sink_tid.and_then(thread_cpu_seconds);
+    let cpu_before = sink_cpu();
     let before = counted.load(Ordering::Relaxed);
     let started = Instant::now();
     tokio::time::sleep(duration).await;
     let frames = counted.load(Ordering::Relaxed) - before;
-    let rate = frames as f64 / started.elapsed().as_secs_f64();
+    let elapsed = started.elapsed().as_secs_f64();
+    let cpu_after = sink_cpu();
     stop.store(true, Ordering::Relaxed);
     for sender in senders {
         let _ = sender.await;
     }
-    server.abort();
-    Ok(rate)
+    let _ = stop_tx.send(());
+    let _ = tokio::task::spawn_blocking(move || sink.join()).await;
+    Ok(SinkRate {
+        frames_per_sec: frames as f64 / elapsed,
+        sink_cores: cpu_before
+            .zip(cpu_after)
+            .map(|(before, after)| (after - before) / elapsed),
+    })
 }
 
 /// Datagrams per second received over 127.0.0.1 from one sending thread.
@@ -206,5 +258,17 @@ mod tests {
     fn the_raw_rates_count_something() {
         assert!(blake3_keyed_rate(64, Duration::from_millis(10)) > 0.0);
         assert!(udp_rate(64, Duration::from_millis(50)).unwrap() > 0.0);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_websocket_sink_counts_frames_and_its_own_cpu() {
+        let rate = websocket_sink_rate(44, 2, Duration::from_millis(300))
+            .await
+            .unwrap();
+        assert!(rate.frames_per_sec > 0.0);
+        // The sink thread did the receiving, so it was charged for it.
+        let cores = rate.sink_cores.unwrap();
+        // One thread is at most one core (stat counts 10 ms ticks: some slack).
+        assert!(cores > 0.0 && cores <= 1.1, "sink cores {cores}");
     }
 }

@@ -93,6 +93,8 @@ pub struct ClusterSpec {
     pub binary: PathBuf,
     /// Extra TOML appended to every node.toml (e.g. encodings).
     pub extra_toml: String,
+    /// `[node] threads` of every node (`None`: the node's default).
+    pub node_threads: Option<usize>,
 }
 
 /// The running federation.
@@ -138,15 +140,7 @@ impl Cluster {
             }
             let tundra = free_tcp_port()?;
             let data = free_udp_port()?;
-            let config = node_toml(
-                name,
-                i,
-                spec.tick_hz,
-                tundra,
-                controls[i],
-                data,
-                &spec.extra_toml,
-            );
+            let config = node_toml(spec, name, i, tundra, controls[i], data);
             let path = dir.join("node.toml");
             std::fs::write(&path, config)?;
             nodes.push(spawn(&spec.binary, name, &path)?);
@@ -175,19 +169,24 @@ impl Cluster {
 /// One generated node.toml: limits raised so the load, not a per-client
 /// guard, is what the run measures; stats every second in JSON.
 fn node_toml(
+    spec: &ClusterSpec,
     name: &str,
     index: usize,
-    tick_hz: u32,
     tundra: SocketAddr,
     control: SocketAddr,
     data: SocketAddr,
-    extra: &str,
 ) -> String {
+    let tick_hz = spec.tick_hz;
+    let extra = &spec.extra_toml;
+    let threads = spec
+        .node_threads
+        .map_or(String::new(), |n| format!("threads = {n}\n"));
     format!(
         r#"[node]
 name = "{name}"
 uuid = "00000000-0000-4000-8000-{index:012x}"
 tick_hz = {tick_hz}
+{threads}
 
 [tundra]
 listen = "{tundra}"

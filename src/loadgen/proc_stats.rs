@@ -12,7 +12,24 @@ const CLOCK_TICKS_PER_SECOND: f64 = 100.0;
 
 /// CPU seconds (user + system) a process has used so far.
 pub fn cpu_seconds(pid: u32) -> Option<f64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat_cpu_seconds(&format!("/proc/{pid}/stat"))
+}
+
+/// CPU seconds one thread of this process has used so far (`tid` as
+/// [`current_thread_id`] gave it).
+pub fn thread_cpu_seconds(tid: u32) -> Option<f64> {
+    stat_cpu_seconds(&format!("/proc/self/task/{tid}/stat"))
+}
+
+/// The kernel's id of the calling thread (field 1 of its own stat file).
+pub fn current_thread_id() -> Option<u32> {
+    let text = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+    text.split_whitespace().next()?.parse().ok()
+}
+
+/// utime + stime of a `stat` file (process or thread: same layout).
+fn stat_cpu_seconds(path: &str) -> Option<f64> {
+    let text = std::fs::read_to_string(path).ok()?;
     // The command name (field 2) may contain spaces; fields restart after ')'.
     let rest = &text[text.rfind(')')? + 1..];
     let fields: Vec<&str> = rest.split_whitespace().collect();
@@ -65,5 +82,28 @@ mod tests {
         assert!(status_kib(pid, "VmHWM").is_some_and(|kib| kib > 0));
         assert!(cpu_seconds(pid).is_some());
         assert_eq!(status_kib(pid, "NoSuchKey"), None);
+    }
+
+    #[test]
+    fn a_busy_thread_is_charged_its_own_cpu_time() {
+        let tid = current_thread_id().unwrap();
+        assert_ne!(tid, 0);
+        let before = thread_cpu_seconds(tid).unwrap();
+        // Spin until the kernel has charged two clock ticks (bounded: a
+        // stat file that never moves fails the assertion, not the clock).
+        let started = Instant::now();
+        let mut x = 0u64;
+        while thread_cpu_seconds(tid).unwrap() < before + 0.02 && started.elapsed().as_secs() < 20 {
+            for i in 0..100_000u64 {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+            }
+        }
+        assert!(thread_cpu_seconds(tid).unwrap() >= before + 0.02);
+        // Another thread's id names another stat file.
+        let other = std::thread::spawn(current_thread_id)
+            .join()
+            .unwrap()
+            .unwrap();
+        assert_ne!(other, tid);
     }
 }

@@ -89,18 +89,59 @@ impl RunReport {
     }
 }
 
+/// The first node's throughput per second of its own CPU time (client
+/// side, scene, federation, peer link and tick all included), and its ratio
+/// to the raw WebSocket sink of the same run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PerCore {
+    /// Client frames (attribute updates) the node took per core-second.
+    pub frames_in: f64,
+    /// Property values its peer links carried per core-second; below
+    /// `frames_in` when later edits superseded unsent ones.
+    pub values_out: f64,
+    /// `frames_in` over the sink's frames per core-second, when the
+    /// baselines were measured in the same run.
+    pub of_raw_websocket: Option<f64>,
+}
+
+impl RunReport {
+    /// [`PerCore`] for the first node, when its CPU and frames were measured.
+    pub fn first_node_per_core(&self, baselines: Option<&Baselines>) -> Option<PerCore> {
+        let node = self.nodes.first()?;
+        let cores = node.cpu_cores.filter(|c| *c > 0.0)?;
+        let frames_in = node.frames_in_per_sec? / cores;
+        let values: f64 = node.links.iter().map(|l| l.values_sent_per_sec).sum();
+        let raw = baselines.and_then(|b| b.websocket_frames_per_sink_core_sec);
+        Some(PerCore {
+            frames_in,
+            values_out: values / cores,
+            of_raw_websocket: raw.filter(|r| *r > 0.0).map(|r| frames_in / r),
+        })
+    }
+}
+
 /// The machine's raw limits and the formats' sizes.
 #[derive(Debug, Clone, Serialize)]
 pub struct Baselines {
     pub frame_bytes: usize,
     pub websocket_frames_per_sec: f64,
+    /// Cores the sink's own thread used (`None` without Linux `/proc`).
+    pub websocket_sink_cores: Option<f64>,
+    /// Frames per second of the sink's own CPU time: the raw WebSocket
+    /// frame rate per core a node's ingest is compared with.
+    pub websocket_frames_per_sink_core_sec: Option<f64>,
     pub udp_datagrams_per_sec: f64,
     pub blake3_keyed_hashes_per_sec: f64,
     pub sizes: WireSizes,
 }
 
-/// Plain-text rendering of a run.
-pub fn render_run(report: &RunReport, generator_threads: usize) -> String {
+/// Plain-text rendering of a run; `baselines`, measured in the same run,
+/// make the first node's per-core rate a ratio.
+pub fn render_run(
+    report: &RunReport,
+    generator_threads: usize,
+    baselines: Option<&Baselines>,
+) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -172,6 +213,21 @@ pub fn render_run(report: &RunReport, generator_threads: usize) -> String {
             );
         }
     }
+    if let (Some(per_core), Some(first)) =
+        (report.first_node_per_core(baselines), report.nodes.first())
+    {
+        let _ = writeln!(
+            out,
+            "node {} per core-second: takes {:.0} client frames, its links carry {:.0} values{}",
+            first.name,
+            per_core.frames_in,
+            per_core.values_out,
+            per_core
+                .of_raw_websocket
+                .map(|r| format!(" ({r:.3} of the raw WebSocket sink per core)"))
+                .unwrap_or_default(),
+        );
+    }
     let _ = writeln!(
         out,
         "generator: {:.2} cores of {} threads, peak rss {} MiB{}",
@@ -194,10 +250,14 @@ pub fn render_run(report: &RunReport, generator_threads: usize) -> String {
 /// Plain-text rendering of the baselines.
 pub fn render_baselines(b: &Baselines) -> String {
     format!(
-        "baselines ({} B frames): websocket sink {:.0} frames/s, udp {:.0} datagrams/s, blake3 keyed {:.0} hashes/s\n\
+        "baselines ({} B frames): websocket sink {:.0} frames/s on {} sink cores ({} frames per sink core-second), udp {:.0} datagrams/s, blake3 keyed {:.0} hashes/s\n\
          bytes per transform update: seed 003 struct {}, Tundra EditAttributes {}, RigidBodyUpdate position {} / position+rotation {}\n",
         b.frame_bytes,
         b.websocket_frames_per_sec,
+        b.websocket_sink_cores
+            .map_or("?".into(), |c| format!("{c:.2}")),
+        b.websocket_frames_per_sink_core_sec
+            .map_or("?".into(), |f| format!("{f:.0}")),
         b.udp_datagrams_per_sec,
         b.blake3_keyed_hashes_per_sec,
         b.sizes.seed_003_struct,
@@ -205,4 +265,97 @@ pub fn render_baselines(b: &Baselines) -> String {
         b.sizes.tundra_rigid_body_position,
         b.sizes.tundra_rigid_body_position_rotation,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_with(cpu: Option<f64>, frames_in: Option<f64>) -> RunReport {
+        RunReport {
+            nodes_started: 2,
+            topology: Topology::Chain,
+            external_target: None,
+            tick_hz: 20,
+            entities: 10,
+            entities_seen: 10,
+            rate_hz: 20.0,
+            writers: 1,
+            window_secs: 1.0,
+            setup_secs: 1.0,
+            offered_per_sec: 200.0,
+            sent_per_sec: 200.0,
+            schedule_kept: 1.0,
+            delivered_per_sec: 200.0,
+            latency: Percentiles {
+                p50_us: 1,
+                p99_us: 2,
+                max_us: 3,
+            },
+            latency_samples: 1,
+            stale: 0,
+            observer_bytes_per_sec: 0.0,
+            observer_frames_per_sec: 0.0,
+            writer_frames_received: 0,
+            generator_cpu_cores: 0.1,
+            generator_peak_rss_kib: None,
+            nodes: vec![NodeReport {
+                name: "n0".into(),
+                cpu_cores: cpu,
+                peak_rss_kib: None,
+                rss_kib: None,
+                frames_in_per_sec: frames_in,
+                links: vec![LinkReport {
+                    link: "l1".into(),
+                    bytes_sent_per_sec: 0.0,
+                    bytes_received_per_sec: 0.0,
+                    packets_sent_per_sec: 0.0,
+                    values_sent_per_sec: 150_000.0,
+                }],
+            }],
+        }
+    }
+
+    fn baselines(per_sink_core: Option<f64>) -> Baselines {
+        Baselines {
+            frame_bytes: 44,
+            websocket_frames_per_sec: 1.0,
+            websocket_sink_cores: Some(1.0),
+            websocket_frames_per_sink_core_sec: per_sink_core,
+            udp_datagrams_per_sec: 1.0,
+            blake3_keyed_hashes_per_sec: 1.0,
+            sizes: super::super::baseline::wire_sizes().unwrap(),
+        }
+    }
+
+    #[test]
+    fn per_core_divides_by_the_first_nodes_cpu_and_the_sinks_rate() {
+        let run = run_with(Some(0.5), Some(200_000.0));
+        let per_core = run
+            .first_node_per_core(Some(&baselines(Some(1_600_000.0))))
+            .unwrap();
+        assert_eq!(per_core.frames_in, 400_000.0);
+        assert_eq!(per_core.values_out, 300_000.0);
+        assert_eq!(per_core.of_raw_websocket, Some(0.25));
+        let text = render_run(&run, 2, Some(&baselines(Some(1_600_000.0))));
+        assert!(text.contains("takes 400000 client frames"), "{text}");
+        assert!(text.contains("0.250 of the raw WebSocket sink"), "{text}");
+    }
+
+    #[test]
+    fn per_core_is_absent_without_measurements() {
+        assert_eq!(run_with(None, Some(1.0)).first_node_per_core(None), None);
+        assert_eq!(
+            run_with(Some(0.0), Some(1.0)).first_node_per_core(None),
+            None
+        );
+        assert_eq!(run_with(Some(1.0), None).first_node_per_core(None), None);
+        // Without same-run baselines there is a rate but no ratio.
+        let alone = run_with(Some(1.0), Some(10.0)).first_node_per_core(None);
+        assert_eq!(alone.unwrap().of_raw_websocket, None);
+        let no_sink_cpu =
+            run_with(Some(1.0), Some(10.0)).first_node_per_core(Some(&baselines(None)));
+        assert_eq!(no_sink_cpu.unwrap().of_raw_websocket, None);
+        assert!(!render_run(&run_with(None, None), 2, None).contains("per core-second"));
+    }
 }

@@ -45,6 +45,8 @@ pub struct Scenario {
     pub binary: PathBuf,
     /// Extra TOML appended to each generated node.toml.
     pub extra_toml: String,
+    /// `[node] threads` of the generated nodes (`None`: their default).
+    pub node_threads: Option<usize>,
     /// Keep the generated configs and node logs (their path is printed).
     pub keep_dir: bool,
 }
@@ -63,6 +65,7 @@ pub async fn run(scenario: &Scenario) -> Result<RunReport, Error> {
                 dir: work.clone(),
                 binary: scenario.binary.clone(),
                 extra_toml: scenario.extra_toml.clone(),
+                node_threads: scenario.node_threads,
             };
             Some(tokio::task::spawn_blocking(move || Cluster::start(&spec)).await??)
         }

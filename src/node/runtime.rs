@@ -52,6 +52,22 @@ pub enum StartError {
     Peering(#[from] PeerStartError),
 }
 
+/// The tokio runtime for `[node] threads`. The node loop runs on the thread
+/// that blocks on it; with one thread the client and peer sockets are served
+/// there too, so a batch of frames is read, applied and sent on one core
+/// with no wake-up of another thread (measured in BENCHMARKS.md).
+pub fn tokio_runtime(threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
+    use tokio::runtime::Builder;
+    match threads {
+        0 => tokio::runtime::Runtime::new(),
+        1 => Builder::new_current_thread().enable_all().build(),
+        n => Builder::new_multi_thread()
+            .worker_threads(n - 1)
+            .enable_all()
+            .build(),
+    }
+}
+
 /// Maps the process clock onto protocol time.
 #[derive(Debug, Clone, Copy)]
 pub struct Clock(Instant);
@@ -652,5 +668,37 @@ fn send_due(session: &mut Session, peer: &PeerLink, now: Time) {
         if peer.transmit(transmit).is_err() {
             break;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs a task on `runtime` and tells whether it ran on the thread that
+    /// blocks on the runtime, and how many workers the runtime has.
+    fn shape(runtime: tokio::runtime::Runtime) -> (bool, usize) {
+        runtime.block_on(async {
+            let here = std::thread::current().id();
+            let there = tokio::spawn(async { std::thread::current().id() })
+                .await
+                .unwrap();
+            let workers = tokio::runtime::Handle::current().metrics().num_workers();
+            (here == there, workers)
+        })
+    }
+
+    #[test]
+    fn one_thread_serves_its_tasks_on_the_node_thread() {
+        assert_eq!(shape(tokio_runtime(1).unwrap()), (true, 1));
+    }
+
+    #[test]
+    fn more_threads_are_the_node_thread_and_workers() {
+        // A spawned task runs on a worker, never on the blocking thread.
+        assert_eq!(shape(tokio_runtime(3).unwrap()), (false, 2));
+        let (same, workers) = shape(tokio_runtime(0).unwrap());
+        assert!(!same);
+        assert!(workers >= 1);
     }
 }
