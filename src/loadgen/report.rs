@@ -97,8 +97,9 @@ pub struct PerCore {
     /// Client frames (attribute updates) the node took per core-second.
     pub frames_in: f64,
     /// Property values its peer links carried per core-second; below
-    /// `frames_in` when later edits superseded unsent ones.
-    pub values_out: f64,
+    /// `frames_in` when later edits superseded unsent ones. `None` for a
+    /// node without links (a single-node relay run).
+    pub values_out: Option<f64>,
     /// `frames_in` over the sink's frames per core-second, when the
     /// baselines were measured in the same run.
     pub of_raw_websocket: Option<f64>,
@@ -110,11 +111,14 @@ impl RunReport {
         let node = self.nodes.first()?;
         let cores = node.cpu_cores.filter(|c| *c > 0.0)?;
         let frames_in = node.frames_in_per_sec? / cores;
-        let values: f64 = node.links.iter().map(|l| l.values_sent_per_sec).sum();
+        let values_out = (!node.links.is_empty()).then(|| {
+            let values: f64 = node.links.iter().map(|l| l.values_sent_per_sec).sum();
+            values / cores
+        });
         let raw = baselines.and_then(|b| b.websocket_frames_per_sink_core_sec);
         Some(PerCore {
             frames_in,
-            values_out: values / cores,
+            values_out,
             of_raw_websocket: raw.filter(|r| *r > 0.0).map(|r| frames_in / r),
         })
     }
@@ -218,10 +222,13 @@ pub fn render_run(
     {
         let _ = writeln!(
             out,
-            "node {} per core-second: takes {:.0} client frames, its links carry {:.0} values{}",
+            "node {} per core-second: takes {:.0} client frames{}{}",
             first.name,
             per_core.frames_in,
-            per_core.values_out,
+            per_core
+                .values_out
+                .map(|v| format!(", its links carry {v:.0} values"))
+                .unwrap_or_default(),
             per_core
                 .of_raw_websocket
                 .map(|r| format!(" ({r:.3} of the raw WebSocket sink per core)"))
@@ -335,10 +342,13 @@ mod tests {
             .first_node_per_core(Some(&baselines(Some(1_600_000.0))))
             .unwrap();
         assert_eq!(per_core.frames_in, 400_000.0);
-        assert_eq!(per_core.values_out, 300_000.0);
+        assert_eq!(per_core.values_out, Some(300_000.0));
         assert_eq!(per_core.of_raw_websocket, Some(0.25));
         let text = render_run(&run, 2, Some(&baselines(Some(1_600_000.0))));
-        assert!(text.contains("takes 400000 client frames"), "{text}");
+        assert!(
+            text.contains("takes 400000 client frames, its links carry 300000 values"),
+            "{text}"
+        );
         assert!(text.contains("0.250 of the raw WebSocket sink"), "{text}");
     }
 
@@ -357,5 +367,11 @@ mod tests {
             run_with(Some(1.0), Some(10.0)).first_node_per_core(Some(&baselines(None)));
         assert_eq!(no_sink_cpu.unwrap().of_raw_websocket, None);
         assert!(!render_run(&run_with(None, None), 2, None).contains("per core-second"));
+        // A single node has no links: no link figure, not a zero.
+        let mut relay = run_with(Some(0.5), Some(100.0));
+        relay.nodes[0].links.clear();
+        assert_eq!(relay.first_node_per_core(None).unwrap().values_out, None);
+        let text = render_run(&relay, 2, None);
+        assert!(text.contains("takes 200 client frames\n"), "{text}");
     }
 }
