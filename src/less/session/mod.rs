@@ -269,12 +269,19 @@ impl Session {
     /// Reads our object `object`'s state, so that it is in the cache when
     /// a property of it is updated (see `Scene::warm`).
     pub fn warm_object(&self, object: ObjectId<Local>) {
-        let slot = self
-            .local
-            .entities
-            .get(&object)
-            .and_then(|entity| entity.slots.values().next());
-        std::hint::black_box(slot.map(|slot| slot.last_packet));
+        let Some(entity) = self.local.entities.get(&object) else {
+            return;
+        };
+        // The object's state spans several cache lines: read a field of
+        // each part an update reads (its schema, slot indices, dirty set,
+        // queue flag), not only the slots.
+        std::hint::black_box((
+            std::sync::Arc::as_ptr(&entity.schema),
+            entity.slots.len(),
+            entity.dirty.is_empty(),
+            entity.queued,
+            entity.slots.values().next().map(|slot| slot.last_packet),
+        ));
     }
 
     /// An object id that is free and safe to use (never one whose removal
