@@ -60,6 +60,16 @@ pub struct MirrorComponent {
 }
 
 impl MirrorComponent {
+    /// Reads the parts an update reads and writes (schema, first value), so
+    /// that a read-ahead brings them into the cache.
+    pub fn warm(&self) {
+        std::hint::black_box((
+            Arc::as_ptr(&self.schema),
+            &self.kind,
+            self.values.values().next().map(std::mem::discriminant),
+        ));
+    }
+
     /// A component object of `kind` with no values yet.
     pub fn new(kind: ComponentKind, schema: Arc<TypeSchema>) -> MirrorComponent {
         MirrorComponent {

@@ -932,6 +932,22 @@ mod tests {
     }
 
     #[test]
+    fn pending_events_are_listed_without_being_taken() {
+        let mut session = session(FramingMode::Stream);
+        assert_eq!(session.pending_events().count(), 0);
+        while !session.is_closed() {
+            let now = session.poll_timeout().unwrap();
+            session.handle_timeout(now);
+            while session.poll_transmit(now).is_some() {}
+        }
+        let pending: Vec<&Event> = session.pending_events().collect();
+        assert!(matches!(pending[..], [Event::Closed { .. }]), "{pending:?}");
+        assert_eq!(session.pending_events().count(), 1, "listing takes nothing");
+        assert!(matches!(session.poll_event(), Some(Event::Closed { .. })));
+        assert_eq!(session.pending_events().count(), 0);
+    }
+
+    #[test]
     fn commands_are_validated() {
         let mut session = session(FramingMode::Datagram);
         assert!(matches!(

@@ -23,6 +23,12 @@ impl Session {
         self.events.pop_front()
     }
 
+    /// The events not yet polled, oldest first, without taking them (the
+    /// application may look its objects up ahead of applying them).
+    pub fn pending_events(&self) -> impl Iterator<Item = &Event> {
+        self.events.iter()
+    }
+
     fn pace_time(&self) -> Option<Time> {
         let rate = self.peer_update_rate?;
         let interval = Duration::from_secs(1) / rate;
