@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 mod upstream;
-pub use upstream::UpstreamSection;
+pub use upstream::{UpstreamSection, UpstreamTransport};
 
 /// Tundra's own default port for its WebSocket and kNet servers.
 pub const DEFAULT_TUNDRA_PORT: u16 = 2345;
@@ -207,6 +207,16 @@ pub struct TundraSection {
     pub required_login: std::collections::BTreeMap<String, String>,
     /// Throttle far entities using ObserverPosition (reference section 6.3).
     pub interest_management: bool,
+    /// Address for native Tundra clients over kNet: UDP and TCP on the same
+    /// port, as a real Tundra server listens (knet-wire.md section 5.1).
+    /// Off unless set. The port may equal `listen`'s: kNet UDP never
+    /// collides with the WebSocket listener, but kNet TCP needs a port of
+    /// its own then, so the TCP half is skipped with a warning.
+    pub knet_listen: Option<SocketAddr>,
+    /// Datagrams per second each kNet UDP connection may send. Real kNet
+    /// sends at most 1000 (section 4.6); raise it for clients that watch
+    /// tens of thousands of moving entities.
+    pub knet_datagrams_per_sec: u32,
 }
 
 impl Default for TundraSection {
@@ -218,6 +228,8 @@ impl Default for TundraSection {
             tls_key: None,
             required_login: Default::default(),
             interest_management: false,
+            knet_listen: None,
+            knet_datagrams_per_sec: 1000,
         }
     }
 }
@@ -242,6 +254,13 @@ pub struct Limits {
     pub max_client_stall_secs: u64,
     /// Simultaneous Tundra clients.
     pub max_clients: usize,
+    /// kNet UDP connections from one IP address that have not yet answered
+    /// the node's first datagram. kNet has no handshake, so any datagram
+    /// from a new endpoint opens a connection; a spoofed source never
+    /// answers, and these bounds keep what it can open small.
+    pub max_half_open_per_address: usize,
+    /// kNet UDP connections not yet answered, from all addresses.
+    pub max_half_open: usize,
 }
 
 impl Default for Limits {
@@ -253,6 +272,8 @@ impl Default for Limits {
             max_client_backlog_bytes: 4 * 1024 * 1024,
             max_client_stall_secs: 10,
             max_clients: 1_000,
+            max_half_open_per_address: 8,
+            max_half_open: 256,
         }
     }
 }
@@ -375,6 +396,18 @@ impl NodeConfig {
         }
         if raw.limits.max_clients == 0 {
             return Err(invalid("limits.max_clients", "must be at least 1"));
+        }
+        if raw.tundra.knet_datagrams_per_sec == 0 || raw.tundra.knet_datagrams_per_sec > 1_000_000 {
+            return Err(invalid(
+                "tundra.knet_datagrams_per_sec",
+                "must be between 1 and 1000000",
+            ));
+        }
+        if raw.limits.max_half_open_per_address == 0 || raw.limits.max_half_open == 0 {
+            return Err(invalid(
+                "limits.max_half_open",
+                "max_half_open and max_half_open_per_address must be at least 1",
+            ));
         }
         if raw.limits.max_messages_per_second == 0 {
             return Err(invalid(

@@ -23,6 +23,7 @@ pub mod config;
 pub mod demo;
 pub mod federation;
 pub mod http;
+pub mod knet;
 pub mod less;
 pub mod loadgen;
 pub mod logging;

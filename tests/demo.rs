@@ -22,6 +22,7 @@ fn any_ports() -> DemoOptions {
             tundra: 0,
             http: 0,
             peer: 0,
+            knet: 0,
         },
         movers: 3,
     }

@@ -1,16 +1,30 @@
 //! The load generator end to end at a tiny load: two real `lessgate run`
 //! processes in a chain, writers on the first, the observer on the second.
 //! Asserts that the counts agree with each other, never how fast anything
-//! was.
+//! was. The same run goes over WebSocket, kNet/UDP and kNet/TCP.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use lessgate::loadgen::cluster::Topology;
-use lessgate::loadgen::scenario::{run, Scenario};
+use lessgate::loadgen::scenario::{run, LoadTransport, Scenario};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tiny_load_through_two_nodes_reports_consistent_counts() {
+    tiny_load(LoadTransport::Ws).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tiny_load_over_knet_udp_reports_consistent_counts() {
+    tiny_load(LoadTransport::KnetUdp).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tiny_load_over_knet_tcp_reports_consistent_counts() {
+    tiny_load(LoadTransport::KnetTcp).await;
+}
+
+async fn tiny_load(transport: LoadTransport) {
     let scenario = Scenario {
         nodes: 2,
         topology: Topology::Chain,
@@ -24,6 +38,8 @@ async fn a_tiny_load_through_two_nodes_reports_consistent_counts() {
         observer_target: None,
         target_pid: None,
         protocol: 3,
+        transport,
+        knet_datagrams_per_sec: 1000,
         binary: PathBuf::from(env!("CARGO_BIN_EXE_lessgate")),
         extra_toml: String::new(),
         // The nodes run on one thread each: the runtime `[node] threads = 1`

@@ -9,6 +9,7 @@ mod sim;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use lessgate::transport::client::ClientTransport;
 use lessgate::tundra::messages::{CreateEntityReply, IdPair, LoginReply};
 use lessgate::tundra::{
     ComponentId, DecodeContext, EntityId, Message, ProtocolVersion, Registry, UserId,
@@ -54,6 +55,7 @@ fn a_replaced_peer_link_does_not_remove_and_recreate_in_the_world_server() {
         login: LoginSettings {
             properties: BTreeMap::from([("username".to_owned(), "gw".to_owned())]),
             protocol: PROTOCOL,
+            transport: ClientTransport::WebSocket,
         },
         grace: Duration::from_secs(30),
         settle: Duration::from_millis(200),

@@ -20,6 +20,10 @@ pub struct DemoArgs {
     /// counting up from it (0: any free ports).
     #[arg(long, value_name = "PORT", default_value_t = DemoPorts::default().peer)]
     pub peer_port: u16,
+    /// First kNet port for native Tundra clients (UDP and TCP); the nodes
+    /// use it and the next two (0: any free ports).
+    #[arg(long, value_name = "PORT", default_value_t = DemoPorts::default().knet)]
+    pub knet_port: u16,
     /// Simulated moving entities per node.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MOVERS)]
     pub movers: usize,
@@ -35,6 +39,7 @@ impl Default for DemoArgs {
             tundra_port: ports.tundra,
             http_port: ports.http,
             peer_port: ports.peer,
+            knet_port: ports.knet,
             movers: DEFAULT_MOVERS,
             log_format: None,
         }
@@ -50,6 +55,7 @@ pub fn run(args: DemoArgs) -> Result<(), Box<dyn std::error::Error>> {
             tundra: args.tundra_port,
             http: args.http_port,
             peer: args.peer_port,
+            knet: args.knet_port,
         },
         movers: args.movers,
     };

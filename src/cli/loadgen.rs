@@ -1,4 +1,4 @@
-//! `lessgate loadgen`: drives Tundra WebSocket clients against a federation
+//! `lessgate loadgen`: drives Tundra clients (WebSocket or kNet) against a federation
 //! of `lessgate run` processes it starts on 127.0.0.1 (or any external
 //! Tundra server) and prints what it measured; see BENCHMARKS.md.
 
@@ -10,7 +10,7 @@ use clap::Args;
 use crate::loadgen::baseline;
 use crate::loadgen::cluster::Topology;
 use crate::loadgen::report::{render_baselines, render_run, Baselines};
-use crate::loadgen::scenario::{self, Scenario};
+use crate::loadgen::scenario::{self, LoadTransport, Scenario};
 
 #[derive(Debug, Args)]
 pub struct LoadgenArgs {
@@ -40,7 +40,15 @@ pub struct LoadgenArgs {
     /// Worker threads of the generator's runtime.
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
-    /// An external Tundra server (ws://host:port) instead of started nodes.
+    /// The clients' transport on started nodes.
+    #[arg(long, value_enum, default_value = "ws")]
+    pub transport: LoadTransport,
+    /// `[tundra] knet_datagrams_per_sec` of started nodes (kNet's own rate
+    /// is 1000).
+    #[arg(long, default_value_t = 1000)]
+    pub knet_rate: u32,
+    /// An external Tundra server instead of started nodes: ws://host:port,
+    /// knet+udp://host:port or knet+tcp://host:port.
     #[arg(long)]
     pub target: Option<String>,
     /// Where the observer connects (default: the target).
@@ -110,6 +118,8 @@ pub fn run(args: LoadgenArgs) -> Result<(), Box<dyn std::error::Error>> {
             observer_target: args.observer_target.clone(),
             target_pid: args.target_pid,
             protocol: args.protocol,
+            transport: args.transport,
+            knet_datagrams_per_sec: args.knet_rate,
             binary,
             extra_toml: args.extra_toml.clone(),
             node_threads: args.node_threads,

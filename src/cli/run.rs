@@ -16,6 +16,10 @@ pub struct RunArgs {
     /// Address for Tundra WebSocket clients (default 127.0.0.1:2345).
     #[arg(long, value_name = "ADDR")]
     pub tundra_listen: Option<SocketAddr>,
+    /// Address for native Tundra clients over kNet, UDP and TCP on one
+    /// port (off unless given here or as `[tundra] knet_listen`).
+    #[arg(long, value_name = "ADDR")]
+    pub knet_listen: Option<SocketAddr>,
     /// A TXML scene to host.
     #[arg(long, value_name = "FILE.txml")]
     pub scene: Option<PathBuf>,
@@ -33,6 +37,9 @@ impl RunArgs {
         };
         if let Some(addr) = self.tundra_listen {
             config.tundra.listen = addr;
+        }
+        if let Some(addr) = self.knet_listen {
+            config.tundra.knet_listen = Some(addr);
         }
         if let Some(scene) = &self.scene {
             config.tundra.scene = Some(scene.clone());
@@ -54,6 +61,12 @@ pub fn run(args: RunArgs) -> Result<(), Box<dyn std::error::Error>> {
             "lessgate: Tundra clients connect to {}",
             running.tundra_url()
         );
+        if let Some(addr) = running.knet_addr() {
+            match running.knet_tcp() {
+                true => println!("lessgate: native Tundra clients connect to knet+udp://{addr} and knet+tcp://{addr}"),
+                false => println!("lessgate: native Tundra clients connect to knet+udp://{addr}"),
+            }
+        }
         running.run(shutdown_signal()).await;
         Ok(())
     })

@@ -93,6 +93,8 @@ pub struct DemoNode {
     pub name: &'static str,
     /// `ws://127.0.0.1:2345` and so on.
     pub tundra_url: String,
+    /// Where native Tundra clients connect (kNet, UDP and TCP).
+    pub knet_addr: Option<std::net::SocketAddr>,
     /// The node's web viewer, `/status` and `/metrics`.
     pub http_url: String,
     /// The node's published status.
@@ -151,8 +153,11 @@ impl Demo {
                 "scene     {name:<5}  {}: {loaded} entities, plus {movers} moving entities",
                 world.title
             ));
+            let knet = started
+                .knet_addr()
+                .map_or_else(|| "off".to_owned(), |addr| format!("{addr}/udp+tcp"));
             progress(&format!(
-                "listening {name:<5}  Tundra {}  peers {}/udp (control), {}/udp (data)",
+                "listening {name:<5}  Tundra {}  kNet {knet}  peers {}/udp (control), {}/udp (data)",
                 started.tundra_url(),
                 node.plan.control,
                 node.plan.data
@@ -160,6 +165,7 @@ impl Demo {
             nodes.push(DemoNode {
                 name,
                 tundra_url: started.tundra_url(),
+                knet_addr: started.knet_addr(),
                 http_url: format!("http://{}/", node.plan.http),
                 status: started.status(),
             });
@@ -283,13 +289,16 @@ async fn monitor(nodes: Vec<DemoNode>, progress: Progress) {
 /// The final table: where a Tundra client and a browser connect.
 pub fn summary(nodes: &[DemoNode]) -> String {
     let mut text = format!(
-        "\nlessgate demo: {} nodes federated on 127.0.0.1, every link up.\n\n  node   Tundra client          browser\n",
+        "\nlessgate demo: {} nodes federated on 127.0.0.1, every link up.\n\n  node   Tundra client          native client (kNet)   browser\n",
         nodes.len()
     );
     for node in nodes {
+        let knet = node
+            .knet_addr
+            .map_or_else(|| "-".to_owned(), |addr| addr.to_string());
         text.push_str(&format!(
-            "  {:<6} {:<22} {}\n",
-            node.name, node.tundra_url, node.http_url
+            "  {:<6} {:<22} {:<22} {}\n",
+            node.name, node.tundra_url, knet, node.http_url
         ));
     }
     text.push_str("\nEach node shows its own world, the other two worlds and everyone's moving entities.\nPress Ctrl-C to stop.");

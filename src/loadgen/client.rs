@@ -1,5 +1,6 @@
-//! The Tundra WebSocket load client: log in, create entities, move them at
-//! a fixed rate (writers), or watch the moves arrive (observer).
+//! The Tundra load client: log in, create entities, move them at a fixed
+//! rate (writers), or watch the moves arrive (observer), over WebSocket or
+//! kNet ([`super::link`]).
 //!
 //! Everything on the wire is built and read with the project's Tundra codec
 //! (`crate::tundra`), so any Tundra server can be the target. A writer
@@ -11,12 +12,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
-use tokio::net::TcpStream;
-use tokio_tungstenite::tungstenite::Message as WsMessage;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
-
 use super::latency::{position, read_position, SendTable, SEQ_LIMIT};
+use super::link::Link;
 use super::now_us;
 use crate::tundra::messages::{
     split_frame, CreateEntity, EditAttributes, EditAttributesBlock, Login,
@@ -41,29 +38,28 @@ const UNACKED: u32 = 0x4000_0000;
 const SETUP_PATIENCE: Duration = Duration::from_secs(60);
 
 pub type Error = Box<dyn std::error::Error + Send + Sync>;
-type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 /// A logged-in Tundra connection.
 pub struct Session {
-    socket: Socket,
+    link: Link,
     pub protocol: ProtocolVersion,
     pub registry: Registry,
 }
 
 impl Session {
-    /// Connects to `url` and logs in as `username` asking for `protocol`.
+    /// Connects to `url` (WebSocket or kNet) and logs in as `username`
+    /// asking for `protocol`.
     pub async fn login(url: &str, username: &str, protocol: u32) -> Result<Session, Error> {
-        let (socket, _) =
-            tokio::time::timeout(SETUP_PATIENCE, tokio_tungstenite::connect_async(url)).await??;
-        let _ = socket.get_ref();
+        let link = tokio::time::timeout(SETUP_PATIENCE, Link::connect(url)).await??;
+        let login_data = link.login_data(username);
         let mut session = Session {
-            socket,
+            link,
             protocol: ProtocolVersion::ORIGINAL,
             registry: Registry::builtin(),
         };
         session
             .send(&Message::Login(Login {
-                login_data: format!("{{\"username\":\"{username}\"}}"),
+                login_data,
                 protocol_version: Some(protocol),
             }))
             .await?;
@@ -80,28 +76,24 @@ impl Session {
 
     async fn send(&mut self, message: &Message) -> Result<(), Error> {
         let frame = message.encode_frame(self.protocol)?;
-        self.socket.send(WsMessage::Binary(frame.into())).await?;
-        Ok(())
+        self.link.feed(frame).await?;
+        self.link.flush().await
     }
 
     /// The next decoded message (custom component types are registered).
     async fn recv(&mut self) -> Result<Message, Error> {
-        loop {
-            let next = tokio::time::timeout(SETUP_PATIENCE, self.socket.next())
-                .await?
-                .ok_or("connection closed")??;
-            if let WsMessage::Binary(frame) = next {
-                let context = DecodeContext {
-                    protocol_version: self.protocol,
-                    registry: &self.registry,
-                };
-                let message = Message::decode_frame(&frame, &context)?;
-                if let Message::RegisterComponentType(m) = &message {
-                    m.register(&mut self.registry);
-                }
-                return Ok(message);
-            }
+        let frame = tokio::time::timeout(SETUP_PATIENCE, self.link.next_frame())
+            .await?
+            .ok_or("connection closed")??;
+        let context = DecodeContext {
+            protocol_version: self.protocol,
+            registry: &self.registry,
+        };
+        let message = Message::decode_frame(&frame, &context)?;
+        if let Message::RegisterComponentType(m) = &message {
+            m.register(&mut self.registry);
         }
+        Ok(message)
     }
 
     /// Creates `count` entities named `lg-<index>` whose Placeable holds
@@ -123,9 +115,9 @@ impl Session {
                     components: self.entity_components(first_index + local)?,
                 });
                 let frame = message.encode_frame(self.protocol)?;
-                self.socket.feed(WsMessage::Binary(frame.into())).await?;
+                self.link.feed(frame).await?;
             }
-            self.socket.flush().await?;
+            self.link.flush().await?;
             let want = done + batch.len();
             while done < want {
                 if let Message::CreateEntityReply(reply) = self.recv().await? {
@@ -220,11 +212,11 @@ pub async fn run_writer(
         .ok_or("no Placeable type")?
         .slot_types();
     let protocol = session.protocol;
-    let (mut sink, mut stream) = session.socket.split();
+    let (mut sink, mut stream) = session.link.split();
     let received = Arc::new(AtomicU64::new(0));
     let drain_count = received.clone();
     let drain = tokio::spawn(async move {
-        while let Some(Ok(_)) = stream.next().await {
+        while let Some(Ok(_)) = stream.next_frame().await {
             drain_count.fetch_add(1, Ordering::Relaxed);
         }
     });
@@ -249,12 +241,12 @@ pub async fn run_writer(
             let index = first_index + local;
             let frame = edit_frame(entity, placeable, seq, index, &slots, protocol)?;
             table.record(index, seq % SEQ_LIMIT, now_us());
-            sink.feed(WsMessage::Binary(frame.into())).await?;
+            sink.feed(frame).await?;
             sent += 1;
         }
         sink.flush().await?;
     }
-    let _ = sink.close().await;
+    sink.close().await;
     drain.abort();
     Ok(WriterOutcome {
         sent,
@@ -305,17 +297,14 @@ pub async fn run_observer(
     let mut poll = tokio::time::interval(Duration::from_millis(50));
     loop {
         let next = tokio::select! {
-            next = session.socket.next() => next,
+            next = session.link.next_frame() => next,
             _ = poll.tick() => {
                 if state.stop.load(Ordering::Relaxed) { break; }
                 continue;
             }
         };
-        let Some(Ok(WsMessage::Binary(frame))) = next else {
-            match next {
-                None | Some(Err(_)) => break,
-                _ => continue,
-            }
+        let Some(Ok(frame)) = next else {
+            break;
         };
         let at = now_us();
         let start = state.window_start_us.load(Ordering::Relaxed);

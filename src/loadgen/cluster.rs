@@ -58,7 +58,11 @@ pub struct LinkCounters {
 /// One running node process.
 pub struct NodeProcess {
     pub name: String,
+    /// The WebSocket URL.
     pub url: String,
+    /// Where the node serves native clients (kNet UDP, and TCP on the same
+    /// port when it was free too).
+    pub knet: SocketAddr,
     child: Child,
     counters: Arc<Mutex<NodeCounters>>,
 }
@@ -95,6 +99,8 @@ pub struct ClusterSpec {
     pub extra_toml: String,
     /// `[node] threads` of every node (`None`: the node's default).
     pub node_threads: Option<usize>,
+    /// `[tundra] knet_datagrams_per_sec` of every node.
+    pub knet_datagrams_per_sec: u32,
 }
 
 /// The running federation.
@@ -140,10 +146,11 @@ impl Cluster {
             }
             let tundra = free_tcp_port()?;
             let data = free_udp_port()?;
-            let config = node_toml(spec, name, i, tundra, controls[i], data);
+            let knet = free_udp_port()?;
+            let config = node_toml(spec, name, i, [tundra, knet, controls[i], data]);
             let path = dir.join("node.toml");
             std::fs::write(&path, config)?;
-            nodes.push(spawn(&spec.binary, name, &path)?);
+            nodes.push(spawn(&spec.binary, name, &path, knet)?);
         }
         let cluster = Cluster { nodes };
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -172,12 +179,11 @@ fn node_toml(
     spec: &ClusterSpec,
     name: &str,
     index: usize,
-    tundra: SocketAddr,
-    control: SocketAddr,
-    data: SocketAddr,
+    [tundra, knet, control, data]: [SocketAddr; 4],
 ) -> String {
     let tick_hz = spec.tick_hz;
     let extra = &spec.extra_toml;
+    let knet_rate = spec.knet_datagrams_per_sec;
     let threads = spec
         .node_threads
         .map_or(String::new(), |n| format!("threads = {n}\n"));
@@ -190,6 +196,8 @@ tick_hz = {tick_hz}
 
 [tundra]
 listen = "{tundra}"
+knet_listen = "{knet}"
+knet_datagrams_per_sec = {knet_rate}
 
 [limits]
 max_entities_per_client = 1000000
@@ -224,7 +232,7 @@ fn free_udp_port() -> Result<SocketAddr, Error> {
     Ok(UdpSocket::bind("127.0.0.1:0")?.local_addr()?)
 }
 
-fn spawn(binary: &Path, name: &str, config: &Path) -> Result<NodeProcess, Error> {
+fn spawn(binary: &Path, name: &str, config: &Path, knet: SocketAddr) -> Result<NodeProcess, Error> {
     let mut child = Command::new(binary)
         .arg("run")
         .arg("--config")
@@ -262,6 +270,7 @@ fn spawn(binary: &Path, name: &str, config: &Path) -> Result<NodeProcess, Error>
     Ok(NodeProcess {
         name: name.to_owned(),
         url,
+        knet,
         child,
         counters,
     })

@@ -14,6 +14,7 @@ pub mod baseline;
 pub mod client;
 pub mod cluster;
 pub mod latency;
+pub mod link;
 pub mod proc_stats;
 pub mod report;
 pub mod scenario;

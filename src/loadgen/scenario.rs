@@ -18,6 +18,29 @@ use super::report::{LinkReport, NodeReport, RunReport};
 /// run goes ahead with the entities that arrived.
 const SEEN_PATIENCE: Duration = Duration::from_secs(5);
 
+/// Which transport the load clients use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LoadTransport {
+    /// Tundra over WebSocket.
+    Ws,
+    /// Native Tundra: kNet over UDP.
+    KnetUdp,
+    /// Native Tundra: kNet over TCP.
+    KnetTcp,
+}
+
+impl LoadTransport {
+    /// The URL clients of this transport dial on a started node.
+    fn url(self, node: &super::cluster::NodeProcess) -> String {
+        match self {
+            LoadTransport::Ws => node.url.clone(),
+            LoadTransport::KnetUdp => format!("knet+udp://{}", node.knet),
+            LoadTransport::KnetTcp => format!("knet+tcp://{}", node.knet),
+        }
+    }
+}
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct Scenario {
@@ -41,6 +64,11 @@ pub struct Scenario {
     pub target_pid: Option<u32>,
     /// Tundra protocol version the clients ask for.
     pub protocol: u32,
+    /// The clients' transport on started nodes (an external target's URL
+    /// names its own: `ws://`, `knet+udp://`, `knet+tcp://`).
+    pub transport: LoadTransport,
+    /// `[tundra] knet_datagrams_per_sec` of started nodes.
+    pub knet_datagrams_per_sec: u32,
     /// The binary started for each node.
     pub binary: PathBuf,
     /// Extra TOML appended to each generated node.toml.
@@ -66,6 +94,7 @@ pub async fn run(scenario: &Scenario) -> Result<RunReport, Error> {
                 binary: scenario.binary.clone(),
                 extra_toml: scenario.extra_toml.clone(),
                 node_threads: scenario.node_threads,
+                knet_datagrams_per_sec: scenario.knet_datagrams_per_sec,
             };
             Some(tokio::task::spawn_blocking(move || Cluster::start(&spec)).await??)
         }
@@ -76,8 +105,14 @@ pub async fn run(scenario: &Scenario) -> Result<RunReport, Error> {
             scenario.observer_target.clone().unwrap_or(target.clone()),
         ),
         (None, Some(c)) => (
-            c.nodes.first().map(|n| n.url.clone()).unwrap_or_default(),
-            c.nodes.last().map(|n| n.url.clone()).unwrap_or_default(),
+            c.nodes
+                .first()
+                .map(|n| scenario.transport.url(n))
+                .unwrap_or_default(),
+            c.nodes
+                .last()
+                .map(|n| scenario.transport.url(n))
+                .unwrap_or_default(),
         ),
         (None, None) => unreachable!("a cluster is started when there is no target"),
     };

@@ -13,6 +13,7 @@ use crate::federation::{Federation, FederationEvent, Link, LinkId};
 use crate::less::session::CloseReason;
 use crate::scene::{ClientId, Scene};
 use crate::server::{ServerEvent, TundraServer};
+use crate::transport::client::ClientTransport;
 use crate::tundra::messages::edit_attributes_target;
 use crate::upstream::{Bridge, BridgeEvent};
 
@@ -158,9 +159,15 @@ impl Node {
         }
     }
 
-    /// A client connected.
-    pub fn handle_client_connect(&mut self, client: ClientId, now: Time) {
-        self.server.handle_connect(client, now);
+    /// A client connected over `transport`, which decides how it logs in.
+    pub fn handle_client_connect(
+        &mut self,
+        client: ClientId,
+        now: Time,
+        transport: ClientTransport,
+    ) {
+        self.server
+            .handle_connect(client, now, transport.login_dialect());
     }
 
     /// One frame from a client.

@@ -24,11 +24,14 @@ use crate::peering::handshake::Initiator;
 use crate::peering::reason::{Reason, ReasonCode};
 use crate::scene::{ClientId, Scene};
 use crate::server::{ServerConfig, ServerEvent, TundraServer};
+use crate::transport::client::{ClientEvent, ClientHandle, ConnectionIds};
+use crate::transport::knet::listener::{KnetListener, KnetOptions};
+use crate::transport::knet::udp_server::UdpServerOptions;
 use crate::transport::peer::{
     Frame, PeerEvent, PeerLink, PeerNode, PeerNodeConfig, PeerStartError, SessionOwnership,
 };
 use crate::transport::tls;
-use crate::transport::websocket::{self, ClientEvent, ClientHandle, ListenerOptions};
+use crate::transport::websocket::{self, ListenerOptions};
 use crate::tundra::Registry;
 
 /// Why a node could not start.
@@ -38,6 +41,11 @@ pub enum StartError {
     Scene { file: String, message: String },
     #[error("cannot listen for Tundra clients on {addr}: {source} (is another server on that port? set tundra.listen or --tundra-listen)")]
     Listen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("cannot listen for native Tundra clients (kNet UDP) on {addr}: {source} (set tundra.knet_listen or --knet-listen to a free address)")]
+    KnetListen {
         addr: SocketAddr,
         source: std::io::Error,
     },
@@ -95,6 +103,12 @@ pub type TickHook = Box<dyn FnMut(&mut Scene, Time) + Send>;
 /// A node that has bound its sockets and is ready to run.
 pub struct Running {
     pub tundra_addr: SocketAddr,
+    knet_addr: Option<SocketAddr>,
+    /// Whether the kNet listener serves TCP too (not when its port is the
+    /// WebSocket listener's).
+    knet_tcp: bool,
+    /// The kNet listener while not yet serving.
+    knet: Option<KnetListener>,
     node: Node,
     config: NodeConfig,
     listener: Option<TcpListener>,
@@ -143,6 +157,16 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
     let tundra_addr = listener
         .local_addr()
         .map_err(|source| StartError::Listen { addr, source })?;
+    let knet = match config.tundra.knet_listen {
+        Some(addr) => Some(
+            KnetListener::bind(addr)
+                .await
+                .map_err(|source| StartError::KnetListen { addr, source })?,
+        ),
+        None => None,
+    };
+    let knet_addr = knet.as_ref().map(KnetListener::local_addr);
+    let knet_tcp = knet.as_ref().is_some_and(KnetListener::has_tcp);
     let http = match config.http.listen {
         Some(addr) => Some(
             http::bind(addr)
@@ -187,6 +211,9 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
     }
     Ok(Running {
         tundra_addr,
+        knet_addr,
+        knet_tcp,
+        knet,
         node,
         config,
         listener: Some(listener),
@@ -202,6 +229,17 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
 }
 
 impl Running {
+    /// Where native Tundra clients connect over kNet (UDP, and TCP on the
+    /// same port), when `[tundra] knet_listen` is set.
+    pub fn knet_addr(&self) -> Option<SocketAddr> {
+        self.knet_addr
+    }
+
+    /// Whether native clients can use kNet over TCP as well as UDP.
+    pub fn knet_tcp(&self) -> bool {
+        self.knet_tcp
+    }
+
     /// The URL a Tundra WebSocket client connects to.
     pub fn tundra_url(&self) -> String {
         let scheme = if self.tls.is_some() { "wss" } else { "ws" };
@@ -234,14 +272,27 @@ impl Running {
     pub async fn run(mut self, shutdown: impl Future<Output = ()>) {
         let clock = Clock::start();
         let (events_tx, mut events) = mpsc::channel(1024);
+        // One id counter for every listener: ids stay unique across transports.
+        let connection_ids = ConnectionIds::default();
         let options = ListenerOptions {
             tls: self.tls.clone(),
             max_frame_bytes: self.config.limits.max_frame_bytes,
         };
-        let listener_task = self
-            .listener
-            .take()
-            .map(|listener| tokio::spawn(websocket::serve(listener, options, events_tx)));
+        let knet_tasks = self.knet.take().map_or_else(Vec::new, |knet| {
+            knet.spawn(
+                connection_ids.clone(),
+                knet_options(&self.config),
+                events_tx.clone(),
+            )
+        });
+        let listener_task = self.listener.take().map(|listener| {
+            tokio::spawn(websocket::serve(
+                listener,
+                options,
+                connection_ids.clone(),
+                events_tx,
+            ))
+        });
         info!(url = %self.tundra_url(), node = %self.config.node.name, "listening for Tundra clients");
         let http_task = self.http.take().map(|listener| {
             if let Some(addr) = self.http_addr {
@@ -428,7 +479,11 @@ impl Running {
         // The listeners are closed before `run` returns (a task is dropped
         // when an aborted one is awaited), so a node restarted at once can
         // bind the same ports.
-        for task in [listener_task, http_task].into_iter().flatten() {
+        for task in [listener_task, http_task]
+            .into_iter()
+            .flatten()
+            .chain(knet_tasks)
+        {
             task.abort();
             let _ = task.await;
         }
@@ -554,11 +609,17 @@ impl Running {
         clock: &Clock,
     ) -> usize {
         match event {
-            ClientEvent::Connected { id, addr, handle } => {
+            ClientEvent::Connected {
+                id,
+                addr,
+                transport,
+                handle,
+            } => {
                 let client = ClientId(id.0);
-                debug!(%client, %addr, "client connected");
+                debug!(%client, %addr, %transport, "client connected");
                 handles.insert(client, handle);
-                self.node.handle_client_connect(client, clock.now());
+                self.node
+                    .handle_client_connect(client, clock.now(), transport);
                 1
             }
             ClientEvent::Frames { id, frames } => {
@@ -668,6 +729,33 @@ fn send_due(session: &mut Session, peer: &PeerLink, now: Time) {
         if peer.transmit(transmit).is_err() {
             break;
         }
+    }
+}
+
+/// Bytes a kNet connection holds beyond the node's own client queue: kept
+/// small so a slow native client's backlog shows in its queued bytes, where
+/// the sync state coalesces, as for a WebSocket client.
+const KNET_UNSENT_BYTES: usize = 64 * 1024;
+
+/// The kNet listener's settings from the node's config.
+fn knet_options(config: &NodeConfig) -> KnetOptions {
+    let udp = crate::knet::udp::UdpConfig {
+        datagrams_per_sec: config.tundra.knet_datagrams_per_sec,
+        max_unsent_bytes: KNET_UNSENT_BYTES,
+        max_message_bytes: config.limits.max_frame_bytes,
+        ..Default::default()
+    };
+    let tcp = crate::knet::tcp::TcpConfig {
+        max_message_bytes: config.limits.max_frame_bytes,
+        ..Default::default()
+    };
+    KnetOptions {
+        udp: UdpServerOptions {
+            connection: udp,
+            max_half_open_per_address: config.limits.max_half_open_per_address,
+            max_half_open: config.limits.max_half_open,
+        },
+        tcp,
     }
 }
 

@@ -3,6 +3,7 @@
 use foldhash::{HashMap, HashMapExt};
 
 use super::interest::Observer;
+use super::login::LoginDialect;
 use super::rate::RateLimiter;
 use super::sync_state::SyncState;
 use crate::clock::Time;
@@ -30,7 +31,11 @@ pub struct Client {
     pub user: UserId,
     pub username: String,
     pub protocol: ProtocolVersion,
-    /// Login properties, every top-level JSON key.
+    /// How this client's login data is written (JSON or XML), from its
+    /// transport; also the form of its LoginReply data.
+    pub dialect: LoginDialect,
+    /// Login properties: every top-level JSON key, or every child element
+    /// of the login XML, with the same meaning either way.
     pub properties: serde_json::Map<String, serde_json::Value>,
     pub sync: SyncState,
     /// Custom component types still to send (RegisterComponentType).
@@ -53,7 +58,7 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn new(id: ClientId, now: Time, messages_per_second: u32) -> Client {
+    pub fn new(id: ClientId, now: Time, messages_per_second: u32, dialect: LoginDialect) -> Client {
         Client {
             id,
             connected_at: now,
@@ -61,6 +66,7 @@ impl Client {
             user: UserId(0),
             username: String::new(),
             protocol: ProtocolVersion::ORIGINAL,
+            dialect,
             properties: Default::default(),
             sync: SyncState::default(),
             pending_types: Vec::new(),

@@ -8,6 +8,7 @@ use tracing::{debug, info, warn};
 
 use super::client::{Client, LoginState};
 use super::edit_frame::EditFrames;
+use super::login::LoginDialect;
 use crate::clock::Time;
 use crate::config::Limits;
 use crate::scene::{Change, ClientId, Scene};
@@ -26,8 +27,9 @@ pub struct ServerConfig {
     /// Login properties a client must present with exactly these values.
     pub required_login: BTreeMap<String, String>,
     pub interest_management: bool,
-    /// Reply data for a successful login (must be valid JSON: WebTundra
-    /// breaks on an empty string, reference section 14).
+    /// Reply data for a successful login of a WebSocket client (must be
+    /// valid JSON: WebTundra breaks on an empty string, reference section
+    /// 14). Native clients get XML instead (`tundra::login_xml`).
     pub login_reply: String,
 }
 
@@ -146,9 +148,9 @@ impl TundraServer {
         self.clients.values().filter(|c| c.is_authenticated())
     }
 
-    /// A new connection. Returns false (and queues a close) when the node is
-    /// full.
-    pub fn handle_connect(&mut self, client: ClientId, now: Time) -> bool {
+    /// A new connection whose login data will be in `dialect`. Returns false
+    /// (and queues a close) when the node is full.
+    pub fn handle_connect(&mut self, client: ClientId, now: Time, dialect: LoginDialect) -> bool {
         if self.clients.len() >= self.config.limits.max_clients {
             warn!(%client, limit = self.config.limits.max_clients, "refused: limits.max_clients reached");
             self.closes.push_back((
@@ -158,7 +160,8 @@ impl TundraServer {
             return false;
         }
         let rate = self.config.limits.max_messages_per_second;
-        self.clients.insert(client, Client::new(client, now, rate));
+        self.clients
+            .insert(client, Client::new(client, now, rate, dialect));
         true
     }
 

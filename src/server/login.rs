@@ -1,4 +1,7 @@
-//! Login (100) and the reply sequence of reference section 7.2.
+//! Login (100) and the reply sequence of reference section 7.2, for both
+//! login dialects: JSON from WebSocket clients, XML from native (kNet)
+//! clients (knet-wire.md §5.3-5.4). Both give the same property map, checked
+//! by the same `required_login` policy.
 
 use tracing::{info, warn};
 
@@ -7,8 +10,20 @@ use super::core::{ServerEvent, TundraServer};
 use super::sync_state::SyncState;
 use crate::clock::Time;
 use crate::scene::{ClientId, Scene};
+use crate::tundra::login_xml::{login_reply_xml, parse_login_xml};
 use crate::tundra::messages::{ClientJoined, Login, LoginReply, RegisterComponentType};
 use crate::tundra::{EntityId, Message, ProtocolVersion, UserId};
+
+/// How a client writes its login data, which its transport decides
+/// (knet-wire.md §5.6 point 2). The LoginReply's data uses the same form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LoginDialect {
+    /// A JSON object (WebSocket clients, reference section 4.1).
+    #[default]
+    Json,
+    /// `<login><key value="..." />...</login>` (native clients, §5.3).
+    Xml,
+}
 
 /// Tundra closes a refused WebSocket client about a second after the reply
 /// (`DisconnectDelayed()` default 1000 ms), so the reason arrives.
@@ -29,35 +44,38 @@ impl TundraServer {
             // A second Login is dropped, as Tundra drops it for a logged-in user.
             return;
         }
-        // "If the JSON fails to parse nothing is sent (connection stays
-        // unauthenticated)" (reference section 4.1).
-        let properties = match serde_json::from_str::<serde_json::Value>(&login.login_data) {
-            Ok(serde_json::Value::Object(map)) => map,
-            Ok(_) | Err(_) => {
-                warn!(%client, "login data is not a JSON object; nothing sent");
-                self.stats.refused_messages += 1;
-                return;
-            }
-        };
         let protocol =
             ProtocolVersion::negotiate(login.protocol_version).max(ProtocolVersion::ORIGINAL);
-        if let Some(reason) = self.login_refusal(&properties) {
-            info!(%client, %reason, "login refused");
-            self.push_raw(
-                client,
-                protocol,
-                &Message::LoginReply(LoginReply {
-                    success: false,
-                    user_id: UserId(0),
-                    reply_data: reason,
-                    protocol_version: None,
-                }),
-            );
-            if let Some(c) = self.clients.get_mut(&client) {
-                c.login = LoginState::Refused {
-                    close_at: now + REFUSED_CLOSE_DELAY,
-                };
+        let dialect = state.dialect;
+        let properties = match dialect {
+            // "If the JSON fails to parse nothing is sent (connection stays
+            // unauthenticated)" (reference section 4.1).
+            LoginDialect::Json => {
+                match serde_json::from_str::<serde_json::Value>(&login.login_data) {
+                    Ok(serde_json::Value::Object(map)) => map,
+                    Ok(_) | Err(_) => {
+                        warn!(%client, "login data is not a JSON object; nothing sent");
+                        self.stats.refused_messages += 1;
+                        return;
+                    }
+                }
             }
+            // A real server logs malformed login XML and lets the client in
+            // with no properties (§5.3). We refuse it instead, deliberately,
+            // with the reason: a real client always writes valid XML, so
+            // broken XML is a broken client, better told why than let in
+            // nameless and treated as if it had sent nothing.
+            LoginDialect::Xml => match parse_login_xml(&login.login_data) {
+                Ok(map) => map,
+                Err(error) => {
+                    self.stats.refused_messages += 1;
+                    self.refuse_login(client, protocol, now, error.to_string());
+                    return;
+                }
+            },
+        };
+        if let Some(reason) = self.login_refusal(&properties) {
+            self.refuse_login(client, protocol, now, reason);
             return;
         }
         // User ids: max of existing ids + 1, from 1
@@ -115,10 +133,14 @@ impl TundraServer {
                 }),
             );
         }
+        let reply_data = match dialect {
+            LoginDialect::Json => self.config.login_reply.clone(),
+            LoginDialect::Xml => login_reply_xml(),
+        };
         let reply = Message::LoginReply(LoginReply {
             success: true,
             user_id: user,
-            reply_data: self.config.login_reply.clone(),
+            reply_data,
             protocol_version: Some(protocol.0),
         });
         self.push_message(client, &reply);
@@ -128,6 +150,33 @@ impl TundraServer {
             user,
             username,
         });
+    }
+
+    /// Sends a failed LoginReply carrying `reason` (the same text in both
+    /// dialects) and closes the client after [`REFUSED_CLOSE_DELAY`].
+    fn refuse_login(
+        &mut self,
+        client: ClientId,
+        protocol: ProtocolVersion,
+        now: Time,
+        reason: String,
+    ) {
+        info!(%client, %reason, "login refused");
+        self.push_raw(
+            client,
+            protocol,
+            &Message::LoginReply(LoginReply {
+                success: false,
+                user_id: UserId(0),
+                reply_data: reason,
+                protocol_version: None,
+            }),
+        );
+        if let Some(c) = self.clients.get_mut(&client) {
+            c.login = LoginState::Refused {
+                close_at: now + REFUSED_CLOSE_DELAY,
+            };
+        }
     }
 
     /// Why a login is refused by the configured policy, if it is.

@@ -13,6 +13,8 @@ mod edit_frame;
 mod handlers;
 mod interest;
 mod login;
+#[cfg(test)]
+mod login_tests;
 mod rate;
 mod rigid_body;
 mod slots;
@@ -25,4 +27,5 @@ mod writer;
 
 pub use self::core::{ServerConfig, ServerEvent, ServerStats, TundraServer};
 pub use client::Client;
+pub use login::LoginDialect;
 pub use sync_state::{Presence, SlotSet, SyncState};

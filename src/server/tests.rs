@@ -5,6 +5,7 @@
 use bytes::Bytes;
 
 use super::core::{ServerConfig, TundraServer};
+use super::login::LoginDialect;
 use crate::clock::Time;
 use crate::scene::{ChangeSource, ClientId, Origin, Scene};
 use crate::tundra::messages::{EditAttributes, EditAttributesBlock, Login};
@@ -19,7 +20,7 @@ const RIGID_BODY: u32 = 23;
 
 /// A scene with one local entity holding a Placeable (component 1) and a
 /// RigidBody (component 2).
-fn scene() -> (Scene, EntityId) {
+pub(super) fn scene() -> (Scene, EntityId) {
     let registry = Registry::builtin();
     let components = [(1, PLACEABLE), (2, RIGID_BODY)]
         .into_iter()
@@ -51,7 +52,7 @@ fn server() -> TundraServer {
 }
 
 fn connect(server: &mut TundraServer, scene: &mut Scene, client: ClientId, protocol: u32) {
-    server.handle_connect(client, Time::ZERO);
+    server.handle_connect(client, Time::ZERO, LoginDialect::Json);
     let login = Message::Login(Login {
         login_data: "{\"username\":\"t\"}".into(),
         protocol_version: Some(protocol),
@@ -134,7 +135,7 @@ fn edits_before_login_are_dropped_and_malformed_ones_close() {
     let (mut scene, entity) = scene();
     let mut server = server();
     let early = ClientId(1);
-    server.handle_connect(early, Time::ZERO);
+    server.handle_connect(early, Time::ZERO, LoginDialect::Json);
     let edit = AttributeEdit {
         index: 0,
         value: transform(3.0),

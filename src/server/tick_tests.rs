@@ -9,6 +9,7 @@ use bytes::Bytes;
 use proptest::prelude::*;
 
 use super::core::{ServerConfig, TundraServer};
+use super::login::LoginDialect;
 use crate::clock::Time;
 use crate::scene::{ChangeSource, ClientId, Origin, Scene};
 use crate::tundra::messages::{EditAttributes, EditAttributesBlock, Login};
@@ -143,7 +144,7 @@ impl Side {
         server.edit_frames.general_only = general_only;
         for (id, protocol) in CLIENTS {
             let client = ClientId(id);
-            server.handle_connect(client, Time::ZERO);
+            server.handle_connect(client, Time::ZERO, LoginDialect::Json);
             let login = Message::Login(Login {
                 login_data: "{\"username\":\"t\"}".into(),
                 protocol_version: Some(protocol),

@@ -86,8 +86,11 @@ impl TundraServer {
             return;
         };
         let protocol = client.protocol;
-        // Protocol 4 WebSocket clients take transforms as RigidBodyUpdate.
-        let rigid_bodies = protocol >= ProtocolVersion::WEB_CLIENT_RIGID_BODY;
+        // Protocol 4 WebSocket clients take transforms as RigidBodyUpdate,
+        // and so does every native (kNet) client, whatever its protocol
+        // (tundra-wire.md section 6.1, "who gets 119").
+        let rigid_bodies = protocol >= ProtocolVersion::WEB_CLIENT_RIGID_BODY
+            || client.dialect == super::LoginDialect::Xml;
         let mut records = Vec::new();
         // Frames in the order the entities' messages go out, after the
         // RigidBodyUpdate batch.

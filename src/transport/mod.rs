@@ -1,7 +1,9 @@
 //! The only code that does I/O: sockets, TLS, timers. Each driver moves bytes
 //! between the network and the pure protocol cores and keeps its loop small.
 
+pub mod client;
 pub mod identity;
+pub mod knet;
 pub mod peer;
 pub mod peer_tls;
 pub mod tls;

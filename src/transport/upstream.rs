@@ -1,5 +1,6 @@
-//! The upstream driver: one WebSocket client connection to a Tundra world
-//! server at a time, redialled with backoff (docs/upstream.md section 5).
+//! The upstream driver: one client connection to a Tundra world server at a
+//! time, over WebSocket (`ws://`, `wss://`) or native kNet (`knet+udp://`,
+//! `knet+tcp://`), redialled with backoff (docs/upstream.md section 5).
 //!
 //! It only moves bytes: binary frames in become [`UpstreamEvent::Frame`],
 //! frames the bridge core produced go out through the sender handed over
@@ -15,6 +16,8 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message as WsMessage;
 use tracing::{debug, info, warn};
 
+use super::knet::client::{connect as knet_connect, KnetClientConfig};
+use super::knet::{parse_knet_url, ClientInbound, KnetTransport};
 use crate::peering::backoff::Backoff;
 use crate::tundra::messages::MAX_PAYLOAD_BYTES;
 
@@ -68,53 +71,61 @@ async fn run(dial: UpstreamDial, events: mpsc::Sender<UpstreamEvent>) {
     // A world server's CreateEntity may be large; kNet's own cap (section 2.2).
     config.max_message_size = Some(MAX_PAYLOAD_BYTES);
     config.max_frame_size = Some(MAX_PAYLOAD_BYTES);
+    let knet = parse_knet_url(&dial.url).map(|(transport, addr)| (transport, addr.to_owned()));
     loop {
-        let reason = match tokio_tungstenite::connect_async_with_config(
-            dial.url.as_str(),
-            Some(config),
-            true,
-        )
-        .await
-        {
-            Ok((socket, _)) => {
-                // The backoff starts over only once the login succeeded: a
-                // server that accepts connections but refuses or ignores
-                // the login is redialled ever more slowly.
-                info!(url = %dial.url, "connected to the world server");
-                let (mut sink, mut stream) = socket.split();
-                let (out, mut outgoing) = mpsc::unbounded_channel::<UpstreamCommand>();
-                if events.send(UpstreamEvent::Connected(out)).await.is_err() {
-                    return;
-                }
-                loop {
-                    tokio::select! {
-                        command = outgoing.recv() => match command {
-                            Some(UpstreamCommand::Frame(frame)) => {
-                                if let Err(error) = sink.send(WsMessage::Binary(frame.into())).await {
-                                    break error.to_string();
+        let reason = if let Some((transport, addr)) = &knet {
+            match run_knet(addr, *transport, &dial, &events, &mut backoff).await {
+                Ok(reason) => reason,
+                Err(Stopped) => return,
+            }
+        } else {
+            match tokio_tungstenite::connect_async_with_config(
+                dial.url.as_str(),
+                Some(config),
+                true,
+            )
+            .await
+            {
+                Ok((socket, _)) => {
+                    // The backoff starts over only once the login succeeded: a
+                    // server that accepts connections but refuses or ignores
+                    // the login is redialled ever more slowly.
+                    info!(url = %dial.url, "connected to the world server");
+                    let (mut sink, mut stream) = socket.split();
+                    let (out, mut outgoing) = mpsc::unbounded_channel::<UpstreamCommand>();
+                    if events.send(UpstreamEvent::Connected(out)).await.is_err() {
+                        return;
+                    }
+                    loop {
+                        tokio::select! {
+                            command = outgoing.recv() => match command {
+                                Some(UpstreamCommand::Frame(frame)) => {
+                                    if let Err(error) = sink.send(WsMessage::Binary(frame.into())).await {
+                                        break error.to_string();
+                                    }
                                 }
-                            }
-                            Some(UpstreamCommand::LoggedIn) => backoff.reset(),
-                            Some(UpstreamCommand::Close(reason)) => {
-                                let _ = sink.send(WsMessage::Close(None)).await;
-                                break reason;
-                            }
-                            None => break "node released the connection".to_owned(),
-                        },
-                        message = stream.next() => match message {
-                            Some(Ok(WsMessage::Binary(bytes))) => {
-                                if events.send(UpstreamEvent::Frame(bytes.to_vec())).await.is_err() {
-                                    return;
+                                Some(UpstreamCommand::LoggedIn) => backoff.reset(),
+                                Some(UpstreamCommand::Close(reason)) => {
+                                    let _ = sink.send(WsMessage::Close(None)).await;
+                                    break reason;
                                 }
-                            }
-                            Some(Ok(WsMessage::Close(_))) | None => break "closed by the world server".to_owned(),
-                            Some(Ok(other)) => debug!(kind = ?other, "non-binary frame from the world server ignored"),
-                            Some(Err(error)) => break error.to_string(),
-                        },
+                                None => break "node released the connection".to_owned(),
+                            },
+                            message = stream.next() => match message {
+                                Some(Ok(WsMessage::Binary(bytes))) => {
+                                    if events.send(UpstreamEvent::Frame(bytes.to_vec())).await.is_err() {
+                                        return;
+                                    }
+                                }
+                                Some(Ok(WsMessage::Close(_))) | None => break "closed by the world server".to_owned(),
+                                Some(Ok(other)) => debug!(kind = ?other, "non-binary frame from the world server ignored"),
+                                Some(Err(error)) => break error.to_string(),
+                            },
+                        }
                     }
                 }
+                Err(error) => error.to_string(),
             }
-            Err(error) => error.to_string(),
         };
         if events
             .send(UpstreamEvent::Disconnected {
@@ -128,5 +139,67 @@ async fn run(dial: UpstreamDial, events: mpsc::Sender<UpstreamEvent>) {
         let delay = backoff.next_delay();
         warn!(url = %dial.url, %reason, delay_ms = delay.as_millis() as u64, "world server link down; redialling");
         tokio::time::sleep(delay).await;
+    }
+}
+
+/// The node stopped listening to the driver.
+struct Stopped;
+
+/// One kNet connection to the world server, until it ends; the reason.
+async fn run_knet(
+    addr: &str,
+    transport: KnetTransport,
+    dial: &UpstreamDial,
+    events: &mpsc::Sender<UpstreamEvent>,
+    backoff: &mut Backoff,
+) -> Result<String, Stopped> {
+    let server = match tokio::net::lookup_host(addr).await.map(|mut a| a.next()) {
+        Ok(Some(server)) => server,
+        Ok(None) => return Ok(format!("{addr}: no address")),
+        Err(error) => return Ok(format!("{addr}: {error}")),
+    };
+    let mut client = match knet_connect(server, transport, KnetClientConfig::default()).await {
+        Ok(client) => client,
+        Err(error) => return Ok(error.to_string()),
+    };
+    // kNet/UDP has no handshake: the connection counts as open now, and a
+    // server that never answers ends it with "connect failed" (5 s).
+    info!(url = %dial.url, "connected to the world server");
+    let (out, mut outgoing) = mpsc::unbounded_channel::<UpstreamCommand>();
+    if events.send(UpstreamEvent::Connected(out)).await.is_err() {
+        client.close();
+        return Err(Stopped);
+    }
+    loop {
+        tokio::select! {
+            command = outgoing.recv() => match command {
+                Some(UpstreamCommand::Frame(frame)) => {
+                    if !client.send(frame.into()) {
+                        return Ok("connection task ended".to_owned());
+                    }
+                }
+                Some(UpstreamCommand::LoggedIn) => backoff.reset(),
+                Some(UpstreamCommand::Close(reason)) => {
+                    client.close();
+                    return Ok(reason);
+                }
+                None => {
+                    client.close();
+                    return Ok("node released the connection".to_owned());
+                }
+            },
+            inbound = client.inbound.recv() => match inbound {
+                Some(ClientInbound::Frames(frames)) => {
+                    for frame in frames {
+                        if events.send(UpstreamEvent::Frame(frame.to_vec())).await.is_err() {
+                            client.close();
+                            return Err(Stopped);
+                        }
+                    }
+                }
+                Some(ClientInbound::Closed(reason)) => return Ok(reason),
+                None => return Ok("connection task ended".to_owned()),
+            },
+        }
     }
 }

@@ -7,22 +7,24 @@
 //! a client that does not read (its sync state then coalesces instead).
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_util::{FutureExt, SinkExt, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::mpsc;
 use tokio_rustls::TlsAcceptor;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::Message;
 use tracing::{debug, info, info_span, warn, Instrument};
 
-/// How long a closing connection may take to flush what is queued.
-pub const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+// The client model is shared by every transport; these names stay here too
+// so code written against the WebSocket listener keeps compiling.
+pub use super::client::{
+    ClientEvent, ClientHandle, ClientOutbound, ClientTransport, ConnectionId, ConnectionIds,
+    Outbound, CLOSE_GRACE,
+};
 
 /// Most frames written to a client before one flush: bounds the latency
 /// a long queue adds to its first frame and the memory of one batch.
@@ -38,74 +40,6 @@ pub const READ_BATCH: usize = 256;
 /// channel this bounds the memory of frames waiting for the node.
 const READ_BATCH_BYTES: usize = 16 * 1024;
 
-/// Identifies one client connection for the lifetime of the process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ConnectionId(pub u64);
-
-impl std::fmt::Display for ConnectionId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "c{}", self.0)
-    }
-}
-
-/// What the listener tells the node.
-#[derive(Debug)]
-pub enum ClientEvent {
-    Connected {
-        id: ConnectionId,
-        addr: SocketAddr,
-        handle: ClientHandle,
-    },
-    /// Binary WebSocket messages (each u16 LE message id + payload) that
-    /// arrived together, in order: one event, so the channel and the node
-    /// loop's wake-up are paid per batch, not per frame.
-    Frames {
-        id: ConnectionId,
-        frames: Vec<Bytes>,
-    },
-    Closed {
-        id: ConnectionId,
-        reason: String,
-    },
-}
-
-#[derive(Debug)]
-enum Outbound {
-    Frame(Bytes),
-    Close(String),
-}
-
-/// The node's side of one client connection.
-#[derive(Debug, Clone)]
-pub struct ClientHandle {
-    outbound: mpsc::UnboundedSender<Outbound>,
-    queued: Arc<AtomicUsize>,
-    closing: Arc<Notify>,
-}
-
-impl ClientHandle {
-    /// Queues one frame. The queue is unbounded by design: the node bounds it
-    /// by checking [`ClientHandle::queued_bytes`] before building more.
-    pub fn send(&self, frame: Bytes) {
-        self.queued.fetch_add(frame.len(), Ordering::Relaxed);
-        if self.outbound.send(Outbound::Frame(frame)).is_err() {
-            // The connection task has ended; its Closed event is on its way.
-        }
-    }
-
-    /// Bytes handed to [`ClientHandle::send`] and not yet written to the socket.
-    pub fn queued_bytes(&self) -> usize {
-        self.queued.load(Ordering::Relaxed)
-    }
-
-    /// Closes the connection after the frames already queued; a client that
-    /// is not reading gets [`CLOSE_GRACE`] to take them, then is dropped.
-    pub fn close(&self, reason: impl Into<String>) {
-        let _ = self.outbound.send(Outbound::Close(reason.into()));
-        self.closing.notify_one();
-    }
-}
-
 /// Listener settings.
 #[derive(Clone)]
 pub struct ListenerOptions {
@@ -113,13 +47,14 @@ pub struct ListenerOptions {
     pub max_frame_bytes: usize,
 }
 
-/// Accepts connections until `events` is closed by the node.
+/// Accepts connections until `events` is closed by the node. Connection ids
+/// come from `ids`, shared with the node's other listeners.
 pub async fn serve(
     listener: TcpListener,
     options: ListenerOptions,
+    ids: ConnectionIds,
     events: mpsc::Sender<ClientEvent>,
 ) {
-    let mut next_id = 0u64;
     loop {
         let (tcp, addr) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -133,8 +68,7 @@ pub async fn serve(
             },
             _ = events.closed() => return,
         };
-        next_id += 1;
-        let id = ConnectionId(next_id);
+        let id = ids.next();
         // Tundra's server sets TCP_NODELAY; small sync messages must not wait.
         let _ = tcp.set_nodelay(true);
         let options = options.clone();
@@ -175,23 +109,22 @@ async fn run_connection<S>(
         }
     };
     let (mut sink, mut source) = socket.split();
-    let (outbound, mut outbound_rx) = mpsc::unbounded_channel();
-    let queued = Arc::new(AtomicUsize::new(0));
-    let closing = Arc::new(Notify::new());
-    let handle = ClientHandle {
-        outbound,
-        queued: queued.clone(),
-        closing: closing.clone(),
-    };
+    let (handle, mut outbound_rx) = ClientHandle::pair();
     // Armed once the node asks to close: bounds how long a send may block.
+    let closing = outbound_rx.closing();
     let close_deadline = async {
-        closing.notified().await;
+        closing.await;
         tokio::time::sleep(CLOSE_GRACE).await;
     };
     tokio::pin!(close_deadline);
     debug!("connected");
     if events
-        .send(ClientEvent::Connected { id, addr, handle })
+        .send(ClientEvent::Connected {
+            id,
+            addr,
+            transport: ClientTransport::WebSocket,
+            handle,
+        })
         .await
         .is_err()
     {
@@ -243,22 +176,22 @@ async fn run_connection<S>(
                     let mut close = None;
                     while batch.len() < WRITE_BATCH {
                         match outbound_rx.try_recv() {
-                            Ok(Outbound::Frame(more)) => {
+                            Some(Outbound::Frame(more)) => {
                                 len += more.len();
                                 batch.push(more);
                             }
-                            Ok(Outbound::Close(reason)) => {
+                            Some(Outbound::Close(reason)) => {
                                 close = Some(reason);
                                 break;
                             }
-                            Err(_) => break,
+                            None => break,
                         }
                     }
                     let sent = tokio::select! {
                         sent = write_batch(&mut sink, batch) => sent,
                         _ = &mut close_deadline => break "closed by the node; client not reading".to_owned(),
                     };
-                    queued.fetch_sub(len, Ordering::Relaxed);
+                    outbound_rx.taken(len);
                     if let Err(error) = sent {
                         break format!("send failed: {error}");
                     }

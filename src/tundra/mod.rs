@@ -30,6 +30,7 @@ pub mod edit_attributes;
 pub mod error;
 pub mod ids;
 pub mod json;
+pub mod login_xml;
 pub mod messages;
 pub mod orientation;
 pub mod quantize;

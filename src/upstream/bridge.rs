@@ -188,7 +188,8 @@ impl Bridge {
         matches!(self.state, LinkState::Ready { .. })
     }
 
-    /// A WebSocket connection to the world server is open: log in.
+    /// A connection to the world server is open (WebSocket or kNet, as the
+    /// login settings say): log in.
     pub fn handle_connected(&mut self, now: Time) {
         self.last_now = now;
         let down_since = match self.state {

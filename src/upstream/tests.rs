@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::*;
 use crate::clock::Time;
 use crate::scene::{ChangeKind, ChangeSource, Origin, Scene};
+use crate::transport::client::ClientTransport;
 use crate::tundra::messages::{
     CreateEntity, CreateEntityReply, EditAttributes, EditAttributesBlock, EntityAction, IdPair,
     LoginReply, RemoveEntity,
@@ -23,6 +24,7 @@ pub(super) fn bridge() -> Bridge {
         login: LoginSettings {
             properties: BTreeMap::from([("username".to_owned(), "gw".to_owned())]),
             protocol: PROTOCOL,
+            transport: ClientTransport::WebSocket,
         },
         grace: Duration::from_secs(10),
         settle: Duration::from_millis(500),

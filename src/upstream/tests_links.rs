@@ -1,5 +1,6 @@
-//! Scripted link events: a world server that never answers the login, and
-//! a peer link replaced under the bridge (removals held, then resumed).
+//! Scripted link events: a world server that never answers the login, a
+//! native (kNet) login, and a peer link replaced under the bridge (removals
+//! held, then resumed).
 
 use std::time::Duration;
 
@@ -10,6 +11,36 @@ use crate::federation::GlobalId;
 use crate::scene::{ChangeSource, Origin, Scene};
 use crate::tundra::messages::{LoginReply, RemoveEntity};
 use crate::tundra::{AttributeValue, ComponentId, EntityId, Message, Registry, UserId};
+
+#[test]
+fn a_native_bridge_logs_in_with_xml_and_takes_an_xml_reply() {
+    let mut settings = bridge().settings.clone();
+    settings.login.transport = crate::transport::client::ClientTransport::KnetUdp;
+    let (mut b, mut scene) = (Bridge::new(settings), Scene::new(Registry::builtin()));
+    let t0 = Time::from_millis(1_000);
+    b.handle_connected(t0);
+    let login = b.poll_transmit().unwrap();
+    let xml = "<?xml version=\"1.0\"?>\n<login>\n\t<username value=\"gw\" />\n\
+               \t<password value=\"\" />\n\t<protocol value=\"udp\" />\n</login>\n";
+    let mut expected = vec![0x64, 0x00];
+    expected.extend_from_slice(&u16::try_from(xml.len()).unwrap().to_le_bytes());
+    expected.extend_from_slice(xml.as_bytes());
+    expected.push(0x03);
+    assert_eq!(login, expected);
+    // The reply of a real server to a native client (knet-wire.md §5.4).
+    let reply = frame(Message::LoginReply(LoginReply {
+        success: true,
+        user_id: UserId(1),
+        reply_data:
+            "<?xml version=\"1.0\"?>\n<asset>\n\t<defaultStorage name=\"Javascript\" />\n</asset>\n"
+                .into(),
+        protocol_version: Some(4),
+    }));
+    b.handle_frame(t0, &reply, &mut scene);
+    assert_eq!(b.poll_link_command(), Some(LinkCommand::LoggedIn));
+    assert!(matches!(b.state(), LinkState::Syncing { session, .. }
+        if session.user == UserId(1) && session.protocol.0 == 3));
+}
 
 #[test]
 fn a_login_without_reply_is_closed_after_the_timeout_once_and_redialled() {

@@ -17,6 +17,7 @@ use lessgate::less::signature::{LinkRole, SessionKeys};
 use lessgate::node::Node;
 use lessgate::scene::{ClientId, Scene};
 use lessgate::server::{ServerConfig, TundraServer};
+use lessgate::transport::client::ClientTransport;
 use lessgate::tundra::messages::{
     CreateEntity, EditAttributes, EditAttributesBlock, Login, RemoveEntity,
 };
@@ -219,7 +220,7 @@ impl Sim {
     pub fn add_client(&mut self, node: usize) -> ClientId {
         let id = ClientId(self.next_client);
         self.next_client += 1;
-        self.nodes[node].handle_client_connect(id, self.now);
+        self.nodes[node].handle_client_connect(id, self.now, ClientTransport::WebSocket);
         let login = Message::Login(Login {
             login_data: "{\"username\":\"sim\"}".into(),
             protocol_version: Some(3),

@@ -6,7 +6,8 @@
 //! (`-` reads the JSON from standard input); `--hex-lines FILE` decodes one
 //! frame per line (the WebSocket payloads of a capture, extracted with
 //! tshark: docs/inspect.md). `lessgate inspect less` does the same for LESS
-//! frames and reads pcap captures (`less.rs`, `capture.rs`). Each protocol is
+//! frames and reads pcap captures (`less.rs`, `capture.rs`); `lessgate
+//! inspect knet` shows native Tundra traffic (`knet.rs`). Each protocol is
 //! a subcommand.
 
 use std::io::Read;
@@ -19,6 +20,7 @@ use crate::tundra::json::{frame_from_json, frame_to_json};
 use crate::tundra::registry::Registry;
 
 pub mod capture;
+pub mod knet;
 pub mod less;
 
 /// Arguments of `lessgate inspect`.
@@ -35,6 +37,9 @@ pub enum InspectProtocol {
     Tundra(TundraArgs),
     /// A LESS peer-link frame: datagram, stream packet or stream datagram.
     Less(Box<less::LessArgs>),
+    /// Native Tundra (kNet) traffic: UDP datagrams or TCP streams, from
+    /// hex, hex lines, a .jsonl capture or a pcap.
+    Knet(knet::KnetArgs),
 }
 
 /// Arguments of `lessgate inspect tundra`.
@@ -73,6 +78,14 @@ pub fn run(args: InspectArgs) -> Result<(), Box<dyn std::error::Error>> {
             println!("{}", output.text);
             if output.malformed {
                 return Err("malformed LESS frame: see \"undecoded\" / \"error\" above".into());
+            }
+            Ok(())
+        }
+        InspectProtocol::Knet(args) => {
+            let output = knet::run_knet(&args)?;
+            println!("{}", output.text);
+            if output.malformed {
+                return Err("malformed kNet input: see \"error\" above".into());
             }
             Ok(())
         }

@@ -1,0 +1,107 @@
+//! The node's kNet listener: UDP and TCP on one port, as a real Tundra
+//! server listens (knet-wire.md section 5.1), both feeding the node the
+//! same client events as the WebSocket listener.
+
+use std::net::SocketAddr;
+
+use tokio::net::{TcpListener, UdpSocket};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tracing::{info, info_span, warn, Instrument};
+
+use super::udp_server::{self, UdpServerOptions};
+use crate::knet::tcp::TcpConfig;
+use crate::transport::client::{ClientEvent, ConnectionIds};
+
+/// Pause after a failed accept (typically EMFILE) before trying again.
+const ACCEPT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Bound sockets, not yet served.
+pub struct KnetListener {
+    udp: UdpSocket,
+    /// `None` when the TCP port is taken (by the node's own WebSocket
+    /// listener on the same port, for example): UDP still serves.
+    tcp: Option<TcpListener>,
+    addr: SocketAddr,
+}
+
+/// Settings of both halves.
+#[derive(Debug, Clone)]
+pub struct KnetOptions {
+    pub udp: UdpServerOptions,
+    pub tcp: TcpConfig,
+}
+
+impl KnetListener {
+    /// Binds UDP at `addr` and TCP at the UDP socket's port (so `:0`
+    /// gives one free port for both where possible).
+    pub async fn bind(addr: SocketAddr) -> std::io::Result<KnetListener> {
+        let udp = UdpSocket::bind(addr).await?;
+        let addr = udp.local_addr()?;
+        let tcp = match TcpListener::bind(addr).await {
+            Ok(tcp) => Some(tcp),
+            Err(error) => {
+                warn!(%addr, %error, "kNet TCP cannot listen on this port (is the WebSocket listener on it?); native clients can still use UDP");
+                None
+            }
+        };
+        Ok(KnetListener { udp, tcp, addr })
+    }
+
+    /// The bound address (UDP; TCP has the same port when it listens).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Whether native TCP clients are served too.
+    pub fn has_tcp(&self) -> bool {
+        self.tcp.is_some()
+    }
+
+    /// Serves both halves until `events` is closed by the node.
+    pub fn spawn(
+        self,
+        ids: ConnectionIds,
+        options: KnetOptions,
+        events: mpsc::Sender<ClientEvent>,
+    ) -> Vec<JoinHandle<()>> {
+        info!(addr = %self.addr, tcp = self.tcp.is_some(), "listening for native Tundra clients (kNet)");
+        let mut tasks = vec![tokio::spawn(udp_server::serve(
+            self.udp,
+            ids.clone(),
+            options.udp,
+            events.clone(),
+        ))];
+        if let Some(tcp) = self.tcp {
+            tasks.push(tokio::spawn(serve_tcp(tcp, ids, options.tcp, events)));
+        }
+        tasks
+    }
+}
+
+async fn serve_tcp(
+    listener: TcpListener,
+    ids: ConnectionIds,
+    config: TcpConfig,
+    events: mpsc::Sender<ClientEvent>,
+) {
+    loop {
+        let (stream, addr) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(pair) => pair,
+                Err(error) => {
+                    warn!(%error, "kNet TCP accept failed; backing off");
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                    continue;
+                }
+            },
+            _ = events.closed() => return,
+        };
+        let id = ids.next();
+        let span = info_span!("client", conn = %id, %addr, transport = "knet-tcp");
+        tokio::spawn(
+            super::tcp::serve_connection(stream, id, addr, config.clone(), events.clone())
+                .instrument(span),
+        );
+    }
+}

@@ -1,0 +1,343 @@
+//! The loop around one sans-IO [`UdpConnection`]: datagrams in, the
+//! connection's timer, frames from its owner (the node or a client user),
+//! datagrams out. Shared by the listener's connections and the client.
+//!
+//! Backpressure: frames are taken from the owner only while the
+//! connection's own unsent queue is short, so a native client that cannot
+//! keep up (or the pacing rate) shows in the owner's queued bytes, where the
+//! node's sync state coalesces, exactly as for a WebSocket client.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::net::UdpSocket;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tracing::{debug, trace};
+
+use super::{ClientCommand, ClientInbound};
+use crate::clock::Time;
+use crate::knet::udp::{CloseReason, Role, UdpConfig, UdpConnection, UdpEvent};
+use crate::transport::client::{ClientEvent, ClientOutbound, ConnectionId, Outbound};
+use crate::transport::websocket::{CLOSE_GRACE, READ_BATCH};
+
+/// Datagrams handled before the frames they carried are handed over, so one
+/// busy client's batch stays bounded like a WebSocket read batch.
+const DATAGRAM_BATCH: usize = 64;
+
+/// Why a driver loop ended.
+#[derive(Debug)]
+pub enum DriverEnd {
+    /// The kNet connection closed (peer, local close, timeout, error).
+    Closed(CloseReason),
+    /// The endpoint never answered the node's first datagram.
+    HalfOpenTimeout,
+    /// The owner went away (node stopping, client dropped).
+    NodeStopped,
+}
+
+impl fmt::Display for DriverEnd {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DriverEnd::Closed(reason) => match reason {
+                CloseReason::PeerDisconnected => f.write_str("disconnected by the peer"),
+                CloseReason::LocalDisconnect => f.write_str("disconnected"),
+                CloseReason::TimedOut => f.write_str("timed out: nothing heard for 15 s"),
+                CloseReason::ProtocolError(error) => write!(f, "protocol error: {error}"),
+                CloseReason::ConnectFailed => {
+                    f.write_str("connect failed: the server did not answer")
+                }
+            },
+            DriverEnd::HalfOpenTimeout => f.write_str("no answer to the first datagram"),
+            DriverEnd::NodeStopped => f.write_str("node stopping"),
+        }
+    }
+}
+
+/// A connection with its socket, its peer and its clock.
+pub struct UdpDriver {
+    socket: Arc<UdpSocket>,
+    /// `None` for a client's connected socket.
+    peer: Option<SocketAddr>,
+    connection: UdpConnection,
+    config: UdpConfig,
+    origin: Instant,
+    datagram: Vec<u8>,
+    /// Frames received and not yet handed over.
+    frames: Vec<Bytes>,
+}
+
+impl UdpDriver {
+    /// The node's side of an endpoint that sent a connection attempt.
+    pub fn server(socket: Arc<UdpSocket>, peer: SocketAddr, config: UdpConfig) -> Self {
+        Self::new(socket, Some(peer), Role::Server, config)
+    }
+
+    /// A client on a connected socket.
+    pub fn client(socket: Arc<UdpSocket>, config: UdpConfig) -> Self {
+        Self::new(socket, None, Role::Client, config)
+    }
+
+    fn new(
+        socket: Arc<UdpSocket>,
+        peer: Option<SocketAddr>,
+        role: Role,
+        config: UdpConfig,
+    ) -> Self {
+        let origin = Instant::now();
+        UdpDriver {
+            socket,
+            peer,
+            connection: UdpConnection::new(role, config.clone(), Time::ZERO),
+            config,
+            origin,
+            datagram: Vec::with_capacity(crate::knet::datagram::MAX_SEND_DATAGRAM),
+            frames: Vec::new(),
+        }
+    }
+
+    fn now(&self) -> Time {
+        Time::from_micros(u64::try_from(self.origin.elapsed().as_micros()).unwrap_or(u64::MAX))
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        self.connection
+            .poll_timeout()
+            .map(|at| self.origin + Duration::from_micros(at.as_micros()))
+    }
+
+    /// Sends every datagram the connection has ready.
+    async fn flush(&mut self) {
+        let now = self.now();
+        while self.connection.poll_transmit(now, &mut self.datagram) {
+            let sent = match self.peer {
+                Some(peer) => self.socket.send_to(&self.datagram, peer).await,
+                None => self.socket.send(&self.datagram).await,
+            };
+            if let Err(error) = sent {
+                // The connection's re-sends and timeout deal with a lost datagram.
+                debug!(%error, "kNet datagram not sent");
+            }
+        }
+    }
+
+    /// Moves the connection's events into `frames`; the close reason, if
+    /// the connection is over.
+    fn collect(&mut self) -> Option<CloseReason> {
+        while let Some(event) = self.connection.poll_event() {
+            match event {
+                UdpEvent::Connected => debug!("server answered"),
+                UdpEvent::Message { id, payload, .. } => match u16::try_from(id.0) {
+                    // Tundra's ids are 100-124; any other u16 id goes on and
+                    // the Tundra layer ignores or refuses it as it would over
+                    // WebSocket.
+                    Ok(short) => {
+                        let mut frame = Vec::with_capacity(2 + payload.len());
+                        frame.extend_from_slice(&short.to_le_bytes());
+                        frame.extend_from_slice(&payload);
+                        self.frames.push(Bytes::from(frame));
+                    }
+                    Err(_) => trace!(id = id.0, "message id beyond Tundra's range dropped"),
+                },
+                UdpEvent::Closed { reason } => return Some(reason),
+            }
+        }
+        None
+    }
+
+    fn handle(&mut self, datagram: &[u8]) {
+        let now = self.now();
+        self.connection.handle_datagram(now, datagram);
+    }
+
+    /// Takes `first` and whatever else is queued (up to a batch).
+    fn handle_batch(&mut self, first: Bytes, inbox: &mut mpsc::Receiver<Bytes>) {
+        self.handle(&first);
+        for _ in 1..DATAGRAM_BATCH {
+            match inbox.try_recv() {
+                Ok(more) => self.handle(&more),
+                Err(_) => break,
+            }
+            if self.frames.len() >= READ_BATCH {
+                break;
+            }
+        }
+    }
+
+    /// Sends the first datagram and waits for the endpoint's answer.
+    pub async fn until_answered(
+        &mut self,
+        inbox: &mut mpsc::Receiver<Bytes>,
+        limit: Duration,
+    ) -> Result<(), DriverEnd> {
+        let give_up = Instant::now() + limit;
+        loop {
+            self.flush().await;
+            let deadline = self.deadline().unwrap_or(give_up).min(give_up);
+            tokio::select! {
+                datagram = inbox.recv() => match datagram {
+                    Some(datagram) => {
+                        self.handle(&datagram);
+                        if self.connection.is_closed() {
+                            let reason = self.collect();
+                            return Err(reason.map_or(DriverEnd::NodeStopped, DriverEnd::Closed));
+                        }
+                        return Ok(());
+                    }
+                    None => return Err(DriverEnd::NodeStopped),
+                },
+                _ = tokio::time::sleep_until(deadline) => {
+                    if Instant::now() >= give_up {
+                        return Err(DriverEnd::HalfOpenTimeout);
+                    }
+                    let now = self.now();
+                    self.connection.handle_timeout(now);
+                }
+            }
+        }
+    }
+
+    /// Serves an answered connection for the node until it ends.
+    pub async fn serve_node(
+        &mut self,
+        inbox: &mut mpsc::Receiver<Bytes>,
+        mut outbound: ClientOutbound,
+        id: ConnectionId,
+        events: &mpsc::Sender<ClientEvent>,
+    ) -> DriverEnd {
+        // Set once the node asked to close: queued frames go out first (a
+        // refused login's reply must arrive), then Disconnect.
+        let mut close_requested: Option<Instant> = None;
+        let mut disconnecting = false;
+        loop {
+            let closed = self.collect();
+            if !self.frames.is_empty() {
+                let frames = std::mem::take(&mut self.frames);
+                if events
+                    .send(ClientEvent::Frames { id, frames })
+                    .await
+                    .is_err()
+                {
+                    return DriverEnd::NodeStopped;
+                }
+            }
+            if let Some(reason) = closed {
+                self.flush().await;
+                return DriverEnd::Closed(reason);
+            }
+            if let Some(since) = close_requested {
+                if !disconnecting
+                    && (self.connection.unsent_bytes() == 0 || since.elapsed() >= CLOSE_GRACE)
+                {
+                    let now = self.now();
+                    self.connection.close(now);
+                    disconnecting = true;
+                }
+            }
+            self.flush().await;
+            let room = close_requested.is_none()
+                && self.connection.unsent_bytes() < self.config.max_unsent_bytes;
+            let deadline = self
+                .deadline()
+                .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+            tokio::select! {
+                datagram = inbox.recv() => match datagram {
+                    Some(datagram) => self.handle_batch(datagram, inbox),
+                    None => return DriverEnd::NodeStopped,
+                },
+                _ = tokio::time::sleep_until(deadline) => {
+                    let now = self.now();
+                    self.connection.handle_timeout(now);
+                }
+                next = outbound.recv(), if room => match next {
+                    Some(first) => {
+                        let mut next = Some(first);
+                        while let Some(item) = next.take() {
+                            match item {
+                                Outbound::Frame(frame) => {
+                                    self.connection.send_tundra(&frame);
+                                    outbound.taken(frame.len());
+                                }
+                                Outbound::Close(reason) => {
+                                    debug!(%reason, "closing at the node's request");
+                                    close_requested = Some(Instant::now());
+                                    break;
+                                }
+                            }
+                            if self.connection.unsent_bytes() < self.config.max_unsent_bytes {
+                                next = outbound.try_recv();
+                            }
+                        }
+                    }
+                    None => return DriverEnd::NodeStopped,
+                },
+                _ = tokio::time::sleep(CLOSE_GRACE), if close_requested.is_some() => {}
+            }
+        }
+    }
+
+    /// Serves a client connection for its user until it ends.
+    pub async fn serve_client(
+        &mut self,
+        inbox: &mut mpsc::Receiver<Bytes>,
+        commands: &mut mpsc::UnboundedReceiver<ClientCommand>,
+        inbound: &mpsc::Sender<ClientInbound>,
+    ) -> DriverEnd {
+        let mut commands_open = true;
+        loop {
+            let closed = self.collect();
+            if !self.frames.is_empty() {
+                let frames = std::mem::take(&mut self.frames);
+                if inbound.send(ClientInbound::Frames(frames)).await.is_err() {
+                    return DriverEnd::NodeStopped;
+                }
+            }
+            if let Some(reason) = closed {
+                self.flush().await;
+                return DriverEnd::Closed(reason);
+            }
+            self.flush().await;
+            let room =
+                commands_open && self.connection.unsent_bytes() < self.config.max_unsent_bytes;
+            let deadline = self
+                .deadline()
+                .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+            tokio::select! {
+                datagram = inbox.recv() => match datagram {
+                    Some(datagram) => self.handle_batch(datagram, inbox),
+                    None => return DriverEnd::NodeStopped,
+                },
+                _ = tokio::time::sleep_until(deadline) => {
+                    let now = self.now();
+                    self.connection.handle_timeout(now);
+                }
+                command = commands.recv(), if room => match command {
+                    Some(ClientCommand::Frame(frame)) => {
+                        self.connection.send_tundra(&frame);
+                        while self.connection.unsent_bytes() < self.config.max_unsent_bytes {
+                            match commands.try_recv() {
+                                Ok(ClientCommand::Frame(frame)) => self.connection.send_tundra(&frame),
+                                Ok(ClientCommand::Close) => {
+                                    let now = self.now();
+                                    self.connection.close(now);
+                                    commands_open = false;
+                                    break;
+                                }
+                                Err(_) => break,
+                            }
+                        }
+                    }
+                    Some(ClientCommand::Close) | None => {
+                        // A dropped sender is a close too: the user is gone.
+                        let now = self.now();
+                        self.connection.close(now);
+                        commands_open = false;
+                    }
+                },
+            }
+        }
+    }
+}
