@@ -102,10 +102,10 @@ impl UpstreamSection {
                 ));
             }
         }
-        if !(1..=3).contains(&self.protocol_version) {
+        if !(1..=4).contains(&self.protocol_version) {
             return Err(invalid(
                 "upstream.protocol_version",
-                "must be 1, 2 or 3 (4 makes the server send RigidBodyUpdate, which the bridge does not apply)",
+                "must be 1, 2, 3 or 4",
             ));
         }
         let bytes: usize = self.login.iter().map(|(k, v)| k.len() + v.len()).sum();
@@ -340,7 +340,7 @@ mod tests {
         for (text, key) in [
             ("url = \"http://x\"\n", "upstream.url"),
             (
-                "url = \"ws://x:1\"\nprotocol_version = 4\n",
+                "url = \"ws://x:1\"\nprotocol_version = 5\n",
                 "upstream.protocol_version",
             ),
             (

@@ -11,8 +11,9 @@
 //!   custom types registered at run time;
 //! - `component`, `edit_attributes`: attribute blocks of ComponentFullUpdate
 //!   and EditAttributes;
-//! - `quantize`, `orientation`, `rigid_body`, `rigid_body_sender`:
-//!   RigidBodyUpdate codes and the server's send-type rules, bit-exact;
+//! - `quantize`, `orientation`, `rigid_body`, `rigid_body_sender`,
+//!   `rigid_body_receiver`: RigidBodyUpdate codes, the server's send-type
+//!   rules (bit-exact) and the client's reading of a record;
 //! - `messages`: messages 100-124 and the WebSocket frame;
 //! - `txml`: scene files; `json`: the inspector's JSON form.
 //!
@@ -37,6 +38,7 @@ pub mod quantize;
 pub mod registry;
 pub mod rigid_body;
 pub mod rigid_body_parts;
+pub mod rigid_body_receiver;
 pub mod rigid_body_sender;
 pub mod schema_file;
 pub mod text_scan;

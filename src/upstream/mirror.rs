@@ -13,7 +13,7 @@ use crate::tundra::messages::{
     exec_type, CreateEntity, CreateEntityReply, EditAttributes, EntityAction, RemoveEntity,
 };
 use crate::tundra::registry::CustomRegistration;
-use crate::tundra::{ComponentId, DynamicAttribute, EntityId, Message};
+use crate::tundra::{AttributeEdit, ComponentId, DynamicAttribute, EntityId, Message};
 
 impl Bridge {
     pub(super) fn handle_message(&mut self, now: Time, message: Message, scene: &mut Scene) {
@@ -56,6 +56,7 @@ impl Bridge {
                 }
             }
             Message::EditAttributes(m) => self.handle_edit(m, scene),
+            Message::RigidBodyUpdate(m) => self.handle_rigid_body(&m, scene),
             Message::RemoveEntity(m) => self.handle_remove(m, scene),
             Message::EntityAction(m) => self.handle_world_action(m),
             other => self.handle_structure(other, scene),
@@ -132,10 +133,6 @@ impl Bridge {
                     let parent = self.local_entity(m.parent_id);
                     let _ = scene.set_parent(source, local, parent);
                 }
-            }
-            Message::RigidBodyUpdate(_) => {
-                // Not sent below protocol 4, which the bridge never asks for.
-                debug!("RigidBodyUpdate from the world server ignored");
             }
             other => debug!(message = other.name(), "world server message ignored"),
         }
@@ -293,9 +290,7 @@ impl Bridge {
         }
     }
 
-    /// A world-server client edited its copy of a federation entity: the
-    /// shadow takes the value (so it is not sent back) and the entity's
-    /// authority is asked to apply it.
+    /// A world-server client edited its copy of a federation entity.
     fn handle_exported_edit(&mut self, local: EntityId, m: &EditAttributes, scene: &Scene) {
         let Some(entity) = scene.entity(local) else {
             return;
@@ -319,27 +314,46 @@ impl Bridge {
             for edit in &mut decoded.edits {
                 self.value_in(&mut edit.value);
             }
-            let Some(shadow) = self
-                .ids
-                .exported_mut(local)
-                .and_then(|entry| entry.components.get_mut(&component))
-            else {
-                continue;
-            };
-            for edit in decoded.edits {
-                let index = usize::from(edit.index);
-                if shadow.values.len() <= index {
-                    shadow.values.resize(index + 1, None);
-                }
-                shadow.values[index] = Some(edit.value.clone());
-                if current.attribute(edit.index).map(|a| &a.value) != Some(&edit.value) {
-                    self.events.push_back(BridgeEvent::EditToAuthority {
-                        entity: local,
-                        component,
-                        index: edit.index,
-                        value: edit.value,
-                    });
-                }
+            self.world_edits_of_exported(local, component, decoded.edits, scene);
+        }
+    }
+
+    /// Edits the world server made to its copy of a federation entity's
+    /// `component`: the shadow takes each value (so it is not sent back)
+    /// and the entity's authority is asked to apply the ones that differ.
+    pub(super) fn world_edits_of_exported(
+        &mut self,
+        local: EntityId,
+        component: ComponentId,
+        edits: Vec<AttributeEdit>,
+        scene: &Scene,
+    ) {
+        let Some(current) = scene
+            .entity(local)
+            .and_then(|e| e.components.get(&component))
+        else {
+            return;
+        };
+        let Some(shadow) = self
+            .ids
+            .exported_mut(local)
+            .and_then(|entry| entry.components.get_mut(&component))
+        else {
+            return;
+        };
+        for edit in edits {
+            let index = usize::from(edit.index);
+            if shadow.values.len() <= index {
+                shadow.values.resize(index + 1, None);
+            }
+            shadow.values[index] = Some(edit.value.clone());
+            if current.attribute(edit.index).map(|a| &a.value) != Some(&edit.value) {
+                self.events.push_back(BridgeEvent::EditToAuthority {
+                    entity: local,
+                    component,
+                    index: edit.index,
+                    value: edit.value,
+                });
             }
         }
     }

@@ -11,7 +11,8 @@
 //!
 //! One concept per file: [`login`] (the client login), [`ids`] (id mapping
 //! both directions), [`mirror`] (the world's entities into the scene),
-//! [`export`] (the federation's entities into the world), [`echo`] (what is
+//! [`rigid_body`] (RigidBodyUpdate moves of world entities), [`export`]
+//! (the federation's entities into the world), [`echo`] (what is
 //! never sent back), [`reconcile`] (reconnects), [`hold`] (removals held
 //! when a peer link is replaced), [`timers`] (login timeout, grace
 //! periods), [`proxy`] (edits and actions upstream), [`bridge`] (state and interface).
@@ -26,12 +27,15 @@ mod mirror;
 mod proxy;
 mod reconcile;
 mod references;
+mod rigid_body;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_export;
 #[cfg(test)]
 mod tests_links;
+#[cfg(test)]
+mod tests_rigid_body;
 mod timers;
 
 pub use bridge::{Bridge, BridgeEvent, BridgeSettings, BridgeStats, LinkCommand, LinkState};
