@@ -35,9 +35,10 @@ pub struct TcpConfig {
     pub ping_interval: Duration,
     /// Silence after which the connection is closed.
     pub timeout: Duration,
-    /// Largest message content (id VLE + payload) accepted or sent. kNet's
-    /// receivers close the connection above 10 MiB (§3.1), so a larger
-    /// value would only let us send what a real peer refuses.
+    /// Largest message content (id VLE + payload) accepted from the peer;
+    /// above it the connection is closed, as kNet does above its 10 MiB
+    /// (§3.1). Outbound messages are held to kNet's own 10 MiB
+    /// ([`MAX_STREAM_MESSAGE`]) instead: that is what a real peer accepts.
     pub max_message_bytes: usize,
 }
 
@@ -154,7 +155,7 @@ impl TcpConnection {
     /// Queues one application message. Refuses what the wire cannot carry
     /// or a kNet peer would refuse: ids above 2^30-1, kNet's internal ids
     /// (§7: never send 3, 4 or the disconnect ids on TCP; 1 and 2 would be
-    /// taken for pings), and content above `max_message_bytes`. After the
+    /// taken for pings), and content above [`MAX_STREAM_MESSAGE`]. After the
     /// connection closed, messages are dropped.
     pub fn send(&mut self, id: MessageId, payload: &[u8]) -> Result<(), KnetError> {
         if id.0 > MessageId::MAX {
@@ -167,11 +168,11 @@ impl TcpConnection {
             });
         }
         let len = vle8_16_32_len(id.0).saturating_add(payload.len());
-        if len > self.config.max_message_bytes {
+        if len > MAX_STREAM_MESSAGE {
             return Err(KnetError::TooLarge {
                 what: "kNet TCP message",
                 len,
-                max: self.config.max_message_bytes,
+                max: MAX_STREAM_MESSAGE,
             });
         }
         if !self.closed {

@@ -289,6 +289,7 @@ fn fifteen_seconds_of_silence_close() {
 
 #[test]
 fn send_refuses_what_the_wire_or_peer_cannot_take() {
+    // A small inbound limit does not limit what we send.
     let config = TcpConfig {
         max_message_bytes: 8,
         ..TcpConfig::default()
@@ -301,13 +302,23 @@ fn send_refuses_what_the_wire_or_peer_cannot_take() {
     for internal in [1, 2, 3, 4, 0x3FFF_FFFE] {
         assert!(conn.send(MessageId(internal), &[]).is_err(), "{internal}");
     }
-    assert!(conn.send(MessageId(100), &[0; 7]).is_ok());
+    assert!(conn.send(MessageId(100), &[0; 8]).is_ok());
+    // kNet's 10 MiB is the outbound limit: id 100 (1 byte) + payload.
+    let mut big = vec![0u8; MAX_STREAM_MESSAGE];
     assert!(matches!(
-        conn.send(MessageId(100), &[0; 8]),
-        Err(KnetError::TooLarge { len: 9, max: 8, .. })
+        conn.send(MessageId(100), &big),
+        Err(KnetError::TooLarge { len, max: MAX_STREAM_MESSAGE, .. }) if len == MAX_STREAM_MESSAGE + 1
     ));
+    big.pop();
+    assert!(conn.send(MessageId(100), &big).is_ok());
     assert!(conn.send_tundra(&[0x64]).is_err());
-    assert_eq!(transmitted(&mut conn), h("08 64 00 00 00 00 00 00 00"));
+    let out = transmitted(&mut conn);
+    // 10 MiB = 0xA0_0000 as a content length: `80 80 80 02`.
+    assert_eq!(
+        out[..15],
+        h("09 64 00 00 00 00 00 00 00 00  80 80 80 02 64")[..]
+    );
+    assert_eq!(out.len(), 10 + 4 + MAX_STREAM_MESSAGE);
 }
 
 #[test]
