@@ -279,6 +279,20 @@ pub struct ObserverOutcome {
     pub bytes: u64,
 }
 
+impl ObserverOutcome {
+    /// Times one delivered move against its send time, if remembered.
+    fn record(&mut self, table: &SendTable, at: u64, pos: [f32; 3]) {
+        let Some((index, seq)) = read_position(pos) else {
+            self.stale += 1;
+            return;
+        };
+        match table.sent_at(index, seq) {
+            Some(sent) => self.latency.push(at.saturating_sub(sent)),
+            None => self.stale += 1,
+        }
+    }
+}
+
 /// Watches a server's frames: learns each load entity's Placeable id from
 /// CreateEntity, and times every Placeable edit against `table`.
 pub async fn run_observer(
@@ -324,6 +338,7 @@ pub async fn run_observer(
                 | id::CREATE_COMPONENTS
                 | id::EDIT_ATTRIBUTES
                 | id::REGISTER_COMPONENT_TYPE
+                | id::RIGID_BODY_UPDATE
         ) {
             continue;
         }
@@ -358,6 +373,23 @@ pub async fn run_observer(
                     }
                 }
             }
+            // Native clients (and protocol 4) get moves as RigidBodyUpdate:
+            // a position of small integers survives its 1/256 fixed point.
+            Message::RigidBodyUpdate(update) => {
+                if !in_window {
+                    continue;
+                }
+                for record in &update.entities {
+                    if !placeables.contains_key(&record.entity_id) {
+                        continue;
+                    }
+                    let Some(pos) = record.position.value() else {
+                        continue;
+                    };
+                    outcome.delivered += 1;
+                    outcome.record(&table, at, [pos.x, pos.y, pos.z]);
+                }
+            }
             Message::EditAttributes(edit) => {
                 let Some(&placeable) = placeables.get(&edit.entity_id) else {
                     continue;
@@ -374,14 +406,7 @@ pub async fn run_observer(
                             continue;
                         }
                         outcome.delivered += 1;
-                        let Some((index, seq)) = read_position([t.pos.x, t.pos.y, t.pos.z]) else {
-                            outcome.stale += 1;
-                            continue;
-                        };
-                        match table.sent_at(index, seq) {
-                            Some(sent) => outcome.latency.push(at.saturating_sub(sent)),
-                            None => outcome.stale += 1,
-                        }
+                        outcome.record(&table, at, [t.pos.x, t.pos.y, t.pos.z]);
                     }
                 }
             }
