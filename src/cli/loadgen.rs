@@ -43,9 +43,9 @@ pub struct LoadgenArgs {
     /// The clients' transport on started nodes.
     #[arg(long, value_enum, default_value = "ws")]
     pub transport: LoadTransport,
-    /// `[tundra] knet_datagrams_per_sec` of started nodes (kNet's own rate
-    /// is 1000).
-    #[arg(long, default_value_t = 1000)]
+    /// `[tundra] knet_datagrams_per_sec` of started nodes (the node's
+    /// default; real kNet's own rate is 1000).
+    #[arg(long, default_value_t = crate::config::TundraSection::default().knet_datagrams_per_sec)]
     pub knet_rate: u32,
     /// An external Tundra server instead of started nodes: ws://host:port,
     /// knet+udp://host:port or knet+tcp://host:port.

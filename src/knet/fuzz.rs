@@ -150,3 +150,99 @@ mod tests {
         fuzz_datagram(&bytes);
     }
 }
+
+/// Limits small enough that the fuzzer reaches every bound of the
+/// reassembler: per message and per connection.
+const SMALL_MESSAGE_LIMIT: usize = 4096;
+const SMALL_BUFFER_LIMIT: usize = 16 * 1024;
+
+/// Drives the fragment reassembler with operations read from `data`, both
+/// directly and through a server [`super::udp::UdpConnection`] as
+/// well-formed datagrams (so the fuzzer spends its time on fragment
+/// logic, not on framing). Checks that the buffer never exceeds its cap,
+/// that every assembled message respects the message cap, and that the
+/// connection never panics whatever the order, duplication or
+/// inconsistency of the fragments.
+pub fn fuzz_reassembly(data: &[u8]) {
+    use super::datagram::write_datagram;
+    use super::ids::{PacketId, ReliableNumber, TransferId};
+    use super::udp::reassembly::Reassembly;
+    use super::udp::{Role, UdpConfig, UdpConnection};
+    use crate::clock::Time;
+
+    let mut reassembly = Reassembly::new(SMALL_MESSAGE_LIMIT, SMALL_BUFFER_LIMIT);
+    let config = UdpConfig {
+        max_message_bytes: SMALL_MESSAGE_LIMIT,
+        max_reassembly_bytes: SMALL_BUFFER_LIMIT,
+        ..UdpConfig::default()
+    };
+    let mut connection = UdpConnection::new(Role::Server, config, Time::ZERO);
+    let mut now = Time::ZERO;
+    let mut packet = PacketId::FIRST;
+    let mut number = 0u32;
+    let mut out = Vec::new();
+    let mut rest = data;
+    // Each operation: kind, transfer, u16 index-or-count, chunk length,
+    // then that many payload bytes.
+    while rest.len() >= 5 {
+        let (head, tail) = rest.split_at(5);
+        let kind = head[0];
+        let transfer = TransferId(head[1]);
+        let value = u32::from(u16::from_le_bytes([head[2], head[3]]));
+        let len = usize::from(head[4]).min(tail.len());
+        let (chunk, tail) = tail.split_at(len);
+        rest = tail;
+        let (fragment, id) = if kind & 1 == 0 {
+            (
+                FragmentInfo::Start {
+                    count: value,
+                    transfer,
+                },
+                Some(MessageId(u32::from(kind >> 1) + 100)),
+            )
+        } else {
+            (
+                FragmentInfo::Part {
+                    transfer,
+                    index: value,
+                },
+                None,
+            )
+        };
+        let direct = match fragment {
+            FragmentInfo::Start { count, .. } => {
+                reassembly.handle_start(transfer, count, MessageId(100), chunk)
+            }
+            FragmentInfo::Part { index, .. } => reassembly.handle_part(transfer, index, chunk),
+            FragmentInfo::Whole => Ok(None),
+        };
+        match direct {
+            Ok(Some((_, message))) => assert!(message.len() <= SMALL_MESSAGE_LIMIT),
+            Ok(None) => {}
+            // An error ends the transfer; the connection would close.
+            Err(_) => reassembly = Reassembly::new(SMALL_MESSAGE_LIMIT, SMALL_BUFFER_LIMIT),
+        }
+        assert!(reassembly.buffered() <= SMALL_BUFFER_LIMIT);
+        // The same fragment as a datagram; the top bit of `kind` repeats
+        // the previous reliable number (a duplicate).
+        if kind & 0x80 == 0 {
+            number = number.wrapping_add(1);
+        }
+        let block = BlockOut {
+            in_order: true,
+            reliable_number: Some(ReliableNumber(number % (1 << 30))),
+            fragment,
+            message_id: id,
+            payload: chunk,
+        };
+        out.clear();
+        if write_datagram(&mut out, packet, &[block]).is_ok() {
+            connection.handle_datagram(now, &out);
+        }
+        packet = packet.next();
+        now += std::time::Duration::from_millis(u64::from(head[4] & 0x0f));
+        connection.handle_timeout(now);
+        while connection.poll_transmit(now, &mut out) {}
+        while connection.poll_event().is_some() {}
+    }
+}
