@@ -117,40 +117,6 @@ fn drain(decoder: &mut StreamDecoder, limit: usize) -> bool {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn captured_vectors_and_junk_pass() {
-        for text in [
-            "81000002200101022001 02",
-            "c30000000017310064",
-            "ffffff409c01000330007400050330c80174 0006",
-            "c6000006007270020106",
-            "0000000000000000",
-            "41ffffff 0230 ff ff 01 01",
-            "",
-            "ff",
-        ] {
-            let bytes = hex::decode(text.replace(' ', "")).unwrap();
-            fuzz_datagram(&bytes);
-            fuzz_stream(&bytes);
-        }
-    }
-
-    #[test]
-    fn a_base_at_the_vle16_32_maximum_parses_but_is_not_re_encoded() {
-        // Base 0x7FFFFFFF, one reliable block with delta 1.
-        let bytes = hex::decode("410000 ffffffff 0110 01 05".replace(' ', "")).unwrap();
-        let (header, mut blocks) = parse_datagram(&bytes).unwrap();
-        assert_eq!(header.reliable_base, Some(0x7FFF_FFFF));
-        let block = blocks.next().unwrap().unwrap();
-        assert_eq!(block.reliable_number.unwrap().0, 0x8000_0000);
-        fuzz_datagram(&bytes);
-    }
-}
-
 /// Limits small enough that the fuzzer reaches every bound of the
 /// reassembler: per message and per connection.
 const SMALL_MESSAGE_LIMIT: usize = 4096;
@@ -244,5 +210,39 @@ pub fn fuzz_reassembly(data: &[u8]) {
         connection.handle_timeout(now);
         while connection.poll_transmit(now, &mut out) {}
         while connection.poll_event().is_some() {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn captured_vectors_and_junk_pass() {
+        for text in [
+            "81000002200101022001 02",
+            "c30000000017310064",
+            "ffffff409c01000330007400050330c80174 0006",
+            "c6000006007270020106",
+            "0000000000000000",
+            "41ffffff 0230 ff ff 01 01",
+            "",
+            "ff",
+        ] {
+            let bytes = hex::decode(text.replace(' ', "")).unwrap();
+            fuzz_datagram(&bytes);
+            fuzz_stream(&bytes);
+        }
+    }
+
+    #[test]
+    fn a_base_at_the_vle16_32_maximum_parses_but_is_not_re_encoded() {
+        // Base 0x7FFFFFFF, one reliable block with delta 1.
+        let bytes = hex::decode("410000 ffffffff 0110 01 05".replace(' ', "")).unwrap();
+        let (header, mut blocks) = parse_datagram(&bytes).unwrap();
+        assert_eq!(header.reliable_base, Some(0x7FFF_FFFF));
+        let block = blocks.next().unwrap().unwrap();
+        assert_eq!(block.reliable_number.unwrap().0, 0x8000_0000);
+        fuzz_datagram(&bytes);
     }
 }

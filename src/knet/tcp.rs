@@ -28,6 +28,10 @@ pub const PING_INTERVAL: Duration = Duration::from_millis(3500);
 /// in effect); we close at exactly this much silence, the earliest kNet may.
 pub const CONNECTION_LOST_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// How the close reason of a connection that broke the framing starts:
+/// the drivers count those as the peer's misbehaviour.
+pub const PROTOCOL_ERROR: &str = "bad kNet stream";
+
 /// Settings of one connection.
 #[derive(Debug, Clone)]
 pub struct TcpConfig {
@@ -128,7 +132,7 @@ impl TcpConnection {
                 Ok(Some((id, payload))) => self.handle_message(now, id, payload),
                 Ok(None) => break,
                 Err(error) => {
-                    self.fail(format!("bad kNet stream: {error}"));
+                    self.fail(format!("{PROTOCOL_ERROR}: {error}"));
                     break;
                 }
             }

@@ -197,6 +197,11 @@ impl Node {
     }
 
     /// A client's connection ended.
+    /// A client's transport closed it for breaking the transport protocol.
+    pub fn handle_client_misbehaved(&mut self, client: ClientId, reason: &str) {
+        self.server.handle_transport_violation(client, reason);
+    }
+
     pub fn handle_client_disconnect(&mut self, client: ClientId, reason: &str) {
         self.server.handle_disconnect(client, reason);
         self.settle();

@@ -629,6 +629,10 @@ impl Running {
                 self.node.handle_client_frames(client, now, &frames);
                 frames.len().max(1)
             }
+            ClientEvent::Misbehaved { id, reason } => {
+                self.node.handle_client_misbehaved(ClientId(id.0), &reason);
+                1
+            }
             ClientEvent::Closed { id, reason } => {
                 let client = ClientId(id.0);
                 handles.remove(&client);

@@ -255,6 +255,14 @@ impl TundraServer {
         }
     }
 
+    /// The transport closed `client` for breaking its protocol: counted
+    /// with the clients closed for misbehaviour (the close itself follows
+    /// from the transport).
+    pub fn handle_transport_violation(&mut self, client: ClientId, reason: &str) {
+        warn!(%client, reason = %reason, "client closed by its transport for a protocol violation");
+        self.stats.clients_closed_for_misbehaviour += 1;
+    }
+
     /// Closes a client for misbehaving; only that connection is affected.
     pub(super) fn refuse_client(&mut self, client: ClientId, reason: String) {
         warn!(%client, %reason, "closing client");

@@ -88,6 +88,13 @@ pub enum ClientEvent {
         id: ConnectionId,
         frames: Vec<Bytes>,
     },
+    /// The transport closed the connection because the remote party broke
+    /// its protocol (a malformed kNet datagram or stream); a `Closed`
+    /// follows. Counted and logged as misbehaviour.
+    Misbehaved {
+        id: ConnectionId,
+        reason: String,
+    },
     Closed {
         id: ConnectionId,
         reason: String,

@@ -87,6 +87,14 @@ pub async fn serve_connection(
     };
     let reason = drive(stream, config, &mut owner).await;
     debug!(%reason, "disconnected");
+    if reason.starts_with(crate::knet::tcp::PROTOCOL_ERROR) {
+        let _ = events
+            .send(ClientEvent::Misbehaved {
+                id,
+                reason: reason.clone(),
+            })
+            .await;
+    }
     let _ = events.send(ClientEvent::Closed { id, reason }).await;
 }
 

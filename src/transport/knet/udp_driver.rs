@@ -39,6 +39,13 @@ pub enum DriverEnd {
     NodeStopped,
 }
 
+impl DriverEnd {
+    /// Whether the remote party broke the protocol.
+    pub fn is_protocol_error(&self) -> bool {
+        matches!(self, DriverEnd::Closed(CloseReason::ProtocolError(_)))
+    }
+}
+
 impl fmt::Display for DriverEnd {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -213,7 +220,13 @@ impl UdpDriver {
         let mut close_requested: Option<Instant> = None;
         let mut disconnecting = false;
         loop {
-            let closed = self.collect();
+            // A closed connection has queued its Closed event; the fallback
+            // only guards against spinning if it ever did not.
+            let closed = self.collect().or_else(|| {
+                self.connection
+                    .is_closed()
+                    .then_some(CloseReason::LocalDisconnect)
+            });
             if !self.frames.is_empty() {
                 let frames = std::mem::take(&mut self.frames);
                 if events
@@ -238,6 +251,10 @@ impl UdpDriver {
                 }
             }
             self.flush().await;
+            // Sending a DisconnectAck closes the connection: report it now.
+            if self.connection.is_closed() {
+                continue;
+            }
             let room = close_requested.is_none()
                 && self.connection.unsent_bytes() < self.config.max_unsent_bytes;
             let deadline = self
@@ -288,7 +305,13 @@ impl UdpDriver {
     ) -> DriverEnd {
         let mut commands_open = true;
         loop {
-            let closed = self.collect();
+            // A closed connection has queued its Closed event; the fallback
+            // only guards against spinning if it ever did not.
+            let closed = self.collect().or_else(|| {
+                self.connection
+                    .is_closed()
+                    .then_some(CloseReason::LocalDisconnect)
+            });
             if !self.frames.is_empty() {
                 let frames = std::mem::take(&mut self.frames);
                 if inbound.send(ClientInbound::Frames(frames)).await.is_err() {
@@ -300,6 +323,10 @@ impl UdpDriver {
                 return DriverEnd::Closed(reason);
             }
             self.flush().await;
+            // Sending a DisconnectAck closes the connection: report it now.
+            if self.connection.is_closed() {
+                continue;
+            }
             let room =
                 commands_open && self.connection.unsent_bytes() < self.config.max_unsent_bytes;
             let deadline = self

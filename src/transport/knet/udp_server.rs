@@ -55,7 +55,12 @@ enum EndpointNote {
     Established { addr: SocketAddr, generation: u64 },
     /// The connection is over; later datagrams from the endpoint open a
     /// new one (section 4.8 c).
-    Ended { addr: SocketAddr, generation: u64 },
+    Ended {
+        addr: SocketAddr,
+        generation: u64,
+        /// Never answered, or answered with a malformed datagram.
+        unanswered: bool,
+    },
 }
 
 struct Endpoint {
@@ -71,11 +76,13 @@ struct Refusals {
     total: u64,
     queue_full: u64,
     oversize: u64,
+    /// Half-open connections that timed out or sent a malformed datagram.
+    unanswered: u64,
 }
 
 impl Refusals {
     fn any(&self) -> bool {
-        self.per_address + self.total + self.queue_full + self.oversize > 0
+        self.per_address + self.total + self.queue_full + self.oversize + self.unanswered > 0
     }
 }
 
@@ -154,7 +161,10 @@ pub async fn serve(
             Some(note) = notes.recv() => {
                 let (addr, note_generation, ended) = match note {
                     EndpointNote::Established { addr, generation } => (addr, generation, false),
-                    EndpointNote::Ended { addr, generation } => (addr, generation, true),
+                    EndpointNote::Ended { addr, generation, unanswered } => {
+                        refusals.unanswered += u64::from(unanswered);
+                        (addr, generation, true)
+                    }
                 };
                 let Some(endpoint) = endpoints.get_mut(&addr) else { continue };
                 if endpoint.generation != note_generation {
@@ -181,6 +191,7 @@ pub async fn serve(
                         over_total_limit = refusals.total,
                         connection_queue_full = refusals.queue_full,
                         oversize = refusals.oversize,
+                        half_open_dropped = refusals.unanswered,
                         half_open,
                         "kNet UDP datagrams refused in the last period"
                     );
@@ -209,6 +220,7 @@ async fn run_connection(mut accepted: Accepted) {
     let generation = accepted.generation;
     let mut driver = UdpDriver::server(accepted.socket.clone(), addr, accepted.config.clone());
     debug!("connection attempt; answering");
+    let mut unanswered = false;
     let end = match driver
         .until_answered(&mut accepted.inbox, HALF_OPEN_TIMEOUT)
         .await
@@ -236,6 +248,15 @@ async fn run_connection(mut accepted: Accepted) {
                 let end = driver
                     .serve_node(&mut accepted.inbox, outbound, id, &accepted.events)
                     .await;
+                if end.is_protocol_error() {
+                    let _ = accepted
+                        .events
+                        .send(ClientEvent::Misbehaved {
+                            id,
+                            reason: end.to_string(),
+                        })
+                        .await;
+                }
                 let _ = accepted
                     .events
                     .send(ClientEvent::Closed {
@@ -246,10 +267,15 @@ async fn run_connection(mut accepted: Accepted) {
                 end
             }
         }
-        Err(end) => end,
+        Err(end) => {
+            unanswered = true;
+            end
+        }
     };
     debug!(reason = %end, "connection ended");
-    let _ = accepted
-        .notes
-        .send(EndpointNote::Ended { addr, generation });
+    let _ = accepted.notes.send(EndpointNote::Ended {
+        addr,
+        generation,
+        unanswered,
+    });
 }
