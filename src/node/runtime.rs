@@ -741,12 +741,24 @@ fn send_due(session: &mut Session, peer: &PeerLink, now: Time) {
 /// the sync state coalesces, as for a WebSocket client.
 const KNET_UNSENT_BYTES: usize = 64 * 1024;
 
+/// Fragment bytes one native client may have buffered, in messages of at
+/// most `max_frame_bytes` each: a few messages in flight at once.
+const KNET_REASSEMBLY_MESSAGES: usize = 4;
+
+/// Fragment bytes all native clients of a node may have buffered together.
+/// 64 MiB holds 256 clients each sending a full 256 KiB message at once.
+const KNET_REASSEMBLY_NODE_BYTES: usize = 64 * 1024 * 1024;
+
 /// The kNet listener's settings from the node's config.
 fn knet_options(config: &NodeConfig) -> KnetOptions {
     let udp = crate::knet::udp::UdpConfig {
         datagrams_per_sec: config.tundra.knet_datagrams_per_sec,
         max_unsent_bytes: KNET_UNSENT_BYTES,
         max_message_bytes: config.limits.max_frame_bytes,
+        max_reassembly_bytes: KNET_REASSEMBLY_MESSAGES * config.limits.max_frame_bytes,
+        reassembly_budget: Some(crate::knet::udp::reassembly::ReassemblyBudget::new(
+            KNET_REASSEMBLY_NODE_BYTES.max(config.limits.max_frame_bytes),
+        )),
         ..Default::default()
     };
     let tcp = crate::knet::tcp::TcpConfig {

@@ -64,6 +64,10 @@ pub struct UdpConfig {
     pub max_message_bytes: usize,
     /// Fragment bytes buffered per connection before it is closed.
     pub max_reassembly_bytes: usize,
+    /// Fragment bytes buffered by every connection of the node together
+    /// (shared by the connections given the same budget); `None`: no
+    /// node-wide bound.
+    pub reassembly_budget: Option<reassembly::ReassemblyBudget>,
     /// Backpressure hint: drivers stop handing over messages past this many
     /// unsent payload bytes ([`UdpConnection::unsent_bytes`]).
     pub max_unsent_bytes: usize,
@@ -84,6 +88,7 @@ impl Default for UdpConfig {
             burst: 20,
             max_message_bytes: DEFAULT_MAX_MESSAGE,
             max_reassembly_bytes: 16 * 1024 * 1024,
+            reassembly_budget: None,
             max_unsent_bytes: 4 * 1024 * 1024,
             connect_timeout: Duration::from_secs(5),
             disconnect_linger: Duration::from_millis(500),
@@ -254,7 +259,8 @@ impl UdpConnection {
             packets: PacketWindow::new(),
             reliable_in: ReliableSet::new(),
             acks: PendingAcks::new(),
-            reassembly: Reassembly::new(config.max_message_bytes, config.max_reassembly_bytes),
+            reassembly: Reassembly::new(config.max_message_bytes, config.max_reassembly_bytes)
+                .with_budget(config.reassembly_budget.clone()),
             queue: SendQueue::new(),
             pacer: Pacer::new(config.datagrams_per_sec, config.burst),
             ping_replies: VecDeque::new(),

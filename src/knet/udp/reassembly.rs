@@ -6,10 +6,14 @@
 //! kNet discards parts of unknown transfers and concatenates in arrival
 //! order; both lose or corrupt messages under reordering, which this module
 //! tolerates. Everything is bounded: fragment count, bytes per message, bytes
-//! buffered per connection. Over a bound the caller closes the connection.
+//! buffered per connection, and optionally bytes buffered by every
+//! connection of the node together ([`ReassemblyBudget`]). Over a bound the
+//! caller closes the connection.
 //! This module does not parse datagrams; the connection hands it the fields.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 
@@ -48,6 +52,12 @@ pub enum ReassemblyError {
         /// The cap.
         max: usize,
     },
+    /// The node's connections together buffer too many fragment bytes.
+    #[error("the node's fragment buffer is full ({max} bytes)")]
+    NodeBufferFull {
+        /// The node-wide cap.
+        max: usize,
+    },
     /// The connection buffers too many fragment bytes.
     #[error("{buffered} bytes of fragments buffered, max {max}")]
     BufferFull {
@@ -56,6 +66,43 @@ pub enum ReassemblyError {
         /// The cap.
         max: usize,
     },
+}
+
+/// Fragment bytes buffered by all the connections of one node, shared by
+/// their reassemblers: the per-connection cap times the number of
+/// connections would be far more memory than a node should give to
+/// unfinished messages.
+#[derive(Debug, Clone)]
+pub struct ReassemblyBudget {
+    used: Arc<AtomicUsize>,
+    max: usize,
+}
+
+impl ReassemblyBudget {
+    /// A budget of `max` bytes for a node.
+    pub fn new(max: usize) -> Self {
+        ReassemblyBudget {
+            used: Arc::new(AtomicUsize::new(0)),
+            max,
+        }
+    }
+
+    /// Bytes buffered now by every connection sharing the budget.
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    fn try_reserve(&self, bytes: usize) -> bool {
+        self.used
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+                used.checked_add(bytes).filter(|total| *total <= self.max)
+            })
+            .is_ok()
+    }
+
+    fn release(&self, bytes: usize) {
+        self.used.fetch_sub(bytes, Ordering::Relaxed);
+    }
 }
 
 #[derive(Debug, Default)]
@@ -82,6 +129,17 @@ pub struct Reassembly {
     buffered: usize,
     max_message: usize,
     max_buffered: usize,
+    /// The node-wide budget `buffered` is also charged to, if any.
+    budget: Option<ReassemblyBudget>,
+}
+
+impl Drop for Reassembly {
+    fn drop(&mut self) {
+        // A closed connection's unfinished transfers free the node's budget.
+        if let Some(budget) = &self.budget {
+            budget.release(self.buffered);
+        }
+    }
 }
 
 impl Reassembly {
@@ -92,6 +150,20 @@ impl Reassembly {
             buffered: 0,
             max_message,
             max_buffered,
+            budget: None,
+        }
+    }
+
+    /// Charges what this reassembler buffers to a node-wide budget too.
+    pub fn with_budget(mut self, budget: Option<ReassemblyBudget>) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    fn release(&mut self, bytes: usize) {
+        self.buffered -= bytes;
+        if let Some(budget) = &self.budget {
+            budget.release(bytes);
         }
     }
 
@@ -124,11 +196,11 @@ impl Reassembly {
             // duplicates filtered by reliable number this only happens when
             // the sender has seen every old fragment acked, i.e. never for a
             // well-behaved peer.
-            self.buffered -= current.cost();
+            self.release(current.cost());
             current = Transfer::default();
         }
         if let Some((&index, _)) = current.chunks.range(count..).next() {
-            self.buffered -= current.cost();
+            self.release(current.cost());
             return Err(ReassemblyError::IndexOutOfRange {
                 transfer: transfer.0,
                 index,
@@ -151,7 +223,7 @@ impl Reassembly {
         let current = self.transfers[slot].take().unwrap_or_default();
         let count = current.start.map_or(MAX_FRAGMENT_COUNT, |(count, _)| count);
         if index >= count {
-            self.buffered -= current.cost();
+            self.release(current.cost());
             return Err(ReassemblyError::IndexOutOfRange {
                 transfer: transfer.0,
                 index,
@@ -173,7 +245,7 @@ impl Reassembly {
         let slot = usize::from(transfer.0);
         if !current.chunks.contains_key(&index) {
             if current.bytes + chunk.len() > self.max_message {
-                self.buffered -= current.cost();
+                self.release(current.cost());
                 return Err(ReassemblyError::MessageTooLarge {
                     transfer: transfer.0,
                     max: self.max_message,
@@ -181,11 +253,18 @@ impl Reassembly {
             }
             let buffered = self.buffered + chunk.len() + CHUNK_OVERHEAD;
             if buffered > self.max_buffered {
-                self.buffered -= current.cost();
+                self.release(current.cost());
                 return Err(ReassemblyError::BufferFull {
                     buffered,
                     max: self.max_buffered,
                 });
+            }
+            if let Some(budget) = &self.budget {
+                if !budget.try_reserve(chunk.len() + CHUNK_OVERHEAD) {
+                    let max = budget.max;
+                    self.release(current.cost());
+                    return Err(ReassemblyError::NodeBufferFull { max });
+                }
             }
             self.buffered = buffered;
             current.bytes += chunk.len();
@@ -194,7 +273,7 @@ impl Reassembly {
         // A repeated index is ignored (the first copy stays).
         match current.start {
             Some((count, id)) if current.chunks.len() as u64 == u64::from(count) => {
-                self.buffered -= current.cost();
+                self.release(current.cost());
                 let mut whole = BytesMut::with_capacity(current.bytes);
                 for chunk in current.chunks.values() {
                     whole.extend_from_slice(chunk);
@@ -341,5 +420,35 @@ mod tests {
             assert_eq!((id.0, &got[..]), (u32::from(t), &[t, t, t][..]));
         }
         assert_eq!(r.buffered(), 0);
+    }
+
+    #[test]
+    fn connections_share_the_node_budget_and_free_it_when_dropped() {
+        let budget = ReassemblyBudget::new(3 * (100 + CHUNK_OVERHEAD));
+        let mut a = Reassembly::new(1 << 20, 1 << 20).with_budget(Some(budget.clone()));
+        let mut b = Reassembly::new(1 << 20, 1 << 20).with_budget(Some(budget.clone()));
+        let chunk = [7u8; 100];
+        assert_eq!(a.handle_start(T1, 3, ID, &chunk), Ok(None));
+        assert_eq!(a.handle_part(T1, 1, &chunk), Ok(None));
+        assert_eq!(b.handle_start(T1, 3, ID, &chunk), Ok(None));
+        assert_eq!(budget.used(), 3 * (100 + CHUNK_OVERHEAD));
+        // The node is full: b's next chunk is refused although b itself
+        // is far below its own cap, and b's transfer is dropped.
+        assert_eq!(
+            b.handle_part(T1, 1, &chunk),
+            Err(ReassemblyError::NodeBufferFull {
+                max: 3 * (100 + CHUNK_OVERHEAD)
+            })
+        );
+        assert_eq!(budget.used(), 2 * (100 + CHUNK_OVERHEAD));
+        // A completed message frees its share.
+        let (_, message) = a.handle_part(T1, 2, &chunk).unwrap().unwrap();
+        assert_eq!(message.len(), 300);
+        assert_eq!(budget.used(), 0);
+        // So does a dropped connection with unfinished transfers.
+        assert_eq!(b.handle_start(T1, 3, ID, &chunk), Ok(None));
+        assert_eq!(budget.used(), 100 + CHUNK_OVERHEAD);
+        drop(b);
+        assert_eq!(budget.used(), 0);
     }
 }
