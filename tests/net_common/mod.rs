@@ -316,6 +316,12 @@ pub fn write_nodes(
 /// A node running in this process.
 pub struct LiveNode {
     pub url: String,
+    /// Where native clients connect (UDP, and TCP on the same port), when
+    /// the node listens for them.
+    pub knet: Option<SocketAddr>,
+    /// Whether kNet over TCP is served on that port too (it is not when the
+    /// TCP port was taken: the node then serves UDP only).
+    pub knet_tcp: bool,
     pub status: watch::Receiver<NodeStatus>,
     stop: Option<oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
@@ -324,14 +330,21 @@ pub struct LiveNode {
 impl LiveNode {
     pub async fn start(seat: &Seat) -> LiveNode {
         let config = NodeConfig::load(&seat.dir.join("node.toml")).expect("node file loads");
+        LiveNode::start_config(&seat.name, config).await
+    }
+
+    /// Starts a node from a config built by the test.
+    pub async fn start_config(name: &str, config: NodeConfig) -> LiveNode {
         let running = lessgate::node::runtime::start(config)
             .await
             .expect("node starts");
         let url = running.tundra_url();
+        let knet = running.knet_addr();
+        let knet_tcp = running.knet_tcp();
         let status = running.status();
         let (stop, stopped) = oneshot::channel::<()>();
         // The node's name on every line it logs (RUST_LOG diagnosis).
-        let span = tracing::info_span!("live", node = %seat.name);
+        let span = tracing::info_span!("live", node = %name);
         let task = tokio::spawn(tracing::Instrument::instrument(
             running.run(async {
                 let _ = stopped.await;
@@ -340,10 +353,34 @@ impl LiveNode {
         ));
         LiveNode {
             url,
+            knet,
+            knet_tcp,
             status,
             stop: Some(stop),
             task,
         }
+    }
+
+    /// As [`LiveNode::start_config`] with `tundra.knet_listen` on a free
+    /// port of 127.0.0.1 for both UDP and TCP. With port 0 the node takes
+    /// the UDP socket's port for TCP, which a TCP socket may already hold;
+    /// the node then serves UDP only, so this starts it again.
+    pub async fn start_knet(name: &str, mut config: NodeConfig) -> LiveNode {
+        config.tundra.knet_listen = Some("127.0.0.1:0".parse().unwrap());
+        for _ in 0..20 {
+            let node = LiveNode::start_config(name, config.clone()).await;
+            if node.knet_tcp {
+                return node;
+            }
+            node.stop().await;
+        }
+        panic!("no port free for both kNet UDP and TCP in 20 tries");
+    }
+
+    /// The node's native URL for `scheme` (`"udp"` or `"tcp"`).
+    pub fn knet_url(&self, scheme: &str) -> String {
+        let addr = self.knet.expect("the node listens for native clients");
+        format!("knet+{scheme}://{addr}")
     }
 
     /// The latest published status.
@@ -382,13 +419,15 @@ pub async fn wait_status(
     }
 }
 
-/// An entity as a client knows it: Name text and Placeable x.
+/// An entity as a client knows it: Name text and description, Placeable x.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Seen {
     pub name: Option<String>,
     pub placeable: Option<ComponentId>,
     pub x: Option<f32>,
     pub name_component: Option<ComponentId>,
+    /// Name's second attribute.
+    pub description: Option<String>,
 }
 
 /// The scene a Tundra client was told about, by entity id.
@@ -411,6 +450,7 @@ impl SceneView {
                     placeable: None,
                     x: None,
                     name_component: None,
+                    description: None,
                 };
                 for component in &create.components {
                     let lessgate::tundra::ComponentBody::Attributes(body) = &component.body else {
@@ -420,6 +460,9 @@ impl SceneView {
                         (NAME, Some(AttributeValue::String(text))) => {
                             seen.name = Some(text.clone());
                             seen.name_component = Some(component.id);
+                            if let Some(AttributeValue::String(text)) = body.values.get(1) {
+                                seen.description = Some(text.clone());
+                            }
                         }
                         (PLACEABLE, Some(AttributeValue::Transform(t))) => {
                             seen.placeable = Some(component.id);
@@ -450,8 +493,23 @@ impl SceneView {
                         match (change.index, &change.value) {
                             (0, AttributeValue::Transform(t)) => seen.x = Some(t.pos.x),
                             (0, AttributeValue::String(text)) => seen.name = Some(text.clone()),
+                            (1, AttributeValue::String(text)) => {
+                                seen.description = Some(text.clone())
+                            }
                             _ => {}
                         }
+                    }
+                }
+            }
+            // Native clients (and protocol 4 WebSocket ones) get transform
+            // changes as RigidBodyUpdate instead of Placeable edits.
+            Message::RigidBodyUpdate(update) => {
+                for record in &update.entities {
+                    let Some(seen) = self.entities.get_mut(&record.entity_id) else {
+                        continue;
+                    };
+                    if let Some(pos) = record.position.value() {
+                        seen.x = Some(pos.x);
                     }
                 }
             }
@@ -626,6 +684,12 @@ pub struct Observed {
     pub view: SceneView,
     /// EntityActions the node sent this client.
     pub actions: Vec<lessgate::tundra::messages::EntityAction>,
+    /// CreateEntityReplies to this client's own creations.
+    pub replies: Vec<lessgate::tundra::messages::CreateEntityReply>,
+    /// Users the node said left (ClientLeft).
+    pub left: Vec<u32>,
+    /// RigidBodyUpdate (119) messages received.
+    pub rigid_body_updates: u64,
     pub messages: u64,
     /// Whether the connection ended (the node closed it or it broke).
     pub closed: bool,
@@ -633,53 +697,102 @@ pub struct Observed {
     pub end: Option<String>,
 }
 
-/// A logged-in Tundra client that only reads, in its own task, keeping the
-/// scene it is told; it never closes its side.
+/// The Tundra protocol version an observer asks for: 3 over WebSocket (no
+/// RigidBodyUpdate), 4 natively, as a real native client asks (knet-wire.md
+/// section 5.3); native clients get 119 either way.
+fn requested_protocol(url: &str) -> u32 {
+    if lessgate::transport::knet::parse_knet_url(url).is_some() {
+        4
+    } else {
+        3
+    }
+}
+
+/// The login data for `url`'s transport: JSON over WebSocket, the native
+/// XML over kNet (username, password, protocol, then `extra`).
+pub fn login_data(url: &str, username: &str, extra: &[(&str, &str)]) -> String {
+    match lessgate::transport::knet::parse_knet_url(url) {
+        Some((transport, _)) => {
+            let protocol = transport.to_string();
+            let mut properties = vec![
+                ("username", username),
+                ("password", ""),
+                ("protocol", protocol.as_str()),
+            ];
+            properties.extend_from_slice(extra);
+            lessgate::tundra::login_xml::login_xml(&properties)
+        }
+        None => {
+            let mut map = serde_json::Map::new();
+            map.insert("username".into(), username.into());
+            for (key, value) in extra {
+                map.insert((*key).into(), (*value).into());
+            }
+            serde_json::Value::Object(map).to_string()
+        }
+    }
+}
+
+/// A logged-in Tundra client over any transport `Link` dials (`ws://`,
+/// `knet+udp://`, `knet+tcp://`) that reads in its own task, keeping the
+/// scene it is told. It sends only what the test asks it to and never
+/// closes its side while it lives.
 pub struct Observer {
     state: Arc<Mutex<Observed>>,
     pub user: u32,
+    /// The negotiated protocol, for encoding what it sends.
+    pub protocol: lessgate::tundra::ProtocolVersion,
+    /// Locked per send, so a test can send through a shared reference.
+    sink: tokio::sync::Mutex<lessgate::loadgen::link::LinkSink>,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl Observer {
+    /// Connects to `url` and logs in as `username`; panics if refused.
     pub async fn join(url: &str, username: &str) -> Observer {
-        use futures_util::{SinkExt, StreamExt};
-        use lessgate::tundra::{DecodeContext, ProtocolVersion};
-        use tokio_tungstenite::tungstenite::Message as WsMessage;
+        match Observer::join_with(url, username, &[]).await {
+            Ok(observer) => observer,
+            Err(reason) => panic!("login to {url} refused: {reason}"),
+        }
+    }
 
-        let (mut socket, _) = tokio_tungstenite::connect_async(url)
+    /// Connects to `url` and logs in with `extra` login properties; the
+    /// LoginReply's data when the node refuses the login.
+    pub async fn join_with(
+        url: &str,
+        username: &str,
+        extra: &[(&str, &str)],
+    ) -> Result<Observer, String> {
+        use lessgate::loadgen::link::Link;
+        use lessgate::tundra::{DecodeContext, ProtocolVersion};
+
+        let mut link = Link::connect(url)
             .await
-            .expect("websocket connects");
+            .unwrap_or_else(|error| panic!("{url}: cannot connect: {error}"));
         let login = Message::Login(lessgate::tundra::messages::Login {
-            login_data: format!("{{\"username\":\"{username}\"}}"),
-            protocol_version: Some(3),
+            login_data: login_data(url, username, extra),
+            protocol_version: Some(requested_protocol(url)),
         });
-        socket
-            .send(WsMessage::Binary(
-                login.encode_frame(ProtocolVersion(1)).unwrap().into(),
-            ))
+        link.feed(login.encode_frame(ProtocolVersion(1)).unwrap())
             .await
             .unwrap();
+        link.flush().await.unwrap();
+        let (sink, mut stream) = link.split();
         let state = Arc::new(Mutex::new(Observed::default()));
-        let (user_tx, user_rx) = oneshot::channel();
+        let (reply_tx, reply_rx) = oneshot::channel();
         let shared = state.clone();
         let task = tokio::spawn(async move {
             let mut registry = Registry::builtin();
             let mut protocol = ProtocolVersion(1);
-            let mut user_tx = Some(user_tx);
+            let mut reply_tx = Some(reply_tx);
             let mut end = "connection ended".to_owned();
-            while let Some(next) = socket.next().await {
+            while let Some(next) = stream.next_frame().await {
                 let frame = match next {
-                    Ok(WsMessage::Binary(frame)) => frame,
-                    Ok(WsMessage::Close(close)) => {
-                        end = format!("closed by the node: {close:?}");
-                        break;
-                    }
+                    Ok(frame) => frame,
                     Err(error) => {
-                        end = format!("websocket error: {error}");
+                        end = format!("connection error: {error}");
                         break;
                     }
-                    Ok(_) => continue,
                 };
                 let context = DecodeContext {
                     protocol_version: protocol,
@@ -698,16 +811,20 @@ impl Observer {
                     }
                     Message::LoginReply(reply) => {
                         protocol = ProtocolVersion(reply.protocol_version.unwrap_or(1));
-                        if let Some(tx) = user_tx.take() {
-                            let _ = tx.send(reply.user_id.0);
+                        if let Some(tx) = reply_tx.take() {
+                            let _ = tx.send(reply.clone());
                         }
                     }
                     _ => {}
                 }
                 let mut state = shared.lock().unwrap();
                 state.messages += 1;
-                if let Message::EntityAction(action) = &message {
-                    state.actions.push(action.clone());
+                match &message {
+                    Message::EntityAction(action) => state.actions.push(action.clone()),
+                    Message::CreateEntityReply(reply) => state.replies.push(reply.clone()),
+                    Message::ClientLeft(left) => state.left.push(left.user_id.0),
+                    Message::RigidBodyUpdate(_) => state.rigid_body_updates += 1,
+                    _ => {}
                 }
                 state.view.apply(&message);
             }
@@ -715,11 +832,21 @@ impl Observer {
             state.closed = true;
             state.end = Some(end);
         });
-        let user = tokio::time::timeout(Duration::from_secs(10), user_rx)
+        let reply = tokio::time::timeout(Duration::from_secs(10), reply_rx)
             .await
             .expect("login reply in time")
-            .expect("logged in");
-        Observer { state, user, task }
+            .expect("a login reply before the connection ended");
+        if !reply.success {
+            task.abort();
+            return Err(reply.reply_data);
+        }
+        Ok(Observer {
+            state,
+            user: reply.user_id.0,
+            protocol: ProtocolVersion(reply.protocol_version.unwrap_or(1)),
+            sink: tokio::sync::Mutex::new(sink),
+            task,
+        })
     }
 
     pub fn snapshot(&self) -> Observed {
@@ -728,6 +855,81 @@ impl Observer {
 
     pub fn closed(&self) -> bool {
         self.state.lock().unwrap().closed
+    }
+
+    /// Sends one message in the negotiated protocol.
+    /// Edits and removals apply to the client's own view too, as a real
+    /// client changes its scene when it sends them (the node does not echo
+    /// a client's own changes back to it).
+    pub async fn send(&self, message: &Message) {
+        if matches!(
+            message,
+            Message::EditAttributes(_) | Message::RemoveEntity(_)
+        ) {
+            self.state.lock().unwrap().view.apply(message);
+        }
+        let frame = message.encode_frame(self.protocol).expect("encodes");
+        let mut sink = self.sink.lock().await;
+        sink.feed(frame).await.expect("sends");
+        sink.flush().await.expect("flushes");
+    }
+
+    /// Creates an entity as a client does (unacked id `0x40000000 |
+    /// unacked`) and waits for the CreateEntityReply: the entity's id and
+    /// the id of the component sent as `0x40000001` (a [`named_box`]'s
+    /// Placeable).
+    pub async fn create(
+        &self,
+        unacked: u32,
+        components: Vec<ComponentData>,
+    ) -> (EntityId, Option<ComponentId>) {
+        let mut create = lessgate::tundra::messages::CreateEntity {
+            scene_id: 0,
+            entity_id: EntityId(0x4000_0000 | unacked),
+            temporary: false,
+            parent: None,
+            components,
+        };
+        self.send(&Message::CreateEntity(create.clone())).await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let state = self.snapshot();
+            if let Some(reply) = state
+                .replies
+                .iter()
+                .find(|r| r.sender_entity_id.wire() == unacked)
+            {
+                let first = reply.components.iter().find(|p| p.sender.wire() == 1);
+                // The client now has the entity under the node's ids, as a
+                // real client does: later changes to it apply to the view.
+                create.entity_id = reply.entity_id;
+                for component in &mut create.components {
+                    if let Some(pair) = reply
+                        .components
+                        .iter()
+                        .find(|p| p.sender.wire() == component.id.wire())
+                    {
+                        component.id = pair.id;
+                    }
+                }
+                let mut state = self.state.lock().unwrap();
+                if !state.view.entities.contains_key(&reply.entity_id) {
+                    state.view.apply(&Message::CreateEntity(create));
+                }
+                return (reply.entity_id, first.map(|p| p.id));
+            }
+            assert!(
+                !state.closed && tokio::time::Instant::now() < deadline,
+                "no CreateEntityReply for {unacked}: {:?}",
+                state.end
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Closes the connection (WebSocket close, kNet Disconnect or FIN).
+    pub async fn close(&self) {
+        self.sink.lock().await.close().await;
     }
 }
 

@@ -363,8 +363,8 @@ impl UdpConnection {
             self.stats.oversized_dropped += 1;
             return;
         }
-        self.last_received = now;
         if let State::Pending { .. } = self.state {
+            self.last_received = now;
             self.state = State::Ok;
             self.next_ping_at = Some(now);
             self.events.push_back(UdpEvent::Connected);
@@ -390,6 +390,11 @@ impl UdpConnection {
             self.stats.duplicate_datagrams += 1;
             return Ok(());
         }
+        // Only a new datagram shows the peer is alive (kNet counts any):
+        // a peer that restarted on the same address sends packet ids this
+        // side has seen, and must time out rather than hold the old
+        // connection open forever.
+        self.last_received = now;
         for block in blocks {
             let block = block?;
             self.handle_block(now, block)?;

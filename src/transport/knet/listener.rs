@@ -13,6 +13,10 @@ use super::udp_server::{self, UdpServerOptions};
 use crate::knet::tcp::TcpConfig;
 use crate::transport::client::{ClientEvent, ConnectionIds};
 
+/// Ports tried when any free port will do and the one UDP got is taken
+/// for TCP.
+const ANY_PORT_TRIES: usize = 16;
+
 /// Pause after a failed accept (typically EMFILE) before trying again.
 const ACCEPT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(100);
 
@@ -33,19 +37,33 @@ pub struct KnetOptions {
 }
 
 impl KnetListener {
-    /// Binds UDP at `addr` and TCP at the UDP socket's port (so `:0`
-    /// gives one free port for both where possible).
+    /// Binds UDP at `addr` and TCP at the UDP socket's port. With port 0
+    /// a port free for both is searched (a few tries).
     pub async fn bind(addr: SocketAddr) -> std::io::Result<KnetListener> {
-        let udp = UdpSocket::bind(addr).await?;
-        let addr = udp.local_addr()?;
-        let tcp = match TcpListener::bind(addr).await {
-            Ok(tcp) => Some(tcp),
-            Err(error) => {
-                warn!(%addr, %error, "kNet TCP cannot listen on this port (is the WebSocket listener on it?); native clients can still use UDP");
-                None
+        let tries = if addr.port() == 0 { ANY_PORT_TRIES } else { 1 };
+        let mut last = None;
+        for _ in 0..tries {
+            let udp = UdpSocket::bind(addr).await?;
+            let bound = udp.local_addr()?;
+            match TcpListener::bind(bound).await {
+                Ok(tcp) => {
+                    return Ok(KnetListener {
+                        udp,
+                        tcp: Some(tcp),
+                        addr: bound,
+                    })
+                }
+                Err(error) => last = Some((udp, bound, error)),
             }
-        };
-        Ok(KnetListener { udp, tcp, addr })
+        }
+        // `tries` is at least 1 and every pass that did not return set `last`.
+        let (udp, addr, error) = last.expect("at least one try");
+        warn!(%addr, %error, "kNet TCP cannot listen on this port (is the WebSocket listener on it?); native clients can still use UDP");
+        Ok(KnetListener {
+            udp,
+            tcp: None,
+            addr,
+        })
     }
 
     /// The bound address (UDP; TCP has the same port when it listens).

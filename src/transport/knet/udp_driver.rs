@@ -263,7 +263,14 @@ impl UdpDriver {
             tokio::select! {
                 datagram = inbox.recv() => match datagram {
                     Some(datagram) => self.handle_batch(datagram, inbox),
-                    None => return DriverEnd::NodeStopped,
+                    None => {
+                        // The listener stopped (the node is shutting down):
+                        // say goodbye rather than leave the client to time out.
+                        let now = self.now();
+                        self.connection.close(now);
+                        self.flush().await;
+                        return DriverEnd::NodeStopped;
+                    }
                 },
                 _ = tokio::time::sleep_until(deadline) => {
                     let now = self.now();
