@@ -103,10 +103,7 @@ impl UpstreamSection {
             }
         }
         if !(1..=4).contains(&self.protocol_version) {
-            return Err(invalid(
-                "upstream.protocol_version",
-                "must be 1, 2, 3 or 4",
-            ));
+            return Err(invalid("upstream.protocol_version", "must be 1, 2, 3 or 4"));
         }
         let bytes: usize = self.login.iter().map(|(k, v)| k.len() + v.len()).sum();
         if self.login.len() > MAX_LOGIN_PROPERTIES || bytes > MAX_LOGIN_PROPERTY_BYTES {

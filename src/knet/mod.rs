@@ -13,12 +13,12 @@
 //! - `udp`: one UDP connection (acks, re-sends, fragments, pings, close);
 //! - `tcp`: one TCP connection (framing, pings, keep-alive, close).
 
-pub mod error;
-pub mod ids;
-pub mod reader;
-pub mod udp;
-pub mod message;
 pub mod datagram;
+pub mod error;
+pub mod fuzz;
+pub mod ids;
+pub mod message;
+pub mod reader;
 pub mod stream;
 pub mod tcp;
-pub mod fuzz;
+pub mod udp;
