@@ -356,6 +356,12 @@ async fn garbage_from_a_connected_endpoint_ends_that_connection_only() {
         reasons.iter().any(|r| r.contains("protocol error")),
         "the node logs why: {reasons:?}"
     );
+    let warned = capture::lines("client closed by its transport for a protocol violation");
+    assert!(!warned.is_empty(), "logged as misbehaviour at WARN");
+    net_common::wait_status(&[&node], PATIENCE, "counted as misbehaviour", |s| {
+        s.server.clients_closed_for_misbehaviour == 1
+    })
+    .await;
     let web = Observer::join(&node.url, "web").await;
     web.create(1, named_box("after")).await;
     wait_observers(&[&bystander], PATIENCE, "bystander still served", |o| {
