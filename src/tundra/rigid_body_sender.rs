@@ -190,7 +190,7 @@ pub fn encode_body(
             }
             2 => {
                 let fwd = transform_matrix(t.rot).col(2);
-                let fwd = normalized(fwd);
+                let fwd = super::orientation::normalized(fwd);
                 let (yaw, pitch) = quantize::normalized_vector3d(fwd, 9, 8);
                 RotationUpdate::Forward(DirectionCode { yaw, pitch })
             }
@@ -233,17 +233,6 @@ pub fn encode_body(
         velocity,
         angular_velocity,
     })
-}
-
-/// MathGeoLib `float3::Normalize` (unchanged direction (1,0,0) when tiny).
-fn normalized(v: Float3) -> Float3 {
-    let length_sq = v.length_sq();
-    if length_sq > 1e-6 {
-        let inv = 1.0 / length_sq.sqrt();
-        Float3::new(v.x * inv, v.y * inv, v.z * inv)
-    } else {
-        Float3::new(1.0, 0.0, 0.0)
-    }
 }
 
 impl BodyState {

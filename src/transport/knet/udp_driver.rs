@@ -155,6 +155,24 @@ impl UdpDriver {
         None
     }
 
+    /// Moves the events into `frames`; the close reason once the
+    /// connection is over. A closed connection has queued its Closed event;
+    /// the fallback only guards against spinning if it ever did not.
+    fn take_close_reason(&mut self) -> Option<CloseReason> {
+        self.collect().or_else(|| {
+            self.connection
+                .is_closed()
+                .then_some(CloseReason::LocalDisconnect)
+        })
+    }
+
+    /// When the loop must wake up for the connection's timer (an hour
+    /// when it has none: an input wakes it first).
+    fn wake_at(&self) -> Instant {
+        self.deadline()
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600))
+    }
+
     fn handle(&mut self, datagram: &[u8]) {
         let now = self.now();
         self.connection.handle_datagram(now, datagram);
@@ -220,13 +238,7 @@ impl UdpDriver {
         let mut close_requested: Option<Instant> = None;
         let mut disconnecting = false;
         loop {
-            // A closed connection has queued its Closed event; the fallback
-            // only guards against spinning if it ever did not.
-            let closed = self.collect().or_else(|| {
-                self.connection
-                    .is_closed()
-                    .then_some(CloseReason::LocalDisconnect)
-            });
+            let closed = self.take_close_reason();
             if !self.frames.is_empty() {
                 let frames = std::mem::take(&mut self.frames);
                 if events
@@ -257,9 +269,7 @@ impl UdpDriver {
             }
             let room = close_requested.is_none()
                 && self.connection.unsent_bytes() < self.config.max_unsent_bytes;
-            let deadline = self
-                .deadline()
-                .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+            let deadline = self.wake_at();
             tokio::select! {
                 datagram = inbox.recv() => match datagram {
                     Some(datagram) => self.handle_batch(datagram, inbox),
@@ -312,13 +322,7 @@ impl UdpDriver {
     ) -> DriverEnd {
         let mut commands_open = true;
         loop {
-            // A closed connection has queued its Closed event; the fallback
-            // only guards against spinning if it ever did not.
-            let closed = self.collect().or_else(|| {
-                self.connection
-                    .is_closed()
-                    .then_some(CloseReason::LocalDisconnect)
-            });
+            let closed = self.take_close_reason();
             if !self.frames.is_empty() {
                 let frames = std::mem::take(&mut self.frames);
                 if inbound.send(ClientInbound::Frames(frames)).await.is_err() {
@@ -336,9 +340,7 @@ impl UdpDriver {
             }
             let room =
                 commands_open && self.connection.unsent_bytes() < self.config.max_unsent_bytes;
-            let deadline = self
-                .deadline()
-                .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+            let deadline = self.wake_at();
             tokio::select! {
                 datagram = inbox.recv() => match datagram {
                     Some(datagram) => self.handle_batch(datagram, inbox),
