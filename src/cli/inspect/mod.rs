@@ -21,6 +21,7 @@ use crate::tundra::registry::Registry;
 
 pub mod capture;
 pub mod knet;
+mod knet_input;
 pub mod less;
 
 /// Arguments of `lessgate inspect`.
