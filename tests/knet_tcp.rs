@@ -141,12 +141,27 @@ async fn serve() -> Served {
     }
 }
 
+/// The reason of the connection's Closed event, and whether a Misbehaved
+/// event (the peer broke the framing) came before it.
 async fn closed_reason(events: &mut mpsc::Receiver<ClientEvent>) -> String {
+    closed_with_misbehaviour(events).await.0
+}
+
+async fn closed_with_misbehaviour(events: &mut mpsc::Receiver<ClientEvent>) -> (String, bool) {
+    let mut misbehaved = false;
     loop {
         match within("Closed", events.recv()).await {
             Some(ClientEvent::Closed { id, reason }) => {
                 assert_eq!(id, ConnectionId(7));
-                return reason;
+                return (reason, misbehaved);
+            }
+            Some(ClientEvent::Misbehaved { id, reason }) => {
+                assert_eq!(id, ConnectionId(7));
+                assert!(
+                    reason.starts_with(lessgate::knet::tcp::PROTOCOL_ERROR),
+                    "{reason}"
+                );
+                misbehaved = true;
             }
             Some(ClientEvent::Frames { .. }) => continue,
             other => panic!("expected Closed, got {other:?}"),
@@ -229,8 +244,9 @@ async fn zero_length_block_closes_with_a_reason() {
         handle: _handle,
     } = serve().await;
     client.write_all(&h("00")).await.unwrap();
-    let reason = closed_reason(&mut events).await;
+    let (reason, misbehaved) = closed_with_misbehaviour(&mut events).await;
     assert!(reason.contains("content length 0"), "{reason}");
+    assert!(misbehaved, "the node is told the peer broke the framing");
     let mut reader = RawReader::new();
     assert_eq!(reader.next_app(&mut client).await, None);
 }
