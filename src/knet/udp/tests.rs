@@ -2,6 +2,7 @@
 //! client's connect phase, close paths and protocol errors.
 
 use super::*;
+use crate::knet::datagram::MAX_RECEIVE_DATAGRAM;
 
 const LOGIN_SESSION: &str =
     include_str!("../../../tests/data/knet/udp-login-ping-disconnect.jsonl");
