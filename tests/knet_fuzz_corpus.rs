@@ -3,27 +3,12 @@
 //! call, on stable Rust, and checks the seeds (made from the captures in
 //! `tests/data/knet/`) are what they claim: valid kNet.
 
-use std::fs;
-use std::path::PathBuf;
+mod fuzz_corpus;
+
+use fuzz_corpus::corpus;
 
 use lessgate::knet::datagram::parse_datagram;
 use lessgate::knet::stream::{StreamDecoder, MAX_STREAM_MESSAGE};
-
-fn corpus(target: &str) -> Vec<(String, Vec<u8>)> {
-    let directory = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fuzz/corpus")
-        .join(target);
-    let mut inputs: Vec<(String, Vec<u8>)> = fs::read_dir(&directory)
-        .unwrap_or_else(|error| panic!("{}: {error}", directory.display()))
-        .map(|entry| {
-            let path = entry.unwrap().path();
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            (name, fs::read(&path).unwrap())
-        })
-        .collect();
-    inputs.sort();
-    inputs
-}
 
 /// Seeds are named after their capture or vector; anything else in the
 /// directory was found by the fuzzer and only has to replay.
