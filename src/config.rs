@@ -263,6 +263,22 @@ pub struct Limits {
     pub max_half_open_per_address: usize,
     /// kNet UDP connections not yet answered, from all addresses.
     pub max_half_open: usize,
+    /// Seconds a TCP connection may take to finish its TLS and WebSocket
+    /// handshake; on the HTTP port, to send a request's headers, and to stay
+    /// idle between keep-alive requests.
+    pub handshake_timeout_secs: u64,
+    /// Seconds a connected client may take to send its Login (every
+    /// transport); after that it is closed.
+    pub login_timeout_secs: u64,
+    /// TCP connections one IP address may hold open to the node, over all
+    /// its listeners (Tundra WebSocket, HTTP, kNet TCP); more are closed at
+    /// once.
+    pub max_connections_per_address: usize,
+    /// Clients connected but not yet logged in, from all addresses; they do
+    /// not take the seats of `max_clients`, which counts logged-in clients.
+    pub max_pending_logins: usize,
+    /// Clients connected but not yet logged in, from one IP address.
+    pub max_pending_logins_per_address: usize,
 }
 
 impl Default for Limits {
@@ -276,7 +292,61 @@ impl Default for Limits {
             max_clients: 1_000,
             max_half_open_per_address: 8,
             max_half_open: 256,
+            handshake_timeout_secs: 10,
+            login_timeout_secs: 10,
+            max_connections_per_address: 64,
+            max_pending_logins: 256,
+            max_pending_logins_per_address: 16,
         }
+    }
+}
+
+/// Longest handshake or login deadline accepted: past an hour a deadline
+/// no longer protects anything.
+const MAX_CONNECTION_TIMEOUT_SECS: u64 = 3_600;
+
+impl Limits {
+    /// The deadlines and per-address budgets of connections.
+    fn validate_connection_limits(
+        &self,
+        invalid: &dyn Fn(&'static str, &str) -> ConfigError,
+    ) -> Result<(), ConfigError> {
+        let timeouts = [
+            ("limits.handshake_timeout_secs", self.handshake_timeout_secs),
+            ("limits.login_timeout_secs", self.login_timeout_secs),
+        ];
+        for (key, secs) in timeouts {
+            if secs == 0 || secs > MAX_CONNECTION_TIMEOUT_SECS {
+                return Err(invalid(key, "must be between 1 and 3600"));
+            }
+        }
+        let counts = [
+            (
+                "limits.max_connections_per_address",
+                self.max_connections_per_address,
+            ),
+            ("limits.max_pending_logins", self.max_pending_logins),
+            (
+                "limits.max_pending_logins_per_address",
+                self.max_pending_logins_per_address,
+            ),
+        ];
+        for (key, count) in counts {
+            if count == 0 {
+                return Err(invalid(key, "must be at least 1"));
+            }
+        }
+        Ok(())
+    }
+
+    /// See [`Limits::handshake_timeout_secs`].
+    pub fn handshake_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.handshake_timeout_secs)
+    }
+
+    /// See [`Limits::login_timeout_secs`].
+    pub fn login_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.login_timeout_secs)
     }
 }
 
@@ -411,6 +481,7 @@ impl NodeConfig {
                 "max_half_open and max_half_open_per_address must be at least 1",
             ));
         }
+        raw.limits.validate_connection_limits(&invalid)?;
         if raw.limits.max_messages_per_second == 0 {
             return Err(invalid(
                 "limits.max_messages_per_second",
@@ -671,5 +742,31 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("listen"), "{error}");
+    }
+
+    #[test]
+    fn connection_limits_default_and_refuse_zero_naming_the_key() {
+        let limits = NodeConfig::default().limits;
+        assert_eq!(limits.handshake_timeout_secs, 10);
+        assert_eq!(limits.login_timeout_secs, 10);
+        assert_eq!(limits.max_connections_per_address, 64);
+        assert_eq!(limits.max_pending_logins, 256);
+        assert_eq!(limits.max_pending_logins_per_address, 16);
+        for key in [
+            "handshake_timeout_secs",
+            "login_timeout_secs",
+            "max_connections_per_address",
+            "max_pending_logins",
+            "max_pending_logins_per_address",
+        ] {
+            let error = NodeConfig::parse(Path::new("n.toml"), &format!("[limits]\n{key} = 0\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(&format!("`limits.{key}`")), "{error}");
+        }
+        let error = NodeConfig::parse(Path::new("n.toml"), "[limits]\nlogin_timeout_secs = 3601\n")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("between 1 and 3600"), "{error}");
     }
 }

@@ -26,6 +26,7 @@ pub mod http;
 pub mod knet;
 pub mod less;
 pub mod loadgen;
+pub mod log_budget;
 pub mod logging;
 pub mod node;
 pub mod peering;

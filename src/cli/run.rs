@@ -54,6 +54,7 @@ impl RunArgs {
 pub fn run(args: RunArgs) -> Result<(), Box<dyn std::error::Error>> {
     let config = args.resolve()?;
     crate::logging::init(config.log.format, &config.log.filter);
+    crate::transport::open_files::raise_open_file_limit();
     let runtime = crate::node::runtime::tokio_runtime(config.node.threads)?;
     runtime.block_on(async move {
         let running = crate::node::runtime::start(config).await?;

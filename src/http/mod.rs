@@ -7,6 +7,7 @@
 //! snapshots the runtime publishes; must never reach into the node loop.
 
 pub mod assets;
+pub mod deadline_io;
 pub mod metrics;
 pub mod origins;
 pub mod schema;

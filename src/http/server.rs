@@ -8,21 +8,24 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::{header, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tracing::warn;
 
 use super::assets;
+use super::deadline_io::DeadlineIo;
 use super::metrics;
 use super::origins::OriginsDoc;
 use super::schema::SchemaDoc;
 use crate::node::status::NodeStatus;
+use crate::transport::guarded_listener::{EventLog, GuardedListener};
 
 /// What the viewer needs besides the status: refreshed with it.
 #[derive(Debug, Clone, Default)]
@@ -43,10 +46,40 @@ pub async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
     TcpListener::bind(addr).await
 }
 
-/// Serves until the task is dropped or aborted.
-pub async fn serve(listener: TcpListener, sources: HttpSources) {
+/// Serves until the task is dropped or aborted. Each connection is held to
+/// `deadline` for its requests and its idle time ([`DeadlineIo`]) and
+/// counted against its address's cap (`listener`).
+pub async fn serve(listener: GuardedListener, deadline: Duration, sources: HttpSources) {
+    let listener = HttpListener {
+        inner: listener,
+        deadline,
+        timeouts: EventLog::new(),
+    };
     if let Err(error) = axum::serve(listener, router(sources)).await {
         warn!(%error, "http server stopped");
+    }
+}
+
+/// The guarded listener as axum takes one: it never fails (the guarded
+/// listener backs off and retries).
+struct HttpListener {
+    inner: GuardedListener,
+    deadline: Duration,
+    timeouts: EventLog,
+}
+
+impl axum::serve::Listener for HttpListener {
+    type Io = DeadlineIo<TcpStream>;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        let (stream, addr, slot) = self.inner.accept().await;
+        let io = DeadlineIo::new(stream, slot, self.deadline, self.timeouts.clone());
+        (io, addr)
+    }
+
+    fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.inner.local_addr()
     }
 }
 
@@ -98,6 +131,7 @@ async fn asset(uri: Uri) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transport::address_limits::AddressLimits;
 
     async fn get_text(addr: SocketAddr, path: &str) -> String {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -124,8 +158,10 @@ mod tests {
         let (_view_tx, view_rx) = watch::channel(view);
         let listener = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
         let addr = listener.local_addr().unwrap();
+        let listener = GuardedListener::new(listener, AddressLimits::new(8), "http");
         let server = tokio::spawn(serve(
             listener,
+            Duration::from_secs(10),
             HttpSources {
                 status: status_rx,
                 view: view_rx,

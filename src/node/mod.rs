@@ -170,6 +170,19 @@ impl Node {
             .handle_connect(client, now, transport.login_dialect());
     }
 
+    /// A client connected from `address` over `transport`: it waits to log
+    /// in within its address's pending-login budget.
+    pub fn handle_client_connect_from(
+        &mut self,
+        client: ClientId,
+        now: Time,
+        transport: ClientTransport,
+        address: std::net::IpAddr,
+    ) {
+        self.server
+            .handle_connect_from(client, now, transport.login_dialect(), address);
+    }
+
     /// One frame from a client.
     pub fn handle_client_frame(&mut self, client: ClientId, now: Time, frame: &[u8]) {
         self.server

@@ -31,6 +31,8 @@ use crate::transport::peer::{
     Frame, PeerEvent, PeerLink, PeerNode, PeerNodeConfig, PeerStartError, SessionOwnership,
 };
 use crate::transport::tls;
+use crate::transport::address_limits::AddressLimits;
+use crate::transport::guarded_listener::GuardedListener;
 use crate::transport::websocket::{self, ListenerOptions};
 use crate::tundra::Registry;
 
@@ -277,17 +279,20 @@ impl Running {
         let options = ListenerOptions {
             tls: self.tls.clone(),
             max_frame_bytes: self.config.limits.max_frame_bytes,
+            handshake_timeout: self.config.limits.handshake_timeout(),
         };
+        // One count per remote address over every TCP listener.
+        let address_limits = AddressLimits::new(self.config.limits.max_connections_per_address);
         let knet_tasks = self.knet.take().map_or_else(Vec::new, |knet| {
             knet.spawn(
                 connection_ids.clone(),
-                knet_options(&self.config),
+                knet_options(&self.config, address_limits.clone()),
                 events_tx.clone(),
             )
         });
         let listener_task = self.listener.take().map(|listener| {
             tokio::spawn(websocket::serve(
-                listener,
+                GuardedListener::new(listener, address_limits.clone(), "tundra"),
                 options,
                 connection_ids.clone(),
                 events_tx,
@@ -302,7 +307,9 @@ impl Running {
                 status: self.status.subscribe(),
                 view: self.view.subscribe(),
             };
-            tokio::spawn(http::serve(listener, sources))
+            let listener = GuardedListener::new(listener, address_limits.clone(), "http");
+            let deadline = self.config.limits.handshake_timeout();
+            tokio::spawn(http::serve(listener, deadline, sources))
         });
         let mut schema_cache = http::schema::SchemaCache::default();
         let mut handles: HashMap<ClientId, ClientHandle> = HashMap::new();
@@ -619,7 +626,7 @@ impl Running {
                 debug!(%client, %addr, %transport, "client connected");
                 handles.insert(client, handle);
                 self.node
-                    .handle_client_connect(client, clock.now(), transport);
+                    .handle_client_connect_from(client, clock.now(), transport, addr.ip());
                 1
             }
             ClientEvent::Frames { id, frames } => {
@@ -750,7 +757,7 @@ const KNET_REASSEMBLY_MESSAGES: usize = 4;
 const KNET_REASSEMBLY_NODE_BYTES: usize = 64 * 1024 * 1024;
 
 /// The kNet listener's settings from the node's config.
-fn knet_options(config: &NodeConfig) -> KnetOptions {
+fn knet_options(config: &NodeConfig, tcp_limits: AddressLimits) -> KnetOptions {
     let udp = crate::knet::udp::UdpConfig {
         datagrams_per_sec: config.tundra.knet_datagrams_per_sec,
         max_unsent_bytes: KNET_UNSENT_BYTES,
@@ -772,6 +779,7 @@ fn knet_options(config: &NodeConfig) -> KnetOptions {
             max_half_open: config.limits.max_half_open,
         },
         tcp,
+        tcp_limits,
     }
 }
 

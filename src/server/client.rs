@@ -1,5 +1,7 @@
 //! One connected Tundra client as the server core sees it.
 
+use std::net::IpAddr;
+
 use foldhash::{HashMap, HashMapExt};
 
 use super::interest::Observer;
@@ -55,10 +57,18 @@ pub struct Client {
     pub bodies: HashMap<EntityId, BodyState>,
     /// Since when the client's unsent bytes have been over the limit.
     pub backlogged_since: Option<Time>,
+    /// The IP address it connected from (its pending-login budget).
+    pub address: IpAddr,
 }
 
 impl Client {
-    pub fn new(id: ClientId, now: Time, messages_per_second: u32, dialect: LoginDialect) -> Client {
+    pub fn new(
+        id: ClientId,
+        now: Time,
+        messages_per_second: u32,
+        dialect: LoginDialect,
+        address: IpAddr,
+    ) -> Client {
         Client {
             id,
             connected_at: now,
@@ -78,6 +88,7 @@ impl Client {
             last_sent: HashMap::new(),
             bodies: HashMap::new(),
             backlogged_since: None,
+            address,
         }
     }
 

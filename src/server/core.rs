@@ -1,6 +1,7 @@
 //! The server core's state and its quinn-proto style interface.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -9,15 +10,13 @@ use tracing::{debug, info, warn};
 use super::client::{Client, LoginState};
 use super::edit_frame::EditFrames;
 use super::login::LoginDialect;
+use super::pending_logins::PendingLogins;
 use crate::clock::Time;
 use crate::config::Limits;
+use crate::log_budget::LogBudget;
 use crate::scene::{Change, ClientId, Scene};
 use crate::tundra::messages::{ClientLeft, EntityAction};
 use crate::tundra::{AttributeValue, ComponentId, EntityId, Message, ProtocolVersion, UserId};
-
-/// A client that has not logged in by then is closed (the slot is someone
-/// else's to take).
-pub const LOGIN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Settings the core needs from the node's configuration.
 #[derive(Debug, Clone)]
@@ -114,6 +113,15 @@ pub struct TundraServer {
     pub(super) edit_frames: EditFrames,
     /// One client's frames of the tick, kept between clients.
     pub(super) tick_frames: Vec<Bytes>,
+    /// Connected clients that have not logged in yet.
+    pub(super) pending: PendingLogins,
+    /// Lines about connections refused for the pending-login budgets, and
+    /// about logins refused because the node is full: a stranger can cause
+    /// either at will.
+    pub(super) pending_refusals: LogBudget,
+    pub(super) full_refusals: LogBudget,
+    /// Lines about clients closed for not logging in in time.
+    pub(super) login_timeouts: LogBudget,
 }
 
 impl TundraServer {
@@ -128,6 +136,10 @@ impl TundraServer {
             edit_scratch: Vec::new(),
             edit_frames: EditFrames::default(),
             tick_frames: Vec::new(),
+            pending: PendingLogins::default(),
+            pending_refusals: LogBudget::default(),
+            full_refusals: LogBudget::default(),
+            login_timeouts: LogBudget::default(),
         }
     }
 
@@ -139,6 +151,11 @@ impl TundraServer {
         &self.stats
     }
 
+    /// Clients connected but not logged in yet.
+    pub fn pending_logins(&self) -> usize {
+        self.pending.total()
+    }
+
     pub fn client(&self, id: ClientId) -> Option<&Client> {
         self.clients.get(&id)
     }
@@ -148,20 +165,49 @@ impl TundraServer {
         self.clients.values().filter(|c| c.is_authenticated())
     }
 
-    /// A new connection whose login data will be in `dialect`. Returns false
-    /// (and queues a close) when the node is full.
+    /// A new connection whose address does not matter (simulations and
+    /// unit tests): counted as one from the loopback address.
     pub fn handle_connect(&mut self, client: ClientId, now: Time, dialect: LoginDialect) -> bool {
-        if self.clients.len() >= self.config.limits.max_clients {
-            warn!(%client, limit = self.config.limits.max_clients, "refused: limits.max_clients reached");
+        self.handle_connect_from(client, now, dialect, IpAddr::V4(Ipv4Addr::LOCALHOST))
+    }
+
+    /// A new connection from `address` whose login data will be in
+    /// `dialect`. It waits to log in within the pending-login budgets (total
+    /// and per address); `max_clients` is checked at login, so connections
+    /// that never log in cannot take the seats of those that do. Returns
+    /// false (and queues a close) when a budget is spent.
+    pub fn handle_connect_from(
+        &mut self,
+        client: ClientId,
+        now: Time,
+        dialect: LoginDialect,
+        address: IpAddr,
+    ) -> bool {
+        let limits = &self.config.limits;
+        let admitted = self.pending.try_admit(
+            address,
+            limits.max_pending_logins,
+            limits.max_pending_logins_per_address,
+        );
+        if let Err(refusal) = admitted {
+            let limit = match refusal {
+                super::pending_logins::PendingRefusal::Total => limits.max_pending_logins,
+                super::pending_logins::PendingRefusal::Address => {
+                    limits.max_pending_logins_per_address
+                }
+            };
+            if let Some(left_out) = self.pending_refusals.handle_occurrence(now) {
+                warn!(%client, %address, limit, left_out, "connection refused: {} reached", refusal.key());
+            }
             self.closes.push_back((
                 client,
-                "server full (limits.max_clients); try again later".to_owned(),
+                format!("too many connections waiting to log in ({}); try again later", refusal.key()),
             ));
             return false;
         }
         let rate = self.config.limits.max_messages_per_second;
         self.clients
-            .insert(client, Client::new(client, now, rate, dialect));
+            .insert(client, Client::new(client, now, rate, dialect, address));
         true
     }
 
@@ -170,6 +216,9 @@ impl TundraServer {
         let Some(gone) = self.clients.remove(&client) else {
             return;
         };
+        if !gone.is_authenticated() {
+            self.pending.release(gone.address);
+        }
         // A user id is given only at login; a client closed for misbehaving
         // after login still leaves the others a ClientLeft.
         if gone.user.0 == 0 {
@@ -278,25 +327,34 @@ impl TundraServer {
 
     /// Timers: refused logins closing, login timeouts.
     pub(super) fn handle_client_timers(&mut self, now: Time) {
+        let login_timeout = self.config.limits.login_timeout();
         let mut to_close = Vec::new();
         for client in self.clients.values() {
             match client.login {
                 LoginState::Refused { close_at } if close_at != Time::ZERO && now >= close_at => {
-                    to_close.push((client.id, "login refused".to_owned()));
+                    to_close.push((client.id, "login refused".to_owned(), false));
                 }
-                LoginState::Connecting if now - client.connected_at >= LOGIN_TIMEOUT => {
-                    to_close.push((client.id, "no login within 30 s".to_owned()));
+                LoginState::Connecting if now - client.connected_at >= login_timeout => {
+                    let reason = format!(
+                        "no login within {} s (limits.login_timeout_secs)",
+                        login_timeout.as_secs()
+                    );
+                    to_close.push((client.id, reason, true));
                 }
                 _ => {}
             }
         }
-        for (id, reason) in to_close {
+        for (id, reason, timed_out) in to_close {
             if let Some(c) = self.clients.get_mut(&id) {
                 c.login = LoginState::Refused {
                     close_at: Time::ZERO,
                 };
             }
-            info!(client = %id, %reason, "closing client");
+            if !timed_out {
+                info!(client = %id, %reason, "closing client");
+            } else if let Some(left_out) = self.login_timeouts.handle_occurrence(now) {
+                info!(client = %id, %reason, left_out, "closing client");
+            }
             self.closes.push_back((id, reason));
         }
     }

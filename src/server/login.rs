@@ -78,6 +78,21 @@ impl TundraServer {
             self.refuse_login(client, protocol, now, reason);
             return;
         }
+        // Only logged-in clients take seats: connections that never log in
+        // have their own budget (`PendingLogins`).
+        let seated = self.authenticated_clients().count();
+        if seated >= self.config.limits.max_clients {
+            if let Some(left_out) = self.full_refusals.handle_occurrence(now) {
+                warn!(%client, limit = self.config.limits.max_clients, left_out, "login refused: limits.max_clients reached");
+            }
+            self.refuse_login_quietly(
+                client,
+                protocol,
+                now,
+                "server full (limits.max_clients); try again later".to_owned(),
+            );
+            return;
+        }
         // User ids: max of existing ids + 1, from 1
         // (`KristalliProtocolModule::AllocateNewConnectionID`).
         let user = UserId(
@@ -101,6 +116,7 @@ impl TundraServer {
             Vec::new()
         };
         if let Some(c) = self.clients.get_mut(&client) {
+            self.pending.release(c.address);
             c.login = LoginState::Authenticated;
             c.user = user;
             c.username = username.clone();
@@ -162,6 +178,17 @@ impl TundraServer {
         reason: String,
     ) {
         info!(%client, %reason, "login refused");
+        self.refuse_login_quietly(client, protocol, now, reason);
+    }
+
+    /// [`Self::refuse_login`] for a caller that has logged the refusal.
+    fn refuse_login_quietly(
+        &mut self,
+        client: ClientId,
+        protocol: ProtocolVersion,
+        now: Time,
+        reason: String,
+    ) {
         self.push_raw(
             client,
             protocol,

@@ -15,6 +15,7 @@ mod interest;
 mod login;
 #[cfg(test)]
 mod login_tests;
+mod pending_logins;
 mod rate;
 mod rigid_body;
 mod slots;

@@ -7,17 +7,21 @@
 //! a client that does not read (its sync state then coalesces instead).
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{FutureExt, SinkExt, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::TcpListener;
+use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio_rustls::TlsAcceptor;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::Message;
-use tracing::{debug, info, info_span, warn, Instrument};
+use tokio_tungstenite::WebSocketStream;
+use tracing::{debug, info, info_span, Instrument};
+
+use super::guarded_listener::{EventLog, GuardedListener};
 
 // The client model is shared by every transport; these names stay here too
 // so code written against the WebSocket listener keeps compiling.
@@ -45,27 +49,26 @@ const READ_BATCH_BYTES: usize = 16 * 1024;
 pub struct ListenerOptions {
     pub tls: Option<TlsAcceptor>,
     pub max_frame_bytes: usize,
+    /// Time for the TLS and WebSocket handshakes together
+    /// (`[limits] handshake_timeout_secs`): a connection that has not
+    /// finished them by then is closed and gives its socket back.
+    pub handshake_timeout: Duration,
 }
 
 /// Accepts connections until `events` is closed by the node. Connection ids
 /// come from `ids`, shared with the node's other listeners.
 pub async fn serve(
-    listener: TcpListener,
+    mut listener: GuardedListener,
     options: ListenerOptions,
     ids: ConnectionIds,
     events: mpsc::Sender<ClientEvent>,
 ) {
+    // A stranger can fail handshakes at will: a few lines per flood.
+    let timeouts = EventLog::new();
+    let failures = EventLog::new();
     loop {
-        let (tcp, addr) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(pair) => pair,
-                Err(error) => {
-                    // Typically EMFILE; back off instead of spinning.
-                    warn!(%error, "accept failed");
-                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                    continue;
-                }
-            },
+        let (tcp, addr, slot) = tokio::select! {
+            accepted = listener.accept() => accepted,
             _ = events.closed() => return,
         };
         let id = ids.next();
@@ -73,15 +76,28 @@ pub async fn serve(
         let _ = tcp.set_nodelay(true);
         let options = options.clone();
         let events = events.clone();
+        let timeouts = timeouts.clone();
+        let failures = failures.clone();
         let span = info_span!("client", conn = %id, %addr);
         tokio::spawn(
             async move {
-                match options.tls.clone() {
-                    Some(acceptor) => match acceptor.accept(tcp).await {
-                        Ok(stream) => run_connection(stream, id, addr, &options, events).await,
-                        Err(error) => info!(%error, "tls handshake failed"),
-                    },
-                    None => run_connection(tcp, id, addr, &options, events).await,
+                // Held until the connection ends: its place in the count of
+                // connections from its address.
+                let _slot = slot;
+                let deadline = options.handshake_timeout;
+                let handshake = tokio::time::timeout(deadline, handshake(tcp, &options, &failures)).await;
+                match handshake {
+                    Ok(Some(socket)) => run_connection(socket, id, addr, events).await,
+                    Ok(None) => {}
+                    Err(_) => {
+                        if let Some(left_out) = timeouts.occurrence() {
+                            info!(
+                                timeout_secs = deadline.as_secs(),
+                                left_out,
+                                "connection closed: no websocket handshake within limits.handshake_timeout_secs"
+                            );
+                        }
+                    }
                 }
             }
             .instrument(span),
@@ -89,25 +105,53 @@ pub async fn serve(
     }
 }
 
+/// A WebSocket over TLS or plain TCP.
+trait ClientStream: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> ClientStream for S {}
+
+/// The TLS handshake (when configured) and the WebSocket upgrade; `None`
+/// when either fails (logged here, within `failures`' budget).
+async fn handshake(
+    tcp: TcpStream,
+    options: &ListenerOptions,
+    failures: &EventLog,
+) -> Option<WebSocketStream<Box<dyn ClientStream>>> {
+    let stream: Box<dyn ClientStream> = match options.tls.clone() {
+        Some(acceptor) => match acceptor.accept(tcp).await {
+            Ok(stream) => Box::new(stream),
+            Err(error) => {
+                match failures.occurrence() {
+                    Some(left_out) => info!(%error, left_out, "tls handshake failed"),
+                    None => debug!(%error, "tls handshake failed"),
+                }
+                return None;
+            }
+        },
+        None => Box::new(tcp),
+    };
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(options.max_frame_bytes))
+        .max_frame_size(Some(options.max_frame_bytes));
+    match tokio_tungstenite::accept_async_with_config(stream, Some(config)).await {
+        Ok(socket) => Some(socket),
+        Err(error) => {
+            match failures.occurrence() {
+                Some(left_out) => info!(%error, left_out, "websocket handshake failed"),
+                None => debug!(%error, "websocket handshake failed"),
+            }
+            None
+        }
+    }
+}
+
 async fn run_connection<S>(
-    stream: S,
+    socket: WebSocketStream<S>,
     id: ConnectionId,
     addr: SocketAddr,
-    options: &ListenerOptions,
     events: mpsc::Sender<ClientEvent>,
 ) where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let config = WebSocketConfig::default()
-        .max_message_size(Some(options.max_frame_bytes))
-        .max_frame_size(Some(options.max_frame_bytes));
-    let socket = match tokio_tungstenite::accept_async_with_config(stream, Some(config)).await {
-        Ok(socket) => socket,
-        Err(error) => {
-            info!(%error, "websocket handshake failed");
-            return;
-        }
-    };
     let (mut sink, mut source) = socket.split();
     let (handle, mut outbound_rx) = ClientHandle::pair();
     // Armed once the node asks to close: bounds how long a send may block.

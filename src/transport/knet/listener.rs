@@ -11,14 +11,13 @@ use tracing::{info, info_span, warn, Instrument};
 
 use super::udp_server::{self, UdpServerOptions};
 use crate::knet::tcp::TcpConfig;
+use crate::transport::address_limits::AddressLimits;
 use crate::transport::client::{ClientEvent, ConnectionIds};
+use crate::transport::guarded_listener::GuardedListener;
 
 /// Ports tried when any free port will do and the one UDP got is taken
 /// for TCP.
 const ANY_PORT_TRIES: usize = 16;
-
-/// Pause after a failed accept (typically EMFILE) before trying again.
-const ACCEPT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Bound sockets, not yet served.
 pub struct KnetListener {
@@ -34,6 +33,9 @@ pub struct KnetListener {
 pub struct KnetOptions {
     pub udp: UdpServerOptions,
     pub tcp: TcpConfig,
+    /// TCP connections per address, counted with the node's other TCP
+    /// listeners (`[limits] max_connections_per_address`).
+    pub tcp_limits: AddressLimits,
 }
 
 impl KnetListener {
@@ -91,6 +93,7 @@ impl KnetListener {
             events.clone(),
         ))];
         if let Some(tcp) = self.tcp {
+            let tcp = GuardedListener::new(tcp, options.tcp_limits, "knet-tcp");
             tasks.push(tokio::spawn(serve_tcp(tcp, ids, options.tcp, events)));
         }
         tasks
@@ -98,28 +101,27 @@ impl KnetListener {
 }
 
 async fn serve_tcp(
-    listener: TcpListener,
+    mut listener: GuardedListener,
     ids: ConnectionIds,
     config: TcpConfig,
     events: mpsc::Sender<ClientEvent>,
 ) {
     loop {
-        let (stream, addr) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(pair) => pair,
-                Err(error) => {
-                    warn!(%error, "kNet TCP accept failed; backing off");
-                    tokio::time::sleep(ACCEPT_BACKOFF).await;
-                    continue;
-                }
-            },
+        let (stream, addr, slot) = tokio::select! {
+            accepted = listener.accept() => accepted,
             _ = events.closed() => return,
         };
         let id = ids.next();
         let span = info_span!("client", conn = %id, %addr, transport = "knet-tcp");
+        let connection = super::tcp::serve_connection(stream, id, addr, config.clone(), events.clone());
         tokio::spawn(
-            super::tcp::serve_connection(stream, id, addr, config.clone(), events.clone())
-                .instrument(span),
+            async move {
+                // Held until the connection ends: its place in the count of
+                // connections from its address.
+                let _slot = slot;
+                connection.await;
+            }
+            .instrument(span),
         );
     }
 }
