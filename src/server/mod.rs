@@ -15,6 +15,8 @@ mod interest;
 mod login;
 #[cfg(test)]
 mod login_tests;
+#[cfg(test)]
+mod pending_login_tests;
 mod pending_logins;
 mod rate;
 mod rigid_body;

@@ -73,10 +73,51 @@ impl TundraClient {
         }
     }
 
+    /// Connects from `source` (any 127.x.y.z address is local on Linux:
+    /// a second host on one machine) to a `ws://ip:port` URL.
+    pub async fn connect_from(url: &str, source: std::net::IpAddr) -> TundraClient {
+        let server: std::net::SocketAddr = url
+            .trim_start_matches("ws://")
+            .trim_end_matches('/')
+            .parse()
+            .expect("ws://ip:port");
+        let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+        socket
+            .bind(std::net::SocketAddr::new(source, 0))
+            .expect("binds the source address");
+        let stream = socket.connect(server).await.expect("tcp connects");
+        let (socket, _) = tokio_tungstenite::client_async(url, MaybeTlsStream::Plain(stream))
+            .await
+            .expect("websocket connects");
+        TundraClient {
+            socket,
+            protocol: ProtocolVersion::ORIGINAL,
+            registry: Registry::builtin(),
+            user: 0,
+        }
+    }
+
+    /// [`TundraClient::login`] from `source` (see [`TundraClient::connect_from`]).
+    pub async fn login_from(
+        url: &str,
+        source: std::net::IpAddr,
+        username: &str,
+        protocol: u32,
+    ) -> (TundraClient, Vec<Message>) {
+        let client = TundraClient::connect_from(url, source).await;
+        client.log_in(username, protocol).await
+    }
+
     /// Connects and logs in; returns the messages that came before and with
     /// the LoginReply.
     pub async fn login(url: &str, username: &str, protocol: u32) -> (TundraClient, Vec<Message>) {
-        let mut client = TundraClient::connect(url).await;
+        let client = TundraClient::connect(url).await;
+        client.log_in(username, protocol).await
+    }
+
+    /// Logs in on an open connection.
+    async fn log_in(self, username: &str, protocol: u32) -> (TundraClient, Vec<Message>) {
+        let mut client = self;
         client
             .send(&Message::Login(Login {
                 login_data: format!("{{\"username\":\"{username}\"}}"),

@@ -1,0 +1,426 @@
+//! One hostile host against the real binary (`lessgate run`, generated
+//! ports): idle TCP connections on the Tundra and HTTP ports, WebSocket
+//! clients that never log in, and a node started with a low open-file limit.
+//! In every case the node keeps serving a good client from another address
+//! (127.0.0.2: any 127.x.y.z is local on Linux, a second host on one
+//! machine) and says in its log, a few lines per flood, what it refused.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{TundraClient, PATIENCE};
+use futures_util::StreamExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpSocket, TcpStream};
+use tokio_tungstenite::tungstenite::Message as WsMessage;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+/// The hostile host.
+const ATTACKER: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1));
+/// A well-behaved host.
+const GOOD_HOST: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
+
+/// A `lessgate run` process, killed when the test ends, pass or fail.
+struct Node {
+    child: std::process::Child,
+    log: PathBuf,
+    url: String,
+    tundra: SocketAddr,
+    http: SocketAddr,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Node {
+    /// Starts a node with `limits` (TOML lines of `[limits]`), under
+    /// `prlimit --nofile=<nofile>` when given.
+    fn start(limits: &str, nofile: Option<&str>) -> Node {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("node.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[tundra]\nlisten = \"127.0.0.1:0\"\n[http]\nlisten = \"127.0.0.1:0\"\n\
+                 [log]\nformat = \"json\"\nfilter = \"info\"\n[limits]\n{limits}\n"
+            ),
+        )
+        .unwrap();
+        let log = dir.path().join("node.log");
+        let stderr = std::fs::File::create(&log).unwrap();
+        let binary = env!("CARGO_BIN_EXE_lessgate");
+        let mut command = match nofile {
+            Some(limit) => {
+                let mut command = Command::new("prlimit");
+                command.arg(format!("--nofile={limit}")).arg("--").arg(binary);
+                command
+            }
+            None => Command::new(binary),
+        };
+        command
+            .arg("run")
+            .arg("--config")
+            .arg(&config)
+            .env_remove("RUST_LOG")
+            .stdout(Stdio::piped())
+            .stderr(stderr);
+        let mut child = command.spawn().expect("binary starts");
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = BufReader::new(stdout).lines();
+        let url = loop {
+            let line = lines.next().expect("a line").expect("readable");
+            if let Some(url) = line.strip_prefix("lessgate: Tundra clients connect to ") {
+                break url.to_owned();
+            }
+        };
+        // Keep the pipe drained.
+        std::thread::spawn(move || lines.for_each(drop));
+        let tundra = url.trim_start_matches("ws://").parse().unwrap();
+        let mut node = Node {
+            child,
+            log,
+            url,
+            tundra,
+            http: tundra,
+            _dir: dir,
+        };
+        let started = Instant::now();
+        node.http = loop {
+            let found = node.log_lines().into_iter().find_map(|line| {
+                let url = line["fields"]["url"].as_str()?;
+                url.strip_prefix("http://")?.trim_end_matches('/').parse().ok()
+            });
+            if let Some(addr) = found {
+                break addr;
+            }
+            assert!(started.elapsed() < PATIENCE, "the node logs its HTTP address");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        node
+    }
+
+    fn log_lines(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| serde_json::from_str(line).ok())
+            .collect()
+    }
+
+    /// Log lines whose message contains `text`.
+    fn logged(&self, text: &str) -> Vec<serde_json::Value> {
+        self.log_lines()
+            .into_iter()
+            .filter(|line| {
+                line["fields"]["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains(text))
+            })
+            .collect()
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+/// A TCP connection from `source` to `server`.
+async fn connect_from(source: IpAddr, server: SocketAddr) -> TcpStream {
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.bind(SocketAddr::new(source, 0)).unwrap();
+    socket.connect(server).await.expect("tcp connects")
+}
+
+/// Reads until the server closes the connection (EOF or reset).
+async fn closed_by_server(stream: &mut TcpStream) -> bool {
+    let mut buf = [0u8; 1024];
+    loop {
+        match tokio::time::timeout(PATIENCE, stream.read(&mut buf)).await {
+            Err(_) => return false,
+            Ok(Ok(0)) | Ok(Err(_)) => return true,
+            Ok(Ok(_)) => continue,
+        }
+    }
+}
+
+/// `GET path` on an open connection (keep-alive); the status line.
+async fn get_on(stream: &mut TcpStream, path: &str) -> String {
+    let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut buf = vec![0u8; 64 * 1024];
+    let n = tokio::time::timeout(PATIENCE, stream.read(&mut buf))
+        .await
+        .expect("an answer in time")
+        .unwrap();
+    String::from_utf8_lossy(&buf[..n])
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// `GET /status` from `source` on a new connection; the status line.
+async fn status_from(source: IpAddr, http: SocketAddr) -> String {
+    let mut stream = connect_from(source, http).await;
+    get_on(&mut stream, "/status").await
+}
+
+/// `count` idle connections from the attacker, opened one after another
+/// (so the node accepts them in this order).
+async fn idle_connections(server: SocketAddr, count: usize) -> Vec<TcpStream> {
+    let mut held = Vec::with_capacity(count);
+    for _ in 0..count {
+        held.push(connect_from(ATTACKER, server).await);
+    }
+    held
+}
+
+#[tokio::test]
+async fn idle_connections_are_capped_per_address_and_closed_at_the_handshake_deadline() {
+    let node = Node::start(
+        "max_connections_per_address = 20\nhandshake_timeout_secs = 4\n",
+        None,
+    );
+
+    // The HTTP port: 20 held, 10 closed at once.
+    let mut held = idle_connections(node.http, 30).await;
+    for (i, stream) in held.iter_mut().enumerate().skip(20) {
+        assert!(closed_by_server(stream).await, "connection {i} over the cap is closed");
+    }
+    // The held ones are served (this one answers, then idles again), and a
+    // good host is served meanwhile.
+    assert!(get_on(&mut held[0], "/status").await.starts_with("HTTP/1.1 200"));
+    assert!(status_from(GOOD_HOST, node.http).await.starts_with("HTTP/1.1 200"));
+    // Idle ones are closed at the deadline, the one that was served too.
+    for (i, stream) in held.iter_mut().enumerate().take(20) {
+        assert!(closed_by_server(stream).await, "idle connection {i} is closed");
+    }
+    drop(held);
+
+    // The Tundra port: the same.
+    let mut held = idle_connections(node.tundra, 30).await;
+    for (i, stream) in held.iter_mut().enumerate().skip(20) {
+        assert!(closed_by_server(stream).await, "connection {i} over the cap is closed");
+    }
+    // A good host logs in and /status answers while the attack is held.
+    let (mut good, _) = TundraClient::login_from(&node.url, GOOD_HOST, "good", 3).await;
+    assert!(status_from(GOOD_HOST, node.http).await.starts_with("HTTP/1.1 200"));
+    // The attacker's held connections were still open: one of them can
+    // still complete its handshake.
+    let upgrade = format!(
+        "GET / HTTP/1.1\r\nHost: {}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+        node.tundra
+    );
+    held[0].write_all(upgrade.as_bytes()).await.unwrap();
+    let mut answer = [0u8; 256];
+    let n = tokio::time::timeout(PATIENCE, held[0].read(&mut answer))
+        .await
+        .expect("an answer in time")
+        .unwrap();
+    assert!(answer[..n].starts_with(b"HTTP/1.1 101"));
+    // Those that never handshake are closed at the deadline.
+    for (i, stream) in held.iter_mut().enumerate().skip(1).take(19) {
+        assert!(closed_by_server(stream).await, "idle connection {i} is closed");
+    }
+    drop(held);
+    // Their places are given back: the attacker's address is served again.
+    let (_again, _) = TundraClient::login_from(&node.url, ATTACKER, "again", 3).await;
+    // The good client was never disturbed: it hears of the newcomer.
+    let _ = good
+        .recv_until(|m| matches!(m, lessgate::tundra::Message::ClientJoined(_)))
+        .await;
+
+    // 20 refusals (10 per port): a few lines, each naming the limit.
+    let refusals = node.logged("limits.max_connections_per_address reached");
+    assert!(
+        !refusals.is_empty() && refusals.len() <= 4,
+        "{} lines for 20 refusals",
+        refusals.len()
+    );
+    assert!(!node
+        .logged("no websocket handshake within limits.handshake_timeout_secs")
+        .is_empty());
+    assert!(!node.logged("http connection closed").is_empty());
+}
+
+/// A WebSocket client from `source` that completes its handshake and then
+/// never logs in.
+async fn silent_client(
+    source: IpAddr,
+    node: &Node,
+) -> WebSocketStream<MaybeTlsStream<TcpStream>> {
+    let stream = connect_from(source, node.tundra).await;
+    let (socket, _) = tokio_tungstenite::client_async(&node.url, MaybeTlsStream::Plain(stream))
+        .await
+        .expect("websocket handshake");
+    socket
+}
+
+/// The reason of the close frame the node sends, or `None` if it closes
+/// without one.
+async fn close_reason(socket: &mut WebSocketStream<MaybeTlsStream<TcpStream>>) -> Option<String> {
+    loop {
+        let next = tokio::time::timeout(PATIENCE, socket.next())
+            .await
+            .expect("closed in time");
+        match next {
+            Some(Ok(WsMessage::Close(frame))) => return frame.map(|f| f.reason.to_string()),
+            Some(Ok(_)) => continue,
+            None | Some(Err(_)) => return None,
+        }
+    }
+}
+
+#[tokio::test]
+async fn silent_websocket_clients_neither_take_seats_nor_stay() {
+    let node = Node::start(
+        "max_clients = 4\nmax_pending_logins = 12\nmax_pending_logins_per_address = 8\n\
+         login_timeout_secs = 4\n",
+        None,
+    );
+    // The attacker fills its address's pending-login budget: twice as many
+    // silent connections as the node has seats.
+    let mut silent = Vec::new();
+    for _ in 0..8 {
+        silent.push(silent_client(ATTACKER, &node).await);
+    }
+    // More from the same address are closed with the limit's name.
+    for _ in 0..4 {
+        let mut extra = silent_client(ATTACKER, &node).await;
+        let reason = close_reason(&mut extra).await.expect("a reason");
+        assert!(
+            reason.contains("limits.max_pending_logins_per_address"),
+            "{reason}"
+        );
+    }
+    // Every seat is still there for clients that log in.
+    let mut good = Vec::new();
+    for i in 0..4 {
+        good.push(TundraClient::login_from(&node.url, GOOD_HOST, &format!("good{i}"), 3).await);
+    }
+    // The total budget: 8 waiting from the attacker, 4 more from a third
+    // host fill it; the next host's connection is closed with its name.
+    let third = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 3));
+    for _ in 0..4 {
+        silent.push(silent_client(third, &node).await);
+    }
+    let fourth = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 4));
+    let mut late = silent_client(fourth, &node).await;
+    let reason = close_reason(&mut late).await.expect("a reason");
+    assert!(reason.contains("limits.max_pending_logins)"), "{reason}");
+    // At the login deadline every silent client is closed, with the reason.
+    for socket in &mut silent {
+        let reason = close_reason(socket).await.expect("a reason");
+        assert!(reason.contains("limits.login_timeout_secs"), "{reason}");
+    }
+    // Logged in, the good clients stay; a fifth is refused for max_clients.
+    let mut fifth = TundraClient::connect_from(&node.url, fourth).await;
+    fifth
+        .send(&lessgate::tundra::Message::Login(
+            lessgate::tundra::messages::Login {
+                login_data: "{\"username\":\"fifth\"}".to_owned(),
+                protocol_version: Some(3),
+            },
+        ))
+        .await;
+    let refused = fifth
+        .recv_until(|m| matches!(m, lessgate::tundra::Message::LoginReply(_)))
+        .await;
+    let lessgate::tundra::Message::LoginReply(reply) = refused else {
+        unreachable!()
+    };
+    assert!(!reply.success);
+    assert!(reply.reply_data.contains("limits.max_clients"));
+    // 5 refusals and 12 timeouts: a line or two each, not one per client.
+    let refusals = node.logged("connection refused: limits.max_pending_logins");
+    assert!(!refusals.is_empty() && refusals.len() <= 2, "{refusals:?}");
+    let timeouts: Vec<_> = node
+        .log_lines()
+        .into_iter()
+        .filter(|l| {
+            l["fields"]["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("limits.login_timeout_secs"))
+        })
+        .collect();
+    assert!(!timeouts.is_empty() && timeouts.len() <= 2, "{timeouts:?}");
+    drop(good);
+}
+
+/// Reads the soft and hard open-file limits of a process.
+fn open_file_limits(pid: u32) -> (String, String) {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .expect("a Max open files line")
+        .to_owned();
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    (fields[3].to_owned(), fields[4].to_owned())
+}
+
+#[tokio::test]
+async fn the_node_raises_its_open_file_limit_to_the_hard_limit() {
+    let node = Node::start("", Some("256:8192"));
+    assert_eq!(
+        open_file_limits(node.pid()),
+        ("8192".to_owned(), "8192".to_owned())
+    );
+    let raised = node.logged("open-file limit (RLIMIT_NOFILE) raised");
+    assert_eq!(raised.len(), 1);
+    assert_eq!(raised[0]["fields"]["open_files"], 8192);
+    assert_eq!(raised[0]["fields"]["was"], 256);
+}
+
+#[tokio::test]
+async fn out_of_file_descriptors_the_node_backs_off_and_recovers() {
+    // The hard limit is low too, so the node cannot raise it; the cap per
+    // address is off the way so one host can use every descriptor.
+    let node = Node::start(
+        "max_connections_per_address = 100000\nhandshake_timeout_secs = 3600\n",
+        Some("64:64"),
+    );
+    let cpu_before = cpu_ticks(node.pid());
+    let started = Instant::now();
+    let held = idle_connections(node.tundra, 120).await;
+    // Out of descriptors, the node's accepts fail: it says so, a few lines.
+    let wait = Instant::now();
+    while node.logged("accept failed").is_empty() {
+        assert!(wait.elapsed() < PATIENCE, "accept failures are logged");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let cpu = cpu_ticks(node.pid()) - cpu_before;
+    let held_for = started.elapsed();
+    let failures = node.logged("accept failed");
+    eprintln!(
+        "out of descriptors for {held_for:?}: {} log lines, {cpu} CPU ticks",
+        failures.len()
+    );
+    assert!(failures.len() <= 3, "{} lines", failures.len());
+    // The attack ends: the node serves again.
+    drop(held);
+    let (_client, _) = TundraClient::login_from(&node.url, GOOD_HOST, "after", 3).await;
+    assert!(status_from(GOOD_HOST, node.http).await.starts_with("HTTP/1.1 200"));
+}
+
+/// User plus system CPU time of a process, in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name (which ends with ')'): utime is the
+    // 12th, stime the 13th.
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
