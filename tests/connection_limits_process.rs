@@ -424,3 +424,48 @@ fn cpu_ticks(pid: u32) -> u64 {
     let fields: Vec<&str> = after.split_whitespace().collect();
     fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
 }
+
+/// Descriptors a process holds open.
+fn open_descriptors(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().count()
+}
+
+/// The issue's attack, re-run: with the common 1024 open-file limit (soft
+/// and hard, so the node cannot raise it) and default limits, 1 100 idle
+/// connections from one host to each of the Tundra and HTTP ports used to
+/// lock every new client and `/status` out. Now the host keeps its 64 and
+/// everyone else is served.
+#[tokio::test]
+async fn an_idle_flood_under_a_1024_descriptor_limit_costs_its_host_only() {
+    // The attacker's 2 200 sockets live in this process.
+    let _ = rlimit::increase_nofile_limit(8_192);
+    let node = Node::start("", Some("1024:1024"));
+    let baseline = open_descriptors(node.pid());
+    let started = Instant::now();
+    let mut held = idle_connections(node.tundra, 1_100).await;
+    held.extend(idle_connections(node.http, 1_100).await);
+    let opened_in = started.elapsed();
+    // Every connection but the first 64 is closed at once.
+    let mut refused = 0;
+    for stream in held.iter_mut().skip(64) {
+        assert!(closed_by_server(stream).await, "over the cap: closed");
+        refused += 1;
+    }
+    let during = open_descriptors(node.pid());
+    let login_started = Instant::now();
+    let (_good, _) = TundraClient::login_from(&node.url, GOOD_HOST, "good", 3).await;
+    let login_took = login_started.elapsed();
+    let status_started = Instant::now();
+    assert!(status_from(GOOD_HOST, node.http).await.starts_with("HTTP/1.1 200"));
+    let status_took = status_started.elapsed();
+    let lines = node.logged("limits.max_connections_per_address reached").len();
+    eprintln!(
+        "idle flood: 2200 connections opened in {opened_in:?}, {refused} refused; node descriptors \
+         {baseline} before, {during} during; good login {login_took:?}, /status {status_took:?}; \
+         {lines} refusal log lines"
+    );
+    assert_eq!(refused, 2_200 - 64);
+    // The node holds the attacker's 64 and a few of its own, not 2 200.
+    assert!(during <= baseline + 64 + 8, "{during} descriptors");
+    assert!(lines <= 4, "{lines} log lines");
+}

@@ -204,6 +204,10 @@ max_entities_per_client = 1000000
 max_messages_per_second = 100000000
 max_client_backlog_bytes = 268435456
 max_client_stall_secs = 600
+# Every load client comes from this machine's one address.
+max_connections_per_address = 1000000
+max_pending_logins = 1000000
+max_pending_logins_per_address = 1000000
 
 [log]
 format = "json"
