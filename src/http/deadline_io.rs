@@ -220,6 +220,9 @@ mod tests {
         assert_eq!(outcome.unwrap_err().kind(), io::ErrorKind::TimedOut);
         drop(io);
         let sent = trickle.await.unwrap();
-        assert!(sent < request.len(), "cut off mid-request, after {sent} bytes");
+        assert!(
+            sent < request.len(),
+            "cut off mid-request, after {sent} bytes"
+        );
     }
 }

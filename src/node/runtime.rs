@@ -24,15 +24,15 @@ use crate::peering::handshake::Initiator;
 use crate::peering::reason::{Reason, ReasonCode};
 use crate::scene::{ClientId, Scene};
 use crate::server::{ServerConfig, ServerEvent, TundraServer};
+use crate::transport::address_limits::AddressLimits;
 use crate::transport::client::{ClientEvent, ClientHandle, ConnectionIds};
+use crate::transport::guarded_listener::GuardedListener;
 use crate::transport::knet::listener::{KnetListener, KnetOptions};
 use crate::transport::knet::udp_server::UdpServerOptions;
 use crate::transport::peer::{
     Frame, PeerEvent, PeerLink, PeerNode, PeerNodeConfig, PeerStartError, SessionOwnership,
 };
 use crate::transport::tls;
-use crate::transport::address_limits::AddressLimits;
-use crate::transport::guarded_listener::GuardedListener;
 use crate::transport::websocket::{self, ListenerOptions};
 use crate::tundra::Registry;
 

@@ -201,7 +201,10 @@ impl TundraServer {
             }
             self.closes.push_back((
                 client,
-                format!("too many connections waiting to log in ({}); try again later", refusal.key()),
+                format!(
+                    "too many connections waiting to log in ({}); try again later",
+                    refusal.key()
+                ),
             ));
             return false;
         }

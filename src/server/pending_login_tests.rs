@@ -73,7 +73,9 @@ fn silent_connections_do_not_take_the_seats_of_clients_that_log_in() {
     let refused = closes(&mut server);
     assert_eq!(refused.len(), 1);
     assert_eq!(refused[0].0, ClientId(3));
-    assert!(refused[0].1.contains("limits.max_pending_logins_per_address"));
+    assert!(refused[0]
+        .1
+        .contains("limits.max_pending_logins_per_address"));
     // max_clients is 2 and two connections are open, yet two real clients
     // from other hosts connect and log in.
     for (id, last) in [(10, 2), (11, 3)] {
@@ -109,7 +111,11 @@ fn connections_that_do_not_log_in_in_time_are_closed_and_free_their_place() {
     let closed = closes(&mut server);
     assert_eq!(closed.len(), 1);
     assert_eq!(closed[0].0, ClientId(1));
-    assert!(closed[0].1.contains("limits.login_timeout_secs"), "{}", closed[0].1);
+    assert!(
+        closed[0].1.contains("limits.login_timeout_secs"),
+        "{}",
+        closed[0].1
+    );
     // The transport reports the close: the address may wait again.
     server.handle_disconnect(ClientId(1), &closed[0].1);
     assert_eq!(server.pending_logins(), 1);

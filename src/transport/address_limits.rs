@@ -88,9 +88,7 @@ impl Drop for AddressSlot {
 /// the same host as `a.b.c.d`.
 fn canonical(address: IpAddr) -> IpAddr {
     match address {
-        IpAddr::V6(v6) => v6
-            .to_ipv4_mapped()
-            .map_or(IpAddr::V6(v6), IpAddr::V4),
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
         v4 => v4,
     }
 }
@@ -113,7 +111,9 @@ mod tests {
         let b1 = limits.try_acquire(ip("10.0.0.2")).expect("other host");
         assert_eq!(limits.open_from(ip("10.0.0.1")), 2);
         drop(a1);
-        let a3 = limits.try_acquire(ip("10.0.0.1")).expect("place given back");
+        let a3 = limits
+            .try_acquire(ip("10.0.0.1"))
+            .expect("place given back");
         drop((a2, a3, b1));
         assert_eq!(limits.addresses(), 0, "no entry is left for closed hosts");
     }

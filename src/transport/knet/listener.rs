@@ -113,7 +113,8 @@ async fn serve_tcp(
         };
         let id = ids.next();
         let span = info_span!("client", conn = %id, %addr, transport = "knet-tcp");
-        let connection = super::tcp::serve_connection(stream, id, addr, config.clone(), events.clone());
+        let connection =
+            super::tcp::serve_connection(stream, id, addr, config.clone(), events.clone());
         tokio::spawn(
             async move {
                 // Held until the connection ends: its place in the count of
