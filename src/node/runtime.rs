@@ -27,6 +27,7 @@ use crate::server::{ServerConfig, ServerEvent, TundraServer};
 use crate::transport::client::{ClientEvent, ClientHandle, ConnectionIds};
 use crate::transport::knet::listener::{KnetListener, KnetOptions};
 use crate::transport::knet::udp_server::UdpServerOptions;
+use crate::transport::message_budget::BudgetConfig;
 use crate::transport::peer::{
     Frame, PeerEvent, PeerLink, PeerNode, PeerNodeConfig, PeerStartError, SessionOwnership,
 };
@@ -277,6 +278,7 @@ impl Running {
         let options = ListenerOptions {
             tls: self.tls.clone(),
             max_frame_bytes: self.config.limits.max_frame_bytes,
+            budget: client_budget(&self.config),
         };
         let knet_tasks = self.knet.take().map_or_else(Vec::new, |knet| {
             knet.spawn(
@@ -620,6 +622,7 @@ impl Running {
                 handles.insert(client, handle);
                 self.node
                     .handle_client_connect(client, clock.now(), transport);
+                self.node.server.set_client_address(client, addr.ip());
                 1
             }
             ClientEvent::Frames { id, frames } => {
@@ -770,8 +773,18 @@ fn knet_options(config: &NodeConfig) -> KnetOptions {
             connection: udp,
             max_half_open_per_address: config.limits.max_half_open_per_address,
             max_half_open: config.limits.max_half_open,
+            budget: client_budget(config),
         },
         tcp,
+        tcp_budget: client_budget(config),
+    }
+}
+
+/// How fast each client's messages are read, whatever its transport.
+fn client_budget(config: &NodeConfig) -> BudgetConfig {
+    BudgetConfig {
+        per_second: config.limits.max_messages_per_second,
+        burst: config.limits.max_message_burst,
     }
 }
 

@@ -10,12 +10,15 @@
 mod client;
 mod core;
 mod edit_frame;
+mod entity_quota;
 mod handlers;
 mod interest;
 mod login;
 #[cfg(test)]
 mod login_tests;
-mod rate;
+mod refusal;
+mod refusal_log;
+mod refusal_window;
 mod rigid_body;
 mod slots;
 mod sync_state;
@@ -28,4 +31,5 @@ mod writer;
 pub use self::core::{ServerConfig, ServerEvent, ServerStats, TundraServer};
 pub use client::Client;
 pub use login::LoginDialect;
+pub use refusal_log::{RefusalLog, Summary, Verdict, SUMMARY_INTERVAL};
 pub use sync_state::{Presence, SlotSet, SyncState};

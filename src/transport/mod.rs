@@ -4,6 +4,7 @@
 pub mod client;
 pub mod identity;
 pub mod knet;
+pub mod message_budget;
 pub mod peer;
 pub mod peer_tls;
 pub mod tls;

@@ -12,6 +12,7 @@ use tracing::{info, info_span, warn, Instrument};
 use super::udp_server::{self, UdpServerOptions};
 use crate::knet::tcp::TcpConfig;
 use crate::transport::client::{ClientEvent, ConnectionIds};
+use crate::transport::message_budget::BudgetConfig;
 
 /// Ports tried when any free port will do and the one UDP got is taken
 /// for TCP.
@@ -34,6 +35,8 @@ pub struct KnetListener {
 pub struct KnetOptions {
     pub udp: UdpServerOptions,
     pub tcp: TcpConfig,
+    /// How fast each TCP client's messages are read (UDP's is in `udp`).
+    pub tcp_budget: BudgetConfig,
 }
 
 impl KnetListener {
@@ -91,7 +94,13 @@ impl KnetListener {
             events.clone(),
         ))];
         if let Some(tcp) = self.tcp {
-            tasks.push(tokio::spawn(serve_tcp(tcp, ids, options.tcp, events)));
+            tasks.push(tokio::spawn(serve_tcp(
+                tcp,
+                ids,
+                options.tcp,
+                options.tcp_budget,
+                events,
+            )));
         }
         tasks
     }
@@ -101,6 +110,7 @@ async fn serve_tcp(
     listener: TcpListener,
     ids: ConnectionIds,
     config: TcpConfig,
+    budget: BudgetConfig,
     events: mpsc::Sender<ClientEvent>,
 ) {
     loop {
@@ -118,7 +128,7 @@ async fn serve_tcp(
         let id = ids.next();
         let span = info_span!("client", conn = %id, %addr, transport = "knet-tcp");
         tokio::spawn(
-            super::tcp::serve_connection(stream, id, addr, config.clone(), events.clone())
+            super::tcp::serve_connection(stream, id, addr, config.clone(), budget, events.clone())
                 .instrument(span),
         );
     }
