@@ -18,6 +18,8 @@ mod login;
 mod login_tests;
 mod refusal;
 mod refusal_log;
+#[cfg(test)]
+mod refusal_tests;
 mod refusal_window;
 mod rigid_body;
 mod slots;
