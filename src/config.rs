@@ -245,8 +245,22 @@ pub struct Limits {
     pub max_frame_bytes: usize,
     /// Entities one client may create.
     pub max_entities_per_client: usize,
-    /// Messages per second one client may send (averaged over one second).
+    /// Messages per second read from one client (every message counts:
+    /// binary, text, ping). Above it the client is slowed (its transport
+    /// stops reading it), never closed for it.
     pub max_messages_per_second: u32,
+    /// Messages read from one client at once after a quiet spell.
+    pub max_message_burst: u32,
+    /// Refused requests (edits of unknown entities, creates over a limit,
+    /// ...) one client may send in a minute before it is closed: a few
+    /// are races any client meets, this many are not.
+    pub max_refused_requests_per_minute: u32,
+    /// Entities clients may have created in the scene, all together. They
+    /// outlive their creator (as Tundra keeps them), so this bounds what
+    /// reconnecting clients can pile up.
+    pub max_client_entities: usize,
+    /// Entities clients from one IP address may have created in the scene.
+    pub max_entities_per_address: usize,
     /// Outbound bytes queued for a client that does not read; past this the
     /// client gets only coalesced state, and past twice this (or for longer
     /// than `max_client_stall_secs`) it is dropped.
@@ -286,7 +300,11 @@ impl Default for Limits {
         Limits {
             max_frame_bytes: 256 * 1024,
             max_entities_per_client: 10_000,
-            max_messages_per_second: 2_000,
+            max_messages_per_second: 200_000,
+            max_message_burst: 200_000,
+            max_refused_requests_per_minute: 100_000,
+            max_client_entities: 100_000,
+            max_entities_per_address: 20_000,
             max_client_backlog_bytes: 4 * 1024 * 1024,
             max_client_stall_secs: 10,
             max_clients: 1_000,
@@ -486,6 +504,21 @@ impl NodeConfig {
             return Err(invalid(
                 "limits.max_messages_per_second",
                 "must be at least 1",
+            ));
+        }
+        if raw.limits.max_message_burst == 0 {
+            return Err(invalid("limits.max_message_burst", "must be at least 1"));
+        }
+        if raw.limits.max_refused_requests_per_minute == 0 {
+            return Err(invalid(
+                "limits.max_refused_requests_per_minute",
+                "must be at least 1",
+            ));
+        }
+        if raw.limits.max_entities_per_address > raw.limits.max_client_entities {
+            return Err(invalid(
+                "limits.max_entities_per_address",
+                "must not be above limits.max_client_entities",
             ));
         }
         let mut config = NodeConfig {

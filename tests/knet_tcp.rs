@@ -11,6 +11,7 @@ use lessgate::knet::tcp::TcpConfig;
 use lessgate::transport::client::{ClientEvent, ClientHandle, ClientTransport, ConnectionId};
 use lessgate::transport::knet::tcp::{run_client, serve_connection};
 use lessgate::transport::knet::{ClientCommand, ClientInbound};
+use lessgate::transport::message_budget::BudgetConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
@@ -115,6 +116,7 @@ async fn serve() -> Served {
             ConnectionId(7),
             peer,
             TcpConfig::default(),
+            BudgetConfig::UNLIMITED,
             events_tx,
         )
         .await;

@@ -77,32 +77,6 @@ async fn client_that_stops_reading_is_dropped_and_others_carry_on() {
 }
 
 #[tokio::test]
-async fn message_rate_limit_closes_the_flooder() {
-    let mut config = NodeConfig::default();
-    config.limits.max_messages_per_second = 50;
-    let node = TestNode::start(config).await;
-    let (mut flooder, _) = TundraClient::login(&node.url, "flooder", 4).await;
-    let (mut calm, _) = TundraClient::login(&node.url, "calm", 4).await;
-    let entity = calm.create_entity(1, vec![name_component(1, "x")]).await;
-    for _ in 0..200 {
-        flooder
-            .send(&Message::EntityAction(EntityAction {
-                entity_id: entity,
-                name: "Spam".to_owned(),
-                execution_type: exec_type::SERVER,
-                parameters: vec![],
-            }))
-            .await;
-    }
-    assert!(flooder.closed().await, "flooder closed");
-    let left = calm
-        .recv_until(|m| matches!(m, Message::ClientLeft(_)))
-        .await;
-    assert!(matches!(left, Message::ClientLeft(l) if l.user_id.0 == 1));
-    node.stop().await;
-}
-
-#[tokio::test]
 async fn oversized_frame_closes_the_sender() {
     let mut config = NodeConfig::default();
     config.limits.max_frame_bytes = 4096;

@@ -29,6 +29,7 @@ use crate::transport::client::{ClientEvent, ClientHandle, ConnectionIds};
 use crate::transport::guarded_listener::GuardedListener;
 use crate::transport::knet::listener::{KnetListener, KnetOptions};
 use crate::transport::knet::udp_server::UdpServerOptions;
+use crate::transport::message_budget::BudgetConfig;
 use crate::transport::peer::{
     Frame, PeerEvent, PeerLink, PeerNode, PeerNodeConfig, PeerStartError, SessionOwnership,
 };
@@ -280,6 +281,7 @@ impl Running {
             tls: self.tls.clone(),
             max_frame_bytes: self.config.limits.max_frame_bytes,
             handshake_timeout: self.config.limits.handshake_timeout(),
+            budget: client_budget(&self.config),
         };
         // One count per remote address over every TCP listener.
         let address_limits = AddressLimits::new(self.config.limits.max_connections_per_address);
@@ -777,9 +779,19 @@ fn knet_options(config: &NodeConfig, tcp_limits: AddressLimits) -> KnetOptions {
             connection: udp,
             max_half_open_per_address: config.limits.max_half_open_per_address,
             max_half_open: config.limits.max_half_open,
+            budget: client_budget(config),
         },
         tcp,
         tcp_limits,
+        tcp_budget: client_budget(config),
+    }
+}
+
+/// How fast each client's messages are read, whatever its transport.
+fn client_budget(config: &NodeConfig) -> BudgetConfig {
+    BudgetConfig {
+        per_second: config.limits.max_messages_per_second,
+        burst: config.limits.max_message_burst,
     }
 }
 

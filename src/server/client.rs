@@ -6,7 +6,8 @@ use foldhash::{HashMap, HashMapExt};
 
 use super::interest::Observer;
 use super::login::LoginDialect;
-use super::rate::RateLimiter;
+use super::refusal_log::RefusalLog;
+use super::refusal_window::RefusalWindow;
 use super::sync_state::SyncState;
 use crate::clock::Time;
 use crate::scene::ClientId;
@@ -48,7 +49,10 @@ pub struct Client {
     /// (`unackedIdsToRealIds`, reference section 7.4).
     pub unacked: HashMap<EntityId, EntityId>,
     pub entities_created: usize,
-    pub rate: RateLimiter,
+    /// Its refusals, for the log's summaries.
+    pub refusal_log: RefusalLog<&'static str>,
+    /// Its refusals, for telling bulk from a few races.
+    pub refusal_window: RefusalWindow,
     pub observer: Option<Observer>,
     /// When each entity was last sent, for interest management.
     pub last_sent: HashMap<EntityId, Time>,
@@ -57,18 +61,13 @@ pub struct Client {
     pub bodies: HashMap<EntityId, BodyState>,
     /// Since when the client's unsent bytes have been over the limit.
     pub backlogged_since: Option<Time>,
-    /// The IP address it connected from (its pending-login budget).
+    /// The IP address it connected from: its pending-login budget and
+    /// `limits.max_entities_per_address`.
     pub address: IpAddr,
 }
 
 impl Client {
-    pub fn new(
-        id: ClientId,
-        now: Time,
-        messages_per_second: u32,
-        dialect: LoginDialect,
-        address: IpAddr,
-    ) -> Client {
+    pub fn new(id: ClientId, now: Time, dialect: LoginDialect, address: IpAddr) -> Client {
         Client {
             id,
             connected_at: now,
@@ -83,7 +82,8 @@ impl Client {
             pending_actions: Vec::new(),
             unacked: HashMap::new(),
             entities_created: 0,
-            rate: RateLimiter::new(messages_per_second, now),
+            refusal_log: RefusalLog::default(),
+            refusal_window: RefusalWindow::default(),
             observer: None,
             last_sent: HashMap::new(),
             bodies: HashMap::new(),
@@ -94,6 +94,12 @@ impl Client {
 
     pub fn is_authenticated(&self) -> bool {
         self.login == LoginState::Authenticated
+    }
+
+    /// Refused (its login, or closed for misbehaving): its frames are
+    /// dropped until the close.
+    pub fn is_refused(&self) -> bool {
+        matches!(self.login, LoginState::Refused { .. })
     }
 
     /// Maps a full 32-bit id a client sent (CreateEntity parent,

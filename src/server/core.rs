@@ -9,12 +9,13 @@ use tracing::{debug, info, warn};
 
 use super::client::{Client, LoginState};
 use super::edit_frame::EditFrames;
+use super::entity_quota::EntityQuota;
 use super::login::LoginDialect;
 use super::pending_logins::PendingLogins;
 use crate::clock::Time;
 use crate::config::Limits;
 use crate::log_budget::LogBudget;
-use crate::scene::{Change, ClientId, Scene};
+use crate::scene::{Change, ChangeKind, ClientId, Scene};
 use crate::tundra::messages::{ClientLeft, EntityAction};
 use crate::tundra::{AttributeValue, ComponentId, EntityId, Message, ProtocolVersion, UserId};
 
@@ -122,11 +123,21 @@ pub struct TundraServer {
     pub(super) full_refusals: LogBudget,
     /// Lines about clients closed for not logging in in time.
     pub(super) login_timeouts: LogBudget,
+    /// The entities clients created that are still in the scene.
+    pub(super) entity_quota: EntityQuota,
+    /// The time of the frame or tick being handled.
+    pub(super) now: Time,
 }
 
 impl TundraServer {
     pub fn new(config: ServerConfig) -> TundraServer {
+        let entity_quota = EntityQuota::new(
+            config.limits.max_client_entities,
+            config.limits.max_entities_per_address,
+        );
         TundraServer {
+            entity_quota,
+            now: Time::ZERO,
             config,
             clients: BTreeMap::new(),
             transmits: VecDeque::new(),
@@ -208,20 +219,26 @@ impl TundraServer {
             ));
             return false;
         }
-        let rate = self.config.limits.max_messages_per_second;
         self.clients
-            .insert(client, Client::new(client, now, rate, dialect, address));
+            .insert(client, Client::new(client, now, dialect, address));
         true
+    }
+
+    /// Client-created entities in the scene: all, and from `address`.
+    pub fn client_entities(&self, address: Option<std::net::IpAddr>) -> (usize, usize) {
+        let from = address.map_or(0, |a| self.entity_quota.of_address(a));
+        (self.entity_quota.total(), from)
     }
 
     /// A connection ended. Tells the other clients (ClientLeft).
     pub fn handle_disconnect(&mut self, client: ClientId, reason: &str) {
-        let Some(gone) = self.clients.remove(&client) else {
+        let Some(mut gone) = self.clients.remove(&client) else {
             return;
         };
         if !gone.is_authenticated() {
             self.pending.release(gone.address);
         }
+        self.log_last_refusal_summaries(&mut gone);
         // A user id is given only at login; a client closed for misbehaving
         // after login still leaves the others a ClientLeft.
         if gone.user.0 == 0 {
@@ -242,6 +259,11 @@ impl TundraServer {
 
     /// Feeds the scene's journal to every client's sync state.
     pub fn handle_scene_changes(&mut self, changes: &[Change]) {
+        for change in changes {
+            if let ChangeKind::EntityRemoved(entity) = change.kind {
+                self.entity_quota.forget(entity);
+            }
+        }
         for client in self.clients.values_mut().filter(|c| c.is_authenticated()) {
             for change in changes {
                 client.sync.apply(client.id, change.source, change.kind);
@@ -364,7 +386,9 @@ impl TundraServer {
 
     /// The scene, for ticks and handlers, is always passed in by the node.
     pub fn handle_tick(&mut self, scene: &Scene, now: Time, backlog: &dyn Fn(ClientId) -> usize) {
+        self.now = now;
         self.handle_client_timers(now);
+        self.log_refusal_summaries(now);
         self.write_tick(scene, now, backlog);
     }
 }

@@ -1,8 +1,11 @@
 //! Messages from clients: decoding, validation and their effect on the scene
 //! (reference sections 4 and 7.4). A malformed frame closes only the client
-//! that sent it; a refused request is dropped and logged, as Tundra drops it.
+//! that sent it; a refused request is dropped, as Tundra drops it, and
+//! logged without flooding the log (`super::refusal`). How fast a client's
+//! frames arrive is its transport's business: over its budget it is read
+//! more slowly (`transport::message_budget`), not refused here.
 
-use tracing::{debug, warn};
+use tracing::debug;
 
 use super::core::{ServerEvent, TundraServer};
 use super::slots::SceneSlots;
@@ -22,20 +25,14 @@ impl TundraServer {
     pub fn handle_frame(&mut self, scene: &mut Scene, client: ClientId, now: Time, frame: &[u8]) {
         self.stats.frames_in += 1;
         self.stats.bytes_in += frame.len() as u64;
-        let Some(state) = self.clients.get_mut(&client) else {
+        self.now = now;
+        let Some(state) = self.clients.get(&client) else {
             return;
         };
-        if matches!(state.login, super::client::LoginState::Refused { .. }) {
+        if state.is_refused() {
             return;
         }
-        if !state.rate.allow(now) {
-            let limit = self.config.limits.max_messages_per_second;
-            self.refuse_client(
-                client,
-                format!("more than {limit} messages per second (limits.max_messages_per_second)"),
-            );
-            return;
-        }
+        let connecting = state.login == super::client::LoginState::Connecting;
         let authenticated = state.is_authenticated();
         if let Ok((id::EDIT_ATTRIBUTES, payload)) = split_frame(frame) {
             // The bulk of client traffic: read in place, no message built.
@@ -59,7 +56,13 @@ impl TundraServer {
                 let id = frame
                     .get(..2)
                     .map_or(0, |b| u16::from_le_bytes([b[0], b[1]]));
-                self.refuse_client(client, format!("malformed message {id}: {error}"));
+                if id == id::LOGIN && connecting {
+                    // The client is told why, then closed.
+                    self.stats.refused_messages += 1;
+                    self.refuse_malformed_login(client, now, format!("malformed Login: {error}"));
+                } else {
+                    self.refuse_client(client, format!("malformed message {id}: {error}"));
+                }
                 return;
             }
         };
@@ -135,8 +138,7 @@ impl TundraServer {
                 }
             }
             other => {
-                debug!(%client, message = other.name(), "server-to-client message from a client ignored");
-                self.stats.refused_messages += 1;
+                self.refuse_request(client, other.name(), "a server-to-client message");
             }
         }
     }
@@ -157,8 +159,7 @@ impl TundraServer {
         result: Result<T, SceneError>,
     ) {
         if let Err(error) = result {
-            self.stats.refused_messages += 1;
-            warn!(%client, message = what, %error, "request refused");
+            self.refuse_request(client, what, error);
         }
     }
 
@@ -168,9 +169,19 @@ impl TundraServer {
             return;
         };
         if state.entities_created >= limit {
-            self.stats.refused_messages += 1;
-            warn!(%client, limit, "CreateEntity refused: limits.max_entities_per_client reached");
-            return;
+            return self.refuse_request(
+                client,
+                "CreateEntity",
+                format_args!("limits.max_entities_per_client ({limit}) reached"),
+            );
+        }
+        let address = state.address;
+        if let Err(refusal) = self.entity_quota.check(Some(address)) {
+            return self.refuse_request(
+                client,
+                "CreateEntity",
+                format_args!("{} ({}) reached", refusal.key(), refusal.limit()),
+            );
         }
         let sender = EntityId::unacked_from_wire(m.entity_id.0);
         // A parent may be one of this client's unacked ids (section 4.6).
@@ -187,6 +198,7 @@ impl TundraServer {
             Ok(created) => created,
             Err(error) => return self.note_refusal(client, "CreateEntity", Err::<(), _>(error)),
         };
+        self.entity_quota.record(created.id, Some(address));
         if let Some(state) = self.clients.get_mut(&client) {
             state.entities_created += 1;
             state.unacked.insert(sender, created.id);
@@ -297,8 +309,14 @@ impl TundraServer {
             if let Err(error) = decoded {
                 // A block that does not decode is skipped whole.
                 edits.truncate(start);
-                self.stats.refused_messages += 1;
-                warn!(%client, entity = %m.entity_id, component = %block.component_id, %error, "undecodable attribute block skipped");
+                self.refuse_request(
+                    client,
+                    "EditAttributes",
+                    format_args!(
+                        "undecodable block of component {} of entity {}: {error}",
+                        block.component_id, m.entity_id
+                    ),
+                );
             }
         }
         for (component, index, value) in edits.drain(..) {

@@ -53,9 +53,16 @@ impl TundraServer {
             LoginDialect::Json => {
                 match serde_json::from_str::<serde_json::Value>(&login.login_data) {
                     Ok(serde_json::Value::Object(map)) => map,
+                    // Tundra sends nothing then; a failed LoginReply tells
+                    // the client (and its user) what is wrong instead.
                     Ok(_) | Err(_) => {
-                        warn!(%client, "login data is not a JSON object; nothing sent");
                         self.stats.refused_messages += 1;
+                        self.refuse_login(
+                            client,
+                            protocol,
+                            now,
+                            "malformed Login: the login data is not a JSON object".to_owned(),
+                        );
                         return;
                     }
                 }
@@ -170,6 +177,12 @@ impl TundraServer {
 
     /// Sends a failed LoginReply carrying `reason` (the same text in both
     /// dialects) and closes the client after [`REFUSED_CLOSE_DELAY`].
+    /// A Login frame that does not decode: refused with the reason, then
+    /// closed like any refused login.
+    pub(super) fn refuse_malformed_login(&mut self, client: ClientId, now: Time, reason: String) {
+        self.refuse_login(client, ProtocolVersion::ORIGINAL, now, reason);
+    }
+
     fn refuse_login(
         &mut self,
         client: ClientId,

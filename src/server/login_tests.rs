@@ -249,7 +249,7 @@ fn malformed_xml_gets_a_failed_reply_then_a_close() {
 }
 
 #[test]
-fn xml_from_a_websocket_client_is_ignored_as_non_json() {
+fn xml_from_a_websocket_client_gets_a_failed_reply_saying_why() {
     let (mut scene, _) = scene();
     let mut s = server(&[]);
     let client = ClientId(1);
@@ -260,7 +260,20 @@ fn xml_from_a_websocket_client_is_ignored_as_non_json() {
         LoginDialect::Json,
         &captured_login_frame(),
     );
-    // Section 4.1: nothing is sent, the client stays unauthenticated.
-    assert!(sent.is_empty());
+    // Tundra sends nothing (section 4.1) and leaves the client waiting;
+    // this node says what is wrong, then closes as for any refused login.
+    match sent.as_slice() {
+        [Message::LoginReply(reply)] => {
+            assert!(!reply.success);
+            assert!(
+                reply.reply_data.contains("not a JSON object"),
+                "{}",
+                reply.reply_data
+            );
+        }
+        other => panic!("one failed LoginReply, not {other:?}"),
+    }
     assert!(!s.client(client).unwrap().is_authenticated());
+    s.handle_tick(&scene, Time::from_millis(1_000), &|_| 0);
+    assert_eq!(s.poll_close(), Some((client, "login refused".to_owned())));
 }

@@ -10,6 +10,7 @@
 mod client;
 mod core;
 mod edit_frame;
+mod entity_quota;
 mod handlers;
 mod interest;
 mod login;
@@ -18,7 +19,11 @@ mod login_tests;
 #[cfg(test)]
 mod pending_login_tests;
 mod pending_logins;
-mod rate;
+mod refusal;
+mod refusal_log;
+#[cfg(test)]
+mod refusal_tests;
+mod refusal_window;
 mod rigid_body;
 mod slots;
 mod sync_state;
@@ -31,4 +36,5 @@ mod writer;
 pub use self::core::{ServerConfig, ServerEvent, ServerStats, TundraServer};
 pub use client::Client;
 pub use login::LoginDialect;
+pub use refusal_log::{RefusalLog, Summary, Verdict, SUMMARY_INTERVAL};
 pub use sync_state::{Presence, SlotSet, SyncState};

@@ -2,6 +2,11 @@
 //!
 //! One Tundra message per binary WebSocket message; text and empty binary
 //! messages are ignored as Tundra ignores them; any path, no subprotocol.
+//! Every message read, whatever its kind, spends the client's
+//! [`MessageBudget`]: above it the client is slowed, never closed. A client
+//! that breaks the WebSocket protocol (oversize message, bad framing) is
+//! closed with the close code for it (1009, 1002, 1007) and reported to the
+//! node as misbehaving.
 //! Frames go to the node as [`ClientEvent`]s; the node answers through a
 //! [`ClientHandle`], whose queued byte count lets it stop building updates for
 //! a client that does not read (its sync state then coalesces instead).
@@ -17,7 +22,7 @@ use tokio::sync::mpsc;
 use tokio_rustls::TlsAcceptor;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
-use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::WebSocketStream;
 use tracing::{debug, info, info_span, Instrument};
 
@@ -29,6 +34,8 @@ pub use super::client::{
     ClientEvent, ClientHandle, ClientOutbound, ClientTransport, ConnectionId, ConnectionIds,
     Outbound, CLOSE_GRACE,
 };
+use super::message_budget::{BudgetConfig, MessageBudget};
+use crate::clock::Time;
 
 /// Most frames written to a client before one flush: bounds the latency
 /// a long queue adds to its first frame and the memory of one batch.
@@ -53,6 +60,8 @@ pub struct ListenerOptions {
     /// (`[limits] handshake_timeout_secs`): a connection that has not
     /// finished them by then is closed and gives its socket back.
     pub handshake_timeout: Duration,
+    /// How fast each client's messages are read (it is slowed above it).
+    pub budget: BudgetConfig,
 }
 
 /// Accepts connections until `events` is closed by the node. Connection ids
@@ -87,7 +96,7 @@ pub async fn serve(
                 let deadline = options.handshake_timeout;
                 let handshake = tokio::time::timeout(deadline, handshake(tcp, &options, &failures)).await;
                 match handshake {
-                    Ok(Some(socket)) => run_connection(socket, id, addr, events).await,
+                    Ok(Some(socket)) => run_connection(socket, id, addr, options.budget, events).await,
                     Ok(None) => {}
                     Err(_) => {
                         if let Some(left_out) = timeouts.occurrence() {
@@ -148,6 +157,7 @@ async fn run_connection<S>(
     socket: WebSocketStream<S>,
     id: ConnectionId,
     addr: SocketAddr,
+    budget: BudgetConfig,
     events: mpsc::Sender<ClientEvent>,
 ) where
     S: AsyncRead + AsyncWrite + Unpin,
@@ -174,18 +184,31 @@ async fn run_connection<S>(
     {
         return;
     }
+    // The budget's clock: this connection's own origin.
+    let origin = tokio::time::Instant::now();
+    let now = || Time::from_micros(u64::try_from(origin.elapsed().as_micros()).unwrap_or(u64::MAX));
+    let mut budget = MessageBudget::new(budget, now());
+    // Set when the client broke the WebSocket protocol: closed with a code.
+    let mut violation: Option<(CloseCode, String)> = None;
     let reason = loop {
+        // Over its budget the client is not read until tokens come back:
+        // TCP backpressure slows it, and nobody else waits.
+        let wait = budget.wait(now());
         tokio::select! {
-            inbound = source.next() => {
+            inbound = source.next(), if wait.is_none() => {
                 // Whatever else has already arrived joins this message's
-                // batch; an end of the connection found meanwhile takes
-                // effect after the batch is handed over, so frames keep
-                // their order before Closed.
+                // batch (as far as the budget allows); an end of the
+                // connection found meanwhile takes effect after the batch
+                // is handed over, so frames keep their order before Closed.
+                let allowed = budget.available(now()).clamp(1, READ_BATCH);
                 let mut batch = Vec::new();
+                let mut read = 0;
                 let mut ended = None;
                 let mut next = Some(inbound);
                 let mut bytes = 0;
                 while let Some(inbound) = next.take() {
+                    // Every message counts, text and pings too.
+                    read += 1;
                     match Inbound::from(inbound) {
                         Inbound::Frame(frame) => {
                             bytes += frame.len();
@@ -196,11 +219,17 @@ async fn run_connection<S>(
                             ended = Some(reason);
                             break;
                         }
+                        Inbound::Violation { code, reason } => {
+                            ended = Some(reason.clone());
+                            violation = Some((code, reason));
+                            break;
+                        }
                     }
-                    if batch.len() < READ_BATCH && bytes < READ_BATCH_BYTES {
+                    if read < allowed && bytes < READ_BATCH_BYTES {
                         next = source.next().now_or_never();
                     }
                 }
+                budget.spend(now(), read);
                 if !batch.is_empty()
                     && events.send(ClientEvent::Frames { id, frames: batch }).await.is_err()
                 {
@@ -210,6 +239,7 @@ async fn run_connection<S>(
                     break reason;
                 }
             },
+            () = tokio::time::sleep(wait.unwrap_or_default()), if wait.is_some() => {},
             outbound = outbound_rx.recv() => match outbound {
                 Some(Outbound::Frame(frame)) => {
                     // Feed every frame already queued (up to WRITE_BATCH) and
@@ -252,6 +282,21 @@ async fn run_connection<S>(
             },
         }
     };
+    if let Some((code, violation)) = violation {
+        // Said to the node (counted, logged at WARN once per connection)
+        // and to the client with the close code for what it did.
+        let _ = events
+            .send(ClientEvent::Misbehaved {
+                id,
+                reason: violation.clone(),
+            })
+            .await;
+        let frame = CloseFrame {
+            code,
+            reason: truncate(&violation).into(),
+        };
+        let _ = tokio::time::timeout(CLOSE_GRACE, sink.send(Message::Close(Some(frame)))).await;
+    }
     debug!(%reason, "disconnected");
     let _ = events.send(ClientEvent::Closed { id, reason }).await;
 }
@@ -264,12 +309,26 @@ enum Inbound {
     Ignored,
     /// The connection ended, and why.
     End(String),
+    /// The client broke the WebSocket protocol: it is closed with `code`.
+    Violation { code: CloseCode, reason: String },
 }
 
 impl From<Option<Result<Message, tokio_tungstenite::tungstenite::Error>>> for Inbound {
     fn from(inbound: Option<Result<Message, tokio_tungstenite::tungstenite::Error>>) -> Self {
         match inbound {
             None => Inbound::End("closed by client".to_owned()),
+            Some(Err(WsError::Capacity(error))) => Inbound::Violation {
+                code: CloseCode::Size,
+                reason: format!("websocket message too big (limits.max_frame_bytes): {error}"),
+            },
+            Some(Err(WsError::Protocol(error))) => Inbound::Violation {
+                code: CloseCode::Protocol,
+                reason: format!("websocket protocol violation: {error}"),
+            },
+            Some(Err(WsError::Utf8)) => Inbound::Violation {
+                code: CloseCode::Invalid,
+                reason: "websocket text message is not UTF-8".to_owned(),
+            },
             Some(Err(error)) => Inbound::End(format!("websocket error: {error}")),
             Some(Ok(Message::Binary(frame))) if frame.is_empty() => {
                 debug!("empty binary message ignored");

@@ -14,6 +14,7 @@ use crate::knet::tcp::TcpConfig;
 use crate::transport::address_limits::AddressLimits;
 use crate::transport::client::{ClientEvent, ConnectionIds};
 use crate::transport::guarded_listener::GuardedListener;
+use crate::transport::message_budget::BudgetConfig;
 
 /// Ports tried when any free port will do and the one UDP got is taken
 /// for TCP.
@@ -36,6 +37,8 @@ pub struct KnetOptions {
     /// TCP connections per address, counted with the node's other TCP
     /// listeners (`[limits] max_connections_per_address`).
     pub tcp_limits: AddressLimits,
+    /// How fast each TCP client's messages are read (UDP's is in `udp`).
+    pub tcp_budget: BudgetConfig,
 }
 
 impl KnetListener {
@@ -94,7 +97,13 @@ impl KnetListener {
         ))];
         if let Some(tcp) = self.tcp {
             let tcp = GuardedListener::new(tcp, options.tcp_limits, "knet-tcp");
-            tasks.push(tokio::spawn(serve_tcp(tcp, ids, options.tcp, events)));
+            tasks.push(tokio::spawn(serve_tcp(
+                tcp,
+                ids,
+                options.tcp,
+                options.tcp_budget,
+                events,
+            )));
         }
         tasks
     }
@@ -104,6 +113,7 @@ async fn serve_tcp(
     mut listener: GuardedListener,
     ids: ConnectionIds,
     config: TcpConfig,
+    budget: BudgetConfig,
     events: mpsc::Sender<ClientEvent>,
 ) {
     loop {
@@ -114,7 +124,7 @@ async fn serve_tcp(
         let id = ids.next();
         let span = info_span!("client", conn = %id, %addr, transport = "knet-tcp");
         let connection =
-            super::tcp::serve_connection(stream, id, addr, config.clone(), events.clone());
+            super::tcp::serve_connection(stream, id, addr, config.clone(), budget, events.clone());
         tokio::spawn(
             async move {
                 // Held until the connection ends: its place in the count of

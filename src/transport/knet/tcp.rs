@@ -34,11 +34,22 @@ use crate::knet::tcp::{TcpConfig, TcpConnection, TcpEvent};
 use crate::transport::client::{
     ClientEvent, ClientHandle, ClientOutbound, ClientTransport, ConnectionId, Outbound, CLOSE_GRACE,
 };
+use crate::transport::message_budget::{BudgetConfig, MessageBudget};
 
 /// Most bytes read from the socket at once: kNet's own receive buffer size
 /// on accepted sockets, and what bounds the connection's inbound buffer
 /// beyond one message.
 const READ_CHUNK: usize = 64 * 1024;
+
+/// Fewest bytes read at once while a client is near its message budget: a
+/// kNet message takes at least 2 bytes (length and id), so a read of
+/// `2 × available` bytes cannot overdraw the budget; this floor keeps large
+/// messages moving, at the cost of a debt of at most 2,048 messages, paid
+/// off before the next read.
+const BUDGET_READ_FLOOR: usize = 4 * 1024;
+
+/// Smallest kNet TCP message: a one-byte length and a one-byte id.
+const MIN_MESSAGE_BYTES: usize = 2;
 
 /// Unwritten bytes (in the connection and in this task) above which no more
 /// frames are taken from the owner: one kNet send buffer (§3.1), enough to
@@ -65,6 +76,7 @@ pub async fn serve_connection(
     id: ConnectionId,
     addr: SocketAddr,
     config: TcpConfig,
+    budget: BudgetConfig,
     events: mpsc::Sender<ClientEvent>,
 ) {
     // Tundra sets TCP_NODELAY on both ends (§3.1); sync messages are small.
@@ -85,7 +97,7 @@ pub async fn serve_connection(
         events: events.clone(),
         outbound,
     };
-    let reason = drive(stream, config, &mut owner).await;
+    let reason = drive(stream, config, budget, &mut owner).await;
     debug!(%reason, "disconnected");
     if reason.starts_with(crate::knet::tcp::PROTOCOL_ERROR) {
         let _ = events
@@ -112,7 +124,8 @@ pub async fn run_client(
         commands,
         inbound: inbound.clone(),
     };
-    let reason = drive(stream, config, &mut owner).await;
+    // A server we dialed is not budgeted.
+    let reason = drive(stream, config, BudgetConfig::UNLIMITED, &mut owner).await;
     debug!(%reason, "disconnected");
     let _ = inbound.send(ClientInbound::Closed(reason)).await;
 }
@@ -298,8 +311,14 @@ impl Clock {
 }
 
 /// The loop shared by both roles; returns why the connection ended.
-async fn drive<O: Owner>(stream: TcpStream, config: TcpConfig, owner: &mut O) -> String {
+async fn drive<O: Owner>(
+    stream: TcpStream,
+    config: TcpConfig,
+    budget: BudgetConfig,
+    owner: &mut O,
+) -> String {
     let clock = Clock(Instant::now());
+    let mut budget = MessageBudget::new(budget, clock.now());
     let mut conn = TcpConnection::new(config, clock.now());
     // The first PingRequest leaves before anything else (§3.2: "first one
     // immediately at connection start").
@@ -310,19 +329,26 @@ async fn drive<O: Owner>(stream: TcpStream, config: TcpConfig, owner: &mut O) ->
     let mut close_deadline: Option<Instant> = None;
     loop {
         // Everything the last step produced: received frames, then bytes.
-        if let Some(reason) = deliver_events(&mut conn, owner).await {
+        if let Some(reason) = deliver_events(&mut conn, owner, &mut budget, clock.now()).await {
             return finish(stream, &mut conn, &mut unwritten, reason).await;
         }
         unwritten.take_from(&mut conn);
         let take = unwritten.len + conn.unsent_bytes() < WRITE_HIGH_WATER;
         let timer = conn.poll_timeout().map(|at| clock.instant(at));
         let close_at = close_deadline;
+        // Over its message budget the peer is not read: TCP slows it.
+        let read_wait = budget.wait(clock.now());
+        let read_len = budget
+            .available(clock.now())
+            .saturating_mul(MIN_MESSAGE_BYTES)
+            .clamp(BUDGET_READ_FLOOR, READ_CHUNK);
         tokio::select! {
-            ready = stream.readable() => {
+            () = tokio::time::sleep(read_wait.unwrap_or_default()), if read_wait.is_some() => {}
+            ready = stream.readable(), if read_wait.is_none() => {
                 if let Err(error) = ready {
                     return format!("receive failed: {error}");
                 }
-                match stream.try_read(&mut read_buf) {
+                match stream.try_read(&mut read_buf[..read_len]) {
                     Ok(0) => conn.handle_eof(),
                     Ok(n) => {
                         trace!(bytes = n, "received");
@@ -394,19 +420,28 @@ fn queue_frame(conn: &mut TcpConnection, frame: &[u8]) {
 
 /// Hands every received message to the owner as Tundra frames, in batches;
 /// returns the close reason if the connection reported its end.
-async fn deliver_events<O: Owner>(conn: &mut TcpConnection, owner: &mut O) -> Option<String> {
+/// Every message delivered spends the budget.
+async fn deliver_events<O: Owner>(
+    conn: &mut TcpConnection,
+    owner: &mut O,
+    budget: &mut MessageBudget,
+    now: Time,
+) -> Option<String> {
     let mut batch = Vec::new();
     let mut bytes = 0;
     let mut closed = None;
     while let Some(event) = conn.poll_event() {
         match event {
-            TcpEvent::Message { id, payload } => match tundra_frame(id, &payload) {
-                Some(frame) => {
-                    bytes += frame.len();
-                    batch.push(frame);
+            TcpEvent::Message { id, payload } => {
+                budget.spend(now, 1);
+                match tundra_frame(id, &payload) {
+                    Some(frame) => {
+                        bytes += frame.len();
+                        batch.push(frame);
+                    }
+                    None => debug!(%id, len = payload.len(), "non-Tundra message dropped"),
                 }
-                None => debug!(%id, len = payload.len(), "non-Tundra message dropped"),
-            },
+            }
             TcpEvent::Closed { reason } => {
                 closed = Some(reason);
                 break;

@@ -22,6 +22,7 @@ use super::{ClientCommand, ClientInbound};
 use crate::clock::Time;
 use crate::knet::udp::{CloseReason, Role, UdpConfig, UdpConnection, UdpEvent};
 use crate::transport::client::{ClientEvent, ClientOutbound, ConnectionId, Outbound};
+use crate::transport::message_budget::{BudgetConfig, MessageBudget};
 use crate::transport::websocket::{CLOSE_GRACE, READ_BATCH};
 
 /// Datagrams handled before the frames they carried are handed over, so one
@@ -178,18 +179,27 @@ impl UdpDriver {
         self.connection.handle_datagram(now, datagram);
     }
 
-    /// Takes `first` and whatever else is queued (up to a batch).
-    fn handle_batch(&mut self, first: Bytes, inbox: &mut mpsc::Receiver<Bytes>) {
+    /// Takes `first` and whatever else is queued, up to a batch or until
+    /// `frame_limit` frames are waiting; returns how many frames it added
+    /// (a datagram may carry several).
+    fn handle_batch(
+        &mut self,
+        first: Bytes,
+        inbox: &mut mpsc::Receiver<Bytes>,
+        frame_limit: usize,
+    ) -> usize {
+        let before = self.frames.len();
         self.handle(&first);
         for _ in 1..DATAGRAM_BATCH {
+            if self.frames.len() - before >= frame_limit.min(READ_BATCH) {
+                break;
+            }
             match inbox.try_recv() {
                 Ok(more) => self.handle(&more),
                 Err(_) => break,
             }
-            if self.frames.len() >= READ_BATCH {
-                break;
-            }
         }
+        self.frames.len() - before
     }
 
     /// Sends the first datagram and waits for the endpoint's answer.
@@ -231,8 +241,10 @@ impl UdpDriver {
         inbox: &mut mpsc::Receiver<Bytes>,
         mut outbound: ClientOutbound,
         id: ConnectionId,
+        budget: BudgetConfig,
         events: &mpsc::Sender<ClientEvent>,
     ) -> DriverEnd {
+        let mut budget = MessageBudget::new(budget, self.now());
         // Set once the node asked to close: queued frames go out first (a
         // refused login's reply must arrive), then Disconnect.
         let mut close_requested: Option<Instant> = None;
@@ -270,9 +282,18 @@ impl UdpDriver {
             let room = close_requested.is_none()
                 && self.connection.unsent_bytes() < self.config.max_unsent_bytes;
             let deadline = self.wake_at();
+            // Over its message budget the client's datagrams wait in its
+            // bounded queue, and past it are dropped: kNet re-sends what
+            // was reliable, and its flow control slows the client.
+            let read_wait = budget.wait(self.now());
             tokio::select! {
-                datagram = inbox.recv() => match datagram {
-                    Some(datagram) => self.handle_batch(datagram, inbox),
+                () = tokio::time::sleep(read_wait.unwrap_or_default()), if read_wait.is_some() => {}
+                datagram = inbox.recv(), if read_wait.is_none() => match datagram {
+                    Some(datagram) => {
+                        let limit = budget.available(self.now()).max(1);
+                        let frames = self.handle_batch(datagram, inbox, limit);
+                        budget.spend(self.now(), frames);
+                    }
                     None => {
                         // The listener stopped (the node is shutting down):
                         // say goodbye rather than leave the client to time out.
@@ -343,7 +364,9 @@ impl UdpDriver {
             let deadline = self.wake_at();
             tokio::select! {
                 datagram = inbox.recv() => match datagram {
-                    Some(datagram) => self.handle_batch(datagram, inbox),
+                    Some(datagram) => {
+                        self.handle_batch(datagram, inbox, READ_BATCH);
+                    }
                     None => return DriverEnd::NodeStopped,
                 },
                 _ = tokio::time::sleep_until(deadline) => {

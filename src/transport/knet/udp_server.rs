@@ -27,6 +27,7 @@ use super::udp_driver::{DriverEnd, UdpDriver};
 use crate::knet::datagram::MAX_RECEIVE_DATAGRAM;
 use crate::knet::udp::UdpConfig;
 use crate::transport::client::{ClientEvent, ClientHandle, ClientTransport, ConnectionIds};
+use crate::transport::message_budget::BudgetConfig;
 
 /// How long a new endpoint has to answer the node's first datagram. A real
 /// client answers its pings at once and itself gives up after 5 s.
@@ -46,6 +47,8 @@ pub struct UdpServerOptions {
     pub connection: UdpConfig,
     pub max_half_open_per_address: usize,
     pub max_half_open: usize,
+    /// How fast each connection's messages are read.
+    pub budget: BudgetConfig,
 }
 
 /// What a connection task tells the socket task about its endpoint.
@@ -153,6 +156,7 @@ pub async fn serve(
                         notes: notes_tx.clone(),
                         ids: ids.clone(),
                         config: options.connection.clone(),
+                        budget: options.budget,
                         events: events.clone(),
                     })
                     .instrument(span),
@@ -212,6 +216,7 @@ struct Accepted {
     notes: mpsc::UnboundedSender<EndpointNote>,
     ids: ConnectionIds,
     config: UdpConfig,
+    budget: BudgetConfig,
     events: mpsc::Sender<ClientEvent>,
 }
 
@@ -246,7 +251,13 @@ async fn run_connection(mut accepted: Accepted) {
                 DriverEnd::NodeStopped
             } else {
                 let end = driver
-                    .serve_node(&mut accepted.inbox, outbound, id, &accepted.events)
+                    .serve_node(
+                        &mut accepted.inbox,
+                        outbound,
+                        id,
+                        accepted.budget,
+                        &accepted.events,
+                    )
                     .await;
                 if end.is_protocol_error() {
                     let _ = accepted
