@@ -47,7 +47,8 @@ async fn a_relay_does_not_forward_what_the_origin_withholds_from_the_destination
     let at_c = Observer::join(&nodes[2].url, "watch-c").await;
 
     let mut components = named_box("crate");
-    let rigid_body = Registry::builtin().get(RIGID_BODY).unwrap();
+    let registry = Registry::builtin();
+    let rigid_body = registry.get(RIGID_BODY).unwrap();
     let values = rigid_body.default_values();
     components.push(ComponentData::with_values(
         ComponentId(0x4000_0003),

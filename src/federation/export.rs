@@ -5,7 +5,7 @@ use tracing::{debug, warn};
 
 use super::core::Federation;
 use super::ids::{GlobalId, LinkId};
-use super::link::{ExportedEntity, Link};
+use super::link::{ExportedEntity, Link, TypeFilter};
 use super::mapping::{self, attribute_key, component, entity};
 use super::origin_policy::OriginPolicy;
 use super::values::to_less;
@@ -58,6 +58,15 @@ fn component_type(component: &Component) -> (String, String) {
             mapping::opaque_uri(component.type_id),
             format!("opaque:{}", component.type_id),
         ),
+    }
+}
+
+/// The Tundra type name of a component, as `component_type` gives it,
+/// without building the URI.
+fn type_name(component: &Component) -> std::borrow::Cow<'_, str> {
+    match &component.content {
+        ComponentContent::Known { schema, .. } => schema.name.as_str().into(),
+        ComponentContent::Opaque(_) => format!("opaque:{}", component.type_id).into(),
     }
 }
 
@@ -337,20 +346,21 @@ impl Federation {
         let Some(target) = scene.entity(scene_id) else {
             return;
         };
-        // Only a relayed entity's policy changes while it is exported.
+        // Only a relayed entity's policy changes while it is exported, and
+        // only a restrictive one can refuse what is already out.
         let refused: Vec<ComponentId> = match rule.as_deref() {
-            None => Vec::new(),
-            Some(policy) => exported
+            Some(policy) if *policy.filter_for(link.peer) != TypeFilter::All => exported
                 .components
                 .keys()
                 .filter(|id| {
                     target
                         .components
                         .get(id)
-                        .is_some_and(|c| !may_export(link, Some(policy), &component_type(c).1))
+                        .is_some_and(|c| !may_export(link, Some(policy), &type_name(c)))
                 })
                 .copied()
                 .collect(),
+            _ => Vec::new(),
         };
         let missing: Vec<&Component> = target
             .replicated_components()

@@ -70,11 +70,16 @@ impl OriginPolicy {
         OriginPolicy { named, others }
     }
 
+    /// The filter that applies to `destination`.
+    pub fn filter_for(&self, destination: Uuid) -> &TypeFilter {
+        self.named.get(&destination).unwrap_or(&self.others)
+    }
+
     /// Whether `destination` may receive components of `type_name` (as the
     /// federation names types: without `EC_`).
     pub fn allows(&self, destination: Uuid, type_name: &str) -> bool {
-        let filter = self.named.get(&destination).unwrap_or(&self.others);
-        filter.allows(type_name.strip_prefix("EC_").unwrap_or(type_name))
+        self.filter_for(destination)
+            .allows(type_name.strip_prefix("EC_").unwrap_or(type_name))
     }
 
     /// The property value.

@@ -115,8 +115,9 @@ impl<T> SendWindow<T> {
 
     /// Datagram transmissions proven lost so far: a later transmission was
     /// acknowledged while they were not. Spurious re-sends (the original
-    /// arrived, its acknowledgement was lost or late) are not counted; on a
-    /// link that reorders, a transmission overtaken and then delivered is.
+    /// arrived, its acknowledgement was lost or late) are not counted; a
+    /// transmission overtaken and acknowledged before its re-send is taken
+    /// back; one overtaken and delivered only after its re-send stays.
     pub fn lost_transmissions(&self) -> u64 {
         self.lost_transmissions
     }
@@ -226,6 +227,11 @@ impl<T> SendWindow<T> {
             if let Some(index) = sequence.checked_sub(window.base) {
                 if let Some(slot) = window.packets.get_mut(index as usize) {
                     if let Some(packet) = slot.take() {
+                        // Counted lost, yet acknowledged before its re-send:
+                        // it was overtaken (reordered), not lost.
+                        if packet.loss_counted {
+                            window.lost_transmissions = window.lost_transmissions.saturating_sub(1);
+                        }
                         acked.push(packet);
                     }
                 }
