@@ -246,3 +246,81 @@ async fn a_node_dialling_a_newer_peer_reports_the_peers_version() {
     listener.await.unwrap();
     alpha_node.shutdown().await;
 }
+
+/// Two nodes configured with one `[node] uuid`: the listener refuses with
+/// `self-connection`, both sides count it, and the link never comes up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_nodes_with_one_uuid_are_refused_and_counted_on_both_sides() {
+    logs();
+    let alpha = Seat::new("alpha", 0xa1, PeerLinkMode::Udp);
+    let twin = Seat::new("twin", 0xa1, PeerLinkMode::Udp);
+    let alpha_config = config(&alpha, vec![twin.as_peer(false)], PeerLinkMode::Udp);
+    let twin_config = config(&twin, vec![alpha.as_peer(true)], PeerLinkMode::Udp);
+    let (alpha_node, mut alpha_events) = start(alpha, alpha_config).await;
+    let (twin_node, mut twin_events) = start(twin, twin_config).await;
+
+    let at_alpha = refusal(&mut alpha_events, "alpha refusing its twin").await;
+    assert_eq!(at_alpha.reason.code, ReasonCode::SELF_CONNECTION);
+    assert_eq!(at_alpha.initiator, Initiator::Local);
+    assert_eq!(at_alpha.peer.as_deref(), Some("twin"));
+    let at_twin = refusal(&mut twin_events, "the twin refused").await;
+    assert_eq!(at_twin.reason.code, ReasonCode::SELF_CONNECTION);
+    assert_eq!(at_twin.initiator, Initiator::Remote);
+    assert!(alpha_node.identity_conflicts() >= 1);
+    assert!(twin_node.identity_conflicts() >= 1);
+
+    twin_node.shutdown().await;
+    alpha_node.shutdown().await;
+}
+
+/// Two peers of alpha (two certificates, two peer files) declare one node
+/// UUID: the first links, the second is refused with `identity-conflict`
+/// and counted, and the first link stays up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_peer_claiming_a_linked_peers_uuid_is_refused() {
+    logs();
+    let alpha = Seat::new("alpha", 0xa1, PeerLinkMode::Udp);
+    let beta = Seat::new("beta", 0xb2, PeerLinkMode::Udp);
+    let copy = Seat::new("copy", 0xb2, PeerLinkMode::Udp);
+    let alpha_config = config(
+        &alpha,
+        vec![beta.as_peer(false), copy.as_peer(false)],
+        PeerLinkMode::Udp,
+    );
+    let beta_config = config(&beta, vec![alpha.as_peer(true)], PeerLinkMode::Udp);
+    let copy_config = config(&copy, vec![alpha.as_peer(true)], PeerLinkMode::Udp);
+    let (alpha_node, mut alpha_events) = start(alpha, alpha_config).await;
+    let (beta_node, mut beta_events) = start(beta, beta_config).await;
+    link_up(&mut alpha_events, "beta").await;
+    link_up(&mut beta_events, "alpha").await;
+
+    let (copy_node, mut copy_events) = start(copy, copy_config).await;
+    let at_alpha = wait_for(
+        &mut alpha_events,
+        "alpha refusing the copy",
+        |event| match event {
+            PeerEvent::Refused { peer, reason, .. } => Some((peer, reason)),
+            PeerEvent::LinkDown { .. } => panic!("a link went down"),
+            PeerEvent::LinkUp(link) => panic!("unexpected link with {}", link.peer()),
+            _ => None,
+        },
+    )
+    .await;
+    assert_eq!(at_alpha.0.map(|p| p.to_string()).as_deref(), Some("copy"));
+    assert_eq!(at_alpha.1.code, ReasonCode::IDENTITY_CONFLICT);
+    assert!(
+        at_alpha.1.text.contains("already linked here as peer beta"),
+        "{}",
+        at_alpha.1
+    );
+    let at_copy = refusal(&mut copy_events, "the copy refused").await;
+    assert_eq!(at_copy.reason.code, ReasonCode::IDENTITY_CONFLICT);
+    assert_eq!(at_copy.initiator, Initiator::Remote);
+    assert!(alpha_node.identity_conflicts() >= 1);
+    assert!(copy_node.identity_conflicts() >= 1);
+    assert_eq!(beta_node.identity_conflicts(), 0);
+
+    copy_node.shutdown().await;
+    beta_node.shutdown().await;
+    alpha_node.shutdown().await;
+}

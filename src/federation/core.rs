@@ -4,12 +4,14 @@
 
 use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 
 use tracing::{debug, info};
 use uuid::Uuid;
 
 use super::ids::{GlobalId, LinkId};
-use super::link::Link;
+use super::link::{Link, TypeFilter};
+use super::origin_policy::OriginPolicy;
 use crate::less::ids::{ObjectId, Remote};
 use crate::scene::{ChangeSource, Origin, Scene};
 use crate::tundra::messages::EntityAction;
@@ -68,6 +70,13 @@ pub struct Federation {
     pub(super) refresh_rate: u32,
     /// Per-entity order of method calls across route changes.
     pub(super) calls: super::call_order::CallOrder,
+    /// Export filters of every peer file (section 4.1: strangers get what
+    /// all of them allow).
+    pub(super) configured_exports: Vec<TypeFilter>,
+    /// Export filter per peer node this node has linked with.
+    pub(super) known_exports: BTreeMap<Uuid, TypeFilter>,
+    /// The policy this node attaches to its own entities.
+    pub(super) own_policy: Arc<OriginPolicy>,
 }
 
 impl Federation {
@@ -83,7 +92,48 @@ impl Federation {
             floods: Default::default(),
             refresh_rate: 0,
             calls: Default::default(),
+            configured_exports: Vec::new(),
+            known_exports: BTreeMap::new(),
+            own_policy: Arc::new(OriginPolicy::of_origin([], &BTreeMap::new())),
         }
+    }
+
+    /// The export filters of every peer file, linked or not: what nodes
+    /// this node names in no policy may receive of its entities through
+    /// relays is what all of them allow (docs/federation.md section 4.1).
+    pub fn set_configured_exports(&mut self, filters: Vec<TypeFilter>, scene: &Scene) {
+        self.configured_exports = filters;
+        self.refresh_own_policy(scene);
+    }
+
+    /// The export policy this node attaches to its own entities.
+    pub fn own_policy(&self) -> &OriginPolicy {
+        &self.own_policy
+    }
+
+    /// Recomputes the own policy; on a change, sends it with every own
+    /// entity on every link.
+    fn refresh_own_policy(&mut self, scene: &Scene) {
+        let policy = OriginPolicy::of_origin(&self.configured_exports, &self.known_exports);
+        if *self.own_policy == policy {
+            return;
+        }
+        self.own_policy = Arc::new(policy);
+        let own: Vec<GlobalId> = self
+            .globals
+            .iter()
+            .filter(|(_, tracked)| tracked.local)
+            .map(|(global, _)| *global)
+            .collect();
+        for global in own {
+            self.sync_all_links(global, scene);
+        }
+    }
+
+    /// The link whose copy of `global` this node presents, and its peer.
+    pub fn route_of(&self, global: GlobalId) -> Option<(LinkId, Uuid)> {
+        let link = self.globals.get(&global)?.selected?;
+        Some((link, self.links.get(&link)?.peer))
     }
 
     pub fn node_id(&self) -> Uuid {
@@ -140,8 +190,11 @@ impl Federation {
     pub fn add_link(&mut self, link: Link, scene: &Scene) {
         let id = link.id;
         info!(link = %id, peer = %link.peer_name, "federation link added");
+        self.known_exports
+            .insert(link.peer, link.policy.export.clone());
         self.links.insert(id, link);
         self.track_local_entities(scene);
+        self.refresh_own_policy(scene);
         let globals: Vec<GlobalId> = self.export_order(scene);
         for global in &globals {
             self.sync_entity_export(*global, id, scene);
@@ -255,6 +308,33 @@ impl Federation {
             .unwrap_or_default();
         path.push(self.node);
         path
+    }
+
+    /// The export policy to send with `global`: this node's own for its
+    /// entities; for a remote one, what the presented copy carries (the
+    /// origin's), or the unstated policy if it carries none.
+    pub(super) fn outgoing_policy(&self, global: GlobalId) -> Arc<OriginPolicy> {
+        let Some(tracked) = self.globals.get(&global) else {
+            return Arc::new(OriginPolicy::unstated());
+        };
+        if tracked.local {
+            return self.own_policy.clone();
+        }
+        tracked
+            .selected
+            .and_then(|link| {
+                let link = self.links.get(&link)?;
+                let object = link.mirror.by_global.get(&global)?;
+                link.mirror.entities.get(object)?.policy.clone()
+            })
+            .unwrap_or_else(|| Arc::new(OriginPolicy::unstated()))
+    }
+
+    /// The origin's policy a relay must apply to `global` (none for this
+    /// node's own entities: its link filters say it all).
+    pub(super) fn relay_rule(&self, global: GlobalId) -> Option<Arc<OriginPolicy>> {
+        let local = self.globals.get(&global).is_some_and(|t| t.local);
+        (!local).then(|| self.outgoing_policy(global))
     }
 
     /// Whether `global` should be exported on `link` (section 4).

@@ -5,8 +5,9 @@ use tracing::{debug, warn};
 
 use super::core::Federation;
 use super::ids::{GlobalId, LinkId};
-use super::link::{ExportedEntity, Link};
+use super::link::{ExportedEntity, Link, TypeFilter};
 use super::mapping::{self, attribute_key, component, entity};
+use super::origin_policy::OriginPolicy;
 use super::values::to_less;
 use crate::less::ids::{Local, ObjectId, PropertyKey};
 use crate::less::property_list::PropertyValue;
@@ -57,6 +58,15 @@ fn component_type(component: &Component) -> (String, String) {
             mapping::opaque_uri(component.type_id),
             format!("opaque:{}", component.type_id),
         ),
+    }
+}
+
+/// The Tundra type name of a component, as `component_type` gives it,
+/// without building the URI.
+fn type_name(component: &Component) -> std::borrow::Cow<'_, str> {
+    match &component.content {
+        ComponentContent::Known { schema, .. } => schema.name.as_str().into(),
+        ComponentContent::Opaque(_) => format!("opaque:{}", component.type_id).into(),
     }
 }
 
@@ -162,12 +172,25 @@ pub(super) fn unexport_entity(link: &mut Link, entity: EntityId) {
     }
 }
 
-fn export_component(link: &mut Link, entity: EntityId, component: &Component) {
+/// Whether a component of type `type_name` may go out on `link`: the link's
+/// export filter, and for a relayed entity its origin's policy for the
+/// link's peer (section 4.1).
+fn may_export(link: &Link, rule: Option<&OriginPolicy>, type_name: &str) -> bool {
+    link.policy.exports(type_name)
+        && rule.map_or(true, |policy| policy.allows(link.peer, type_name))
+}
+
+fn export_component(
+    link: &mut Link,
+    entity: EntityId,
+    component: &Component,
+    rule: Option<&OriginPolicy>,
+) {
     if !component.is_replicated() {
         return;
     }
     let (uri, type_name) = component_type(component);
-    if !link.policy.exports(&type_name) {
+    if !may_export(link, rule, &type_name) {
         return;
     }
     let Some(exported) = link.exported.get(&entity) else {
@@ -204,6 +227,7 @@ impl Federation {
     pub(super) fn sync_entity_export(&mut self, global: GlobalId, link_id: LinkId, scene: &Scene) {
         let want = self.should_export(global, link_id);
         let path = self.outgoing_path(global);
+        let policy = self.outgoing_policy(global);
         // Untracked entities were unexported when they left the scene.
         let Some(scene_id) = self.globals.get(&global).map(|t| t.scene) else {
             return;
@@ -234,6 +258,17 @@ impl Federation {
                     );
                     if sent.is_ok() {
                         exported.path = path;
+                    }
+                }
+                let stale = exported.policy.as_deref() != Some(&*policy);
+                if let Some(object) = exported.object.filter(|_| stale) {
+                    let sent = link.session.set_property(
+                        object,
+                        PropertyKey::new(entity::COMPONENT, entity::EXPORT),
+                        policy.to_value(),
+                    );
+                    if sent.is_ok() {
+                        exported.policy = Some(policy);
                     }
                 }
             }
@@ -267,6 +302,7 @@ impl Federation {
                         entity::PARENT,
                         parent_value(link, target.parent),
                     ),
+                    pv(entity::COMPONENT, entity::EXPORT, policy.to_value()),
                 ];
                 if let Err(error) = link.session.introduce_entity(object, type_id, values) {
                     warn!(link = %link_id, entity = %global, %error, "cannot export entity");
@@ -277,6 +313,7 @@ impl Federation {
                     ExportedEntity {
                         object: Some(object),
                         path,
+                        policy: Some(policy),
                         ..Default::default()
                     },
                 );
@@ -288,7 +325,8 @@ impl Federation {
     }
 
     /// Exports the components of an exported entity that are not yet on
-    /// the link.
+    /// the link, and withdraws those the origin's policy no longer allows
+    /// there.
     pub(super) fn sync_component_exports(
         &mut self,
         global: GlobalId,
@@ -298,6 +336,7 @@ impl Federation {
         let Some(scene_id) = self.globals.get(&global).map(|t| t.scene) else {
             return;
         };
+        let rule = self.relay_rule(global);
         let Some(link) = self.links.get_mut(&link_id) else {
             return;
         };
@@ -307,12 +346,38 @@ impl Federation {
         let Some(target) = scene.entity(scene_id) else {
             return;
         };
+        // Only a relayed entity's policy changes while it is exported, and
+        // only a restrictive one can refuse what is already out.
+        let refused: Vec<ComponentId> = match rule.as_deref() {
+            Some(policy) if *policy.filter_for(link.peer) != TypeFilter::All => exported
+                .components
+                .keys()
+                .filter(|id| {
+                    target
+                        .components
+                        .get(id)
+                        .is_some_and(|c| !may_export(link, Some(policy), &type_name(c)))
+                })
+                .copied()
+                .collect(),
+            _ => Vec::new(),
+        };
         let missing: Vec<&Component> = target
             .replicated_components()
             .filter(|c| !exported.components.contains_key(&c.id))
             .collect();
+        for id in refused {
+            let object = link
+                .exported
+                .get_mut(&scene_id)
+                .and_then(|e| e.components.remove(&id));
+            if let Some(object) = object {
+                link.export_owner.remove(&object);
+                let _ = link.session.remove_entity(object);
+            }
+        }
         for component in missing {
-            export_component(link, scene_id, component);
+            export_component(link, scene_id, component, rule.as_deref());
         }
     }
 
@@ -346,12 +411,16 @@ impl Federation {
                     }
                 }
                 ChangeKind::ComponentCreated(_, c) => {
+                    let rule = self
+                        .by_scene
+                        .get(&id)
+                        .and_then(|global| self.relay_rule(*global));
                     for link in self.links.values_mut() {
                         if link.exported.get(&id).is_some_and(|e| e.object.is_some()) {
                             if let Some(component) =
                                 scene.entity(id).and_then(|e| e.components.get(&c))
                             {
-                                export_component(link, id, component);
+                                export_component(link, id, component, rule.as_deref());
                             }
                         }
                     }

@@ -97,6 +97,9 @@ pub struct ExportedEntity {
     /// answer with its own unchanged path, so two nodes that export the same
     /// entity to each other (a triangle) would echo paths without end.
     pub path: Vec<Uuid>,
+    /// The origin's export policy last sent for the entity object (sent
+    /// again only when it changes, as the path).
+    pub policy: Option<std::sync::Arc<super::origin_policy::OriginPolicy>>,
 }
 
 /// A type the peer introduced, as this node understood it.

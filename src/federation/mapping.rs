@@ -27,6 +27,8 @@ pub mod entity {
     pub const PATH: u64 = 3;
     pub const TEMPORARY: u64 = 4;
     pub const PARENT: u64 = 5;
+    /// The origin's export policy (`origin_policy.rs`, section 4.1).
+    pub const EXPORT: u64 = 6;
     pub const ACTION: u64 = 100;
     /// Method: remove the entity (a client elsewhere removed it).
     pub const REMOVE: u64 = 101;
@@ -116,6 +118,11 @@ pub fn entity_schema() -> TypeSchema {
                 ),
                 property(entity::TEMPORARY, "temporary", ValueType::Integer),
                 property(entity::PARENT, "parent", ValueType::StandaloneVariant),
+                property(
+                    entity::EXPORT,
+                    "export",
+                    ValueType::List(Box::new(ValueType::String)),
+                ),
                 Member {
                     id: PropertyId(entity::ACTION),
                     name: "action".to_owned(),

@@ -10,6 +10,7 @@ use uuid::Uuid;
 
 use super::ids::GlobalId;
 use super::mapping::{component, entity};
+use super::origin_policy::OriginPolicy;
 use crate::less::ids::{ComponentId, ObjectId, PropertyId, PropertyKey, Remote};
 use crate::less::property_list::PropertyValue;
 use crate::less::property_map::PropertyMap;
@@ -45,6 +46,8 @@ pub struct MirrorEntity {
     pub temporary: bool,
     /// The parent entity object, if any.
     pub parent: Option<ObjectId<Remote>>,
+    /// The origin's export policy as this copy carries it (none: unstated).
+    pub policy: Option<Arc<OriginPolicy>>,
     pub components: BTreeSet<ObjectId<Remote>>,
 }
 
@@ -160,6 +163,12 @@ pub fn apply_entity_values(
                     _ => Err(MirrorError::BadValue(k.clone())),
                 })
                 .collect::<Result<_, _>>()?;
+        } else if *k == key(entity::COMPONENT, entity::EXPORT) {
+            let policy =
+                OriginPolicy::from_value(value).map_err(|_| MirrorError::BadValue(k.clone()))?;
+            if target.policy.as_deref() != Some(&policy) {
+                target.policy = Some(Arc::new(policy));
+            }
         } else if *k == key(entity::COMPONENT, entity::TEMPORARY) {
             match value {
                 Value::Integer(v) => target.temporary = *v != 0,
@@ -202,6 +211,7 @@ pub fn entity_from_values(values: &[PropertyValue]) -> Result<MirrorEntity, Mirr
         path: Vec::new(),
         temporary: false,
         parent: None,
+        policy: None,
         components: BTreeSet::new(),
     };
     apply_entity_values(&mut entity, values)?;

@@ -17,6 +17,7 @@ mod import;
 pub mod link;
 pub mod mapping;
 pub mod mirror;
+pub mod origin_policy;
 pub mod refresh;
 pub mod schemas;
 pub mod values;

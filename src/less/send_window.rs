@@ -11,6 +11,12 @@
 //! stream are never declared lost. A zero bit in the peer's bitmask means
 //! "not acknowledged here", never "lost". This module owns sequence and
 //! timing bookkeeping; what a packet carries is the caller's `T`.
+//!
+//! Declaring a packet lost (to re-send it) and counting it lost (for the
+//! link figures) are separate: a timeout also fires when only the
+//! acknowledgement was lost or late, and such a re-send is spurious. A
+//! transmission is counted lost only when the peer's acknowledgement fields
+//! prove it missing: they acknowledge a later transmission and not it.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -48,6 +54,8 @@ pub struct SentPacket<T> {
     pub ack_eliciting: bool,
     /// Declared lost and waiting to be re-sent.
     pub lost: bool,
+    /// The latest transmission was counted in [`SendWindow::lost_transmissions`].
+    pub loss_counted: bool,
 }
 
 /// The peer's acknowledgement fields named a sequence never sent.
@@ -78,6 +86,8 @@ pub struct SendWindow<T> {
     largest_acked_order: Option<u64>,
     /// Highest sequence acknowledged so far.
     largest_acked: Option<u64>,
+    /// Datagram transmissions the peer's acknowledgements proved missing.
+    lost_transmissions: u64,
     rtt: RttEstimator,
 }
 
@@ -93,6 +103,7 @@ impl<T> SendWindow<T> {
             send_order: 0,
             largest_acked_order: None,
             largest_acked: None,
+            lost_transmissions: 0,
             rtt: RttEstimator::new(initial_rtt),
         }
     }
@@ -100,6 +111,15 @@ impl<T> SendWindow<T> {
     /// The RTT estimator.
     pub fn rtt(&self) -> &RttEstimator {
         &self.rtt
+    }
+
+    /// Datagram transmissions proven lost so far: a later transmission was
+    /// acknowledged while they were not. Spurious re-sends (the original
+    /// arrived, its acknowledgement was lost or late) are not counted; a
+    /// transmission overtaken and acknowledged before its re-send is taken
+    /// back; one overtaken and delivered only after its re-send stays.
+    pub fn lost_transmissions(&self) -> u64 {
+        self.lost_transmissions
     }
 
     /// Oldest unacknowledged sequence (the next one if all are acknowledged).
@@ -149,6 +169,7 @@ impl<T> SendWindow<T> {
             send_order: self.send_order,
             ack_eliciting,
             lost: false,
+            loss_counted: false,
         }));
         sequence
     }
@@ -162,6 +183,7 @@ impl<T> SendWindow<T> {
             packet.transmissions = packet.transmissions.saturating_add(1);
             packet.send_order = order;
             packet.lost = false;
+            packet.loss_counted = false;
         }
     }
 
@@ -205,6 +227,11 @@ impl<T> SendWindow<T> {
             if let Some(index) = sequence.checked_sub(window.base) {
                 if let Some(slot) = window.packets.get_mut(index as usize) {
                     if let Some(packet) = slot.take() {
+                        // Counted lost, yet acknowledged before its re-send:
+                        // it was overtaken (reordered), not lost.
+                        if packet.loss_counted {
+                            window.lost_transmissions = window.lost_transmissions.saturating_sub(1);
+                        }
                         acked.push(packet);
                     }
                 }
@@ -239,7 +266,23 @@ impl<T> SendWindow<T> {
                     .update(now.saturating_duration_since(newest.last_sent));
             }
         }
+        self.count_proven_losses();
         Ok(acked)
+    }
+
+    /// Counts each unacknowledged datagram transmission older than the
+    /// newest acknowledged one: the peer's fields show it missing.
+    fn count_proven_losses(&mut self) {
+        let Some(largest) = self.largest_acked_order else {
+            return;
+        };
+        for packet in self.packets.iter_mut().flatten() {
+            if packet.path == Path::Datagram && !packet.loss_counted && largest > packet.send_order
+            {
+                packet.loss_counted = true;
+                self.lost_transmissions += 1;
+            }
+        }
     }
 
     fn timeout_of(&self, packet: &SentPacket<T>, timing: &LossTiming) -> Duration {
@@ -387,5 +430,30 @@ mod tests {
         assert_eq!(window.detect_losses(ms(100_000), &TIMING), 0);
         assert_eq!(window.in_flight(), 1);
         assert_eq!(window.oldest_datagram(), None);
+    }
+
+    #[test]
+    fn only_transmissions_the_acknowledgements_prove_missing_count_as_lost() {
+        let mut window: SendWindow<()> = SendWindow::new(0, Duration::from_millis(100));
+        // Timed out and re-sent, then acknowledged: the acknowledgement was
+        // late, nothing was lost.
+        window.on_sent_new((), Path::Datagram, ms(0), true);
+        assert_eq!(window.detect_losses(ms(1000), &TIMING), 1);
+        window.on_resent(EXTENDED_BASE, ms(1000));
+        window.on_ack(0, 0, ms(1001)).unwrap();
+        assert_eq!(window.lost_transmissions(), 0);
+        // 1 and 2 sent, only 2 acknowledged: 1 is missing.
+        window.on_sent_new((), Path::Datagram, ms(1010), true);
+        window.on_sent_new((), Path::Datagram, ms(1011), true);
+        window.on_ack(2, 0b10, ms(1050)).unwrap();
+        assert_eq!(window.lost_transmissions(), 1);
+        // Counted once per transmission: a repeat of the fields adds nothing,
+        // a lost re-send adds one.
+        window.on_ack(2, 0b10, ms(1051)).unwrap();
+        assert_eq!(window.lost_transmissions(), 1);
+        window.on_resent(EXTENDED_BASE + 1, ms(1100));
+        window.on_sent_new((), Path::Datagram, ms(1101), true);
+        window.on_ack(3, 0b101, ms(1150)).unwrap();
+        assert_eq!(window.lost_transmissions(), 2);
     }
 }

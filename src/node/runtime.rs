@@ -188,6 +188,7 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
     // The node's federation identity: configured with [peering], else
     // fresh per run (a standalone node has no peers to remember it).
     let id = config.node.uuid.unwrap_or_else(uuid::Uuid::new_v4);
+    let mut peer_exports = Vec::new();
     let peers = match &config.peering {
         Some(_) => {
             let schemas = Arc::new(schema_registry(scene.registry()));
@@ -198,6 +199,7 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
             )?;
             // The federation core drives the sessions; the driver moves frames.
             peer_config.sessions = SessionOwnership::Application;
+            peer_exports = peer_config.peers.iter().map(|p| p.export.clone()).collect();
             let (peer_node, events) = PeerNode::start(peer_config).await?;
             info!(control = %peer_node.control_address(), data = ?peer_node.data_address(), fingerprint = %peer_node.fingerprint(), "peer links listening");
             Some((peer_node, events))
@@ -211,6 +213,10 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
     if let Some(peering) = &config.peering {
         node.federation
             .set_refresh_rate(peering.refresh_bytes_per_sec);
+        // Relays apply this node's export lists to its entities too
+        // (docs/federation.md section 4.1).
+        node.federation
+            .set_configured_exports(peer_exports, &node.scene);
     }
     Ok(Running {
         tundra_addr,
@@ -596,6 +602,7 @@ impl Running {
                 unknown_source: peers.unknown_source_datagrams(),
                 queue_full: peers.queue_full_datagrams(),
             };
+            status.identity_conflicts = peers.identity_conflicts();
         }
         status
     }

@@ -37,6 +37,9 @@ pub struct NodeStatus {
     pub link_ends: LinkEnds,
     /// What the UDP data socket refused before any link saw it.
     pub data_socket: DataSocketCounters,
+    /// Peer connections refused (by either side) because two nodes share
+    /// one node UUID: a configuration error the log names.
+    pub identity_conflicts: u64,
 }
 
 /// Link ends kept in [`LinkEnds::recent`]: enough to see what happened to
@@ -242,6 +245,7 @@ impl NodeStatus {
             links,
             link_ends: LinkEnds::default(),
             data_socket: DataSocketCounters::default(),
+            identity_conflicts: 0,
         }
     }
 }

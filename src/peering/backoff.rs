@@ -9,6 +9,18 @@ use std::time::Duration;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+/// How a dial attempt ended, as far as the next delay cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DialOutcome {
+    /// A link was established (and later ended).
+    Established,
+    /// Refused or unreachable for a reason that may pass.
+    Failed,
+    /// Refused because two nodes share one node UUID
+    /// ([`super::reason::ReasonCode::is_identity_conflict`]).
+    IdentityConflict,
+}
+
 /// Delays between failed dial attempts to one peer.
 #[derive(Debug, Clone)]
 pub struct Backoff {
@@ -42,6 +54,19 @@ impl Backoff {
         let half = ceiling / 2;
         let jitter_micros = u64::try_from(half.as_micros()).unwrap_or(u64::MAX);
         half + Duration::from_micros(self.rng.gen_range(0..=jitter_micros))
+    }
+
+    /// The delay before the next dial after an attempt that ended so.
+    /// After a refusal no retry can mend (two nodes share one node UUID) it
+    /// is the longest at once, so the pair does not flap while an operator
+    /// fixes the configuration, yet links once it is fixed.
+    pub fn after(&mut self, outcome: DialOutcome) -> Duration {
+        match outcome {
+            DialOutcome::Established => self.reset(),
+            DialOutcome::Failed => {}
+            DialOutcome::IdentityConflict => self.failures = self.failures.max(30),
+        }
+        self.next_delay()
     }
 
     /// Forgets failures once a link was established.
@@ -94,5 +119,30 @@ mod tests {
             assert!(backoff.next_delay() <= Duration::from_secs(30));
         }
         assert_eq!(backoff.failures(), 100);
+    }
+
+    /// Dial attempts in `window` of fake time when every attempt ends so.
+    fn attempts_in(window: Duration, outcome: DialOutcome) -> usize {
+        let mut backoff = Backoff::new(Duration::from_millis(500), Duration::from_secs(30), 3);
+        let (mut now, mut attempts) = (Duration::ZERO, 0);
+        while now < window {
+            attempts += 1;
+            now += backoff.after(outcome);
+        }
+        attempts
+    }
+
+    #[test]
+    fn an_identity_conflict_waits_the_longest_delay_from_the_first_refusal() {
+        // With the defaults (0.5 s to 30 s): an ordinary failure is retried
+        // quickly at first; a conflict at most once per 15 s from the start.
+        let minute = Duration::from_secs(60);
+        assert!(attempts_in(minute, DialOutcome::Failed) >= 7);
+        assert!(attempts_in(minute, DialOutcome::IdentityConflict) <= 4);
+        assert!(attempts_in(10 * minute, DialOutcome::IdentityConflict) <= 40);
+        let mut backoff = Backoff::new(Duration::from_millis(500), Duration::from_secs(30), 3);
+        backoff.after(DialOutcome::IdentityConflict);
+        // Once linked again, failures start over from the shortest delay.
+        assert!(backoff.after(DialOutcome::Established) <= Duration::from_millis(500));
     }
 }

@@ -41,6 +41,15 @@ impl ReasonCode {
     pub const UNEXPECTED_MESSAGE: ReasonCode = ReasonCode(0x000c);
     /// The sender failed internally (for example, lost its data socket).
     pub const INTERNAL: ReasonCode = ReasonCode(0x000d);
+    /// The peer's node UUID is already linked to the receiver as another
+    /// peer (another certificate): two nodes share one UUID.
+    pub const IDENTITY_CONFLICT: ReasonCode = ReasonCode(0x000e);
+
+    /// Whether the code says two nodes share one node UUID: a configuration
+    /// error no retry can mend.
+    pub fn is_identity_conflict(self) -> bool {
+        self == ReasonCode::SELF_CONNECTION || self == ReasonCode::IDENTITY_CONFLICT
+    }
 
     /// The code's name as the spec writes it.
     pub fn name(self) -> &'static str {
@@ -59,6 +68,7 @@ impl ReasonCode {
             ReasonCode::HANDSHAKE_TIMEOUT => "handshake-timeout",
             ReasonCode::UNEXPECTED_MESSAGE => "unexpected-message",
             ReasonCode::INTERNAL => "internal",
+            ReasonCode::IDENTITY_CONFLICT => "identity-conflict",
             _ => "unknown",
         }
     }

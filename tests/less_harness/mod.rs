@@ -260,6 +260,10 @@ pub struct Sim {
     pub captured_a: Vec<Vec<u8>>,
     /// Drop everything in flight instead of delivering it (a partition).
     pub partitioned: bool,
+    /// Datagrams each way (index 1: towards B) handed to the link, and
+    /// those the loss model dropped: the link's real drop rate.
+    pub datagrams_offered: [u64; 2],
+    pub datagrams_dropped: [u64; 2],
 }
 
 pub fn config(role: LinkRole, mode: FramingMode) -> SessionConfig {
@@ -317,6 +321,8 @@ impl Sim {
             stream_tail: [Time::ZERO; 2],
             captured_a: Vec::new(),
             partitioned: false,
+            datagrams_offered: [0; 2],
+            datagrams_dropped: [0; 2],
         }
     }
 
@@ -338,7 +344,9 @@ impl Sim {
         if to_b {
             self.captured_a.push(transmit.bytes.clone());
         }
+        self.datagrams_offered[usize::from(to_b)] += 1;
         if self.rng.gen_bool(model.loss) {
+            self.datagrams_dropped[usize::from(to_b)] += 1;
             return;
         }
         let copies = if self.rng.gen_bool(model.duplicate) {

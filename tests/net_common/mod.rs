@@ -428,6 +428,8 @@ pub struct Seen {
     pub name_component: Option<ComponentId>,
     /// Name's second attribute.
     pub description: Option<String>,
+    /// Type ids of every component the client was sent.
+    pub types: std::collections::BTreeSet<u32>,
 }
 
 /// The scene a Tundra client was told about, by entity id.
@@ -451,6 +453,7 @@ impl SceneView {
                     x: None,
                     name_component: None,
                     description: None,
+                    types: create.components.iter().map(|c| c.type_id).collect(),
                 };
                 for component in &create.components {
                     let lessgate::tundra::ComponentBody::Attributes(body) = &component.body else {
@@ -515,6 +518,12 @@ impl SceneView {
             }
             Message::RemoveEntity(remove) => {
                 self.entities.remove(&remove.entity_id);
+            }
+            Message::CreateComponents(create) => {
+                if let Some(seen) = self.entities.get_mut(&create.entity_id) {
+                    seen.types
+                        .extend(create.components.iter().map(|c| c.type_id));
+                }
             }
             _ => {}
         }

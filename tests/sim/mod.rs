@@ -151,6 +151,36 @@ impl Sim {
         features_a: &[String],
         features_b: &[String],
     ) -> (LinkId, LinkId) {
+        self.connect_full(
+            a,
+            b,
+            model,
+            (features_a, features_b),
+            (LinkPolicy::default(), LinkPolicy::default()),
+        )
+    }
+
+    /// Peers two nodes whose peer files for each other say `policy_a` (a's
+    /// file for b) and `policy_b` (b's file for a).
+    pub fn connect_policies(
+        &mut self,
+        a: usize,
+        b: usize,
+        model: LinkModel,
+        policy_a: LinkPolicy,
+        policy_b: LinkPolicy,
+    ) -> (LinkId, LinkId) {
+        self.connect_full(a, b, model, (&[], &[]), (policy_a, policy_b))
+    }
+
+    fn connect_full(
+        &mut self,
+        a: usize,
+        b: usize,
+        model: LinkModel,
+        (features_a, features_b): (&[String], &[String]),
+        (policy_a, policy_b): (LinkPolicy, LinkPolicy),
+    ) -> (LinkId, LinkId) {
         let agreed: Vec<String> = features_a
             .iter()
             .filter(|f| features_b.contains(f))
@@ -188,20 +218,8 @@ impl Sim {
             self.nodes[a].federation.node_id(),
             self.nodes[b].federation.node_id(),
         );
-        self.nodes[a].handle_link_up(Link::new(
-            la,
-            idb,
-            format!("n{b}"),
-            LinkPolicy::default(),
-            session_a,
-        ));
-        self.nodes[b].handle_link_up(Link::new(
-            lb,
-            ida,
-            format!("n{a}"),
-            LinkPolicy::default(),
-            session_b,
-        ));
+        self.nodes[a].handle_link_up(Link::new(la, idb, format!("n{b}"), policy_a, session_a));
+        self.nodes[b].handle_link_up(Link::new(lb, ida, format!("n{a}"), policy_b, session_b));
         self.wiring.insert((a, la), (b, lb, model, true));
         self.wiring.insert((b, lb), (a, la, model, true));
         (la, lb)
@@ -252,6 +270,19 @@ impl Sim {
 
     /// A client creates an entity with a Placeable at `x` and a Name.
     pub fn create_box(&mut self, node: usize, client: ClientId, tag: u32, name: &str, x: f32) {
+        self.create_box_with(node, client, tag, name, x, &[]);
+    }
+
+    /// As `create_box`, with default components of `extra` types too.
+    pub fn create_box_with(
+        &mut self,
+        node: usize,
+        client: ClientId,
+        tag: u32,
+        name: &str,
+        x: f32,
+        extra: &[u32],
+    ) {
         let registry = registry();
         let placeable = registry.get(20).unwrap();
         let mut values = placeable.default_values();
@@ -259,10 +290,19 @@ impl Sim {
         let name_schema = registry.get(26).unwrap();
         let mut names = name_schema.default_values();
         names[0] = AttributeValue::String(name.to_owned());
-        let components = vec![
+        let mut components = vec![
             ComponentData::with_values(ComponentId(0x4000_0001), placeable, values),
             ComponentData::with_values(ComponentId(0x4000_0002), name_schema, names),
         ];
+        for (n, type_id) in extra.iter().enumerate() {
+            let schema = registry.get(*type_id).expect("a registry type");
+            let values = schema.default_values();
+            components.push(ComponentData::with_values(
+                ComponentId(0x4000_0003 + n as u32),
+                schema,
+                values,
+            ));
+        }
         // The client's own scene holds it at once, under its unacked id.
         if let Some(state) = self.clients[node].get_mut(&client) {
             state.pending.insert(tag, components.clone());

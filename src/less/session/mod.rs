@@ -669,7 +669,10 @@ impl Session {
         {
             self.peer_freshest = Some(packet.timestamp);
             match self.send.on_ack(framing.ack_last, framing.ack_bits, now) {
-                Ok(acked) => self.on_acknowledged(acked),
+                Ok(acked) => {
+                    self.stats.packets_lost = self.send.lost_transmissions();
+                    self.on_acknowledged(acked)
+                }
                 Err(error) => return self.violation(Violation::Logic(error.to_string())),
             }
         }
@@ -803,9 +806,8 @@ impl Session {
             FramingMode::Datagram => {
                 let lost = self.send.detect_losses(now, &self.loss_timing());
                 if lost > 0 {
-                    debug!(lost, "less packets lost");
+                    debug!(lost, "less packets declared lost");
                 }
-                self.stats.packets_lost += lost as u64;
             }
             FramingMode::Stream => self
                 .local

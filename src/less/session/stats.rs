@@ -35,7 +35,8 @@ pub struct Stats {
     pub packets_received: u64,
     /// Bytes of every frame handed in, accepted or not.
     pub bytes_received: u64,
-    /// Packets declared lost.
+    /// Datagram transmissions lost: the peer acknowledged a later one and
+    /// not them. Re-sends whose original arrived are not losses.
     pub packets_lost: u64,
     /// Property values carried in new packets (introductions and updates;
     /// re-sends not counted): with coalescing, fewer than the values set.
@@ -86,13 +87,14 @@ impl Stats {
             + self.rejected_overload
     }
 
-    /// Fraction of new packets declared lost (0 with nothing sent).
+    /// Fraction of datagram transmissions (new packets and re-sends) that
+    /// were lost (0 with nothing sent): the link's drop rate.
     pub fn loss_rate(&self) -> f64 {
-        let new_packets = self.packets_sent.saturating_sub(self.packets_resent);
-        if new_packets == 0 {
+        let datagrams = self.packets_sent.saturating_sub(self.stream_frames_sent);
+        if datagrams == 0 {
             0.0
         } else {
-            self.packets_lost as f64 / new_packets as f64
+            self.packets_lost as f64 / datagrams as f64
         }
     }
 }

@@ -8,13 +8,15 @@
 //! connection the way docs/peer-link.md section 8.3 prescribes.
 
 use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use tokio::sync::Notify;
-use tracing::{info, info_span, warn, Instrument};
+use tracing::{error, info, info_span, warn, Instrument};
 
 use super::control::{finish_control, lost_reason, Control};
 use super::link::{LinkId, LinkShared, SessionOwnership};
+use super::registry::CommitRefused;
 use super::{data, PeerEvent, Shared};
 use crate::less::encoding::LinkEncodings;
 use crate::less::session::{FramingMode, Session, SessionConfig};
@@ -35,6 +37,17 @@ const READ_CHUNK: usize = 4096;
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Outcome {
     pub(super) established: bool,
+    /// Refused because two nodes share one node UUID.
+    pub(super) identity_conflict: bool,
+}
+
+impl Outcome {
+    fn refused(reason: &Reason) -> Outcome {
+        Outcome {
+            established: false,
+            identity_conflict: reason.code.is_identity_conflict(),
+        }
+    }
 }
 
 /// Completes an incoming connection's TLS handshake and runs it.
@@ -159,7 +172,7 @@ async fn drive(
             finish_control(&mut control, &connection, &closure).await;
             release(&shared, &peer, link, prepared.as_ref());
             report_refusal(&shared, &peer, remote, role, &closure).await;
-            return Outcome { established: false };
+            return Outcome::refused(&closure.reason);
         }
         if let Err(error) = flushed {
             let reason = Reason::new(
@@ -195,10 +208,16 @@ async fn drive(
     let Some(prepared) = prepared else {
         // Established implies committed, and commit stores `prepared`.
         connection.close(ReasonCode::INTERNAL.0.into(), b"internal");
-        return Outcome { established: false };
+        return Outcome {
+            established: false,
+            identity_conflict: false,
+        };
     };
     data::run(shared, connection, peer, link, control, prepared).await;
-    Outcome { established: true }
+    Outcome {
+        established: true,
+        identity_conflict: false,
+    }
 }
 
 /// Environment variable naming a file to which the per-direction LESS MAC
@@ -311,16 +330,28 @@ fn prepare(
         peer_incarnation: negotiated.peer.incarnation,
     };
     let supersede = Arc::new(Notify::new());
-    match shared
-        .registry
-        .commit(&peer.name, link, facts, supersede.clone())
-    {
+    match shared.registry.commit(
+        &peer.name,
+        negotiated.peer.node,
+        link,
+        facts,
+        supersede.clone(),
+    ) {
         Ok(Some(replaced)) => info!(%replaced, "this connection supersedes an older one"),
         Ok(None) => {}
-        Err(survivor) => {
+        Err(CommitRefused::Duplicate(survivor)) => {
             return Err(Reason::new(
                 ReasonCode::DUPLICATE_LINK,
                 format!("another connection with this node survives ({survivor})"),
+            ))
+        }
+        Err(CommitRefused::IdentityConflict(other)) => {
+            return Err(Reason::new(
+                ReasonCode::IDENTITY_CONFLICT,
+                format!(
+                    "node uuid {} is already linked here as peer {other}",
+                    negotiated.peer.node
+                ),
             ))
         }
     }
@@ -362,6 +393,19 @@ async fn report_refusal(
              upgrade the node with the older version",
             peer.name
         ),
+        // Two nodes share one UUID: a configuration error on one of them,
+        // said on both sides; the dialer waits its longest delay between
+        // attempts, so this line repeats at most that often.
+        _ if closure.reason.code.is_identity_conflict() => {
+            shared.identity_conflicts.fetch_add(1, Ordering::Relaxed);
+            error!(
+                reason = %closure.reason,
+                peer_file = %peer.source.display(),
+                "two nodes share one node uuid: the node of peer {} has the same `[node] uuid` as this node or as another peer; give one of them a new `[node] uuid` (uuidgen) in its node config file, and check that {} pins the certificate of the node you meant",
+                peer.name,
+                peer.source.display()
+            )
+        }
         // Losing arbitration is the normal end of a simultaneous dial.
         _ if closure.reason.code == ReasonCode::DUPLICATE_LINK => {
             info!(reason = %closure.reason, "connection not kept: another link survives")
@@ -409,5 +453,5 @@ async fn refused(
         was_established: false,
     };
     report_refusal(shared, peer, connection.remote_address(), role, &closure).await;
-    Outcome { established: false }
+    Outcome::refused(&closure.reason)
 }

@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 use tracing::{info, info_span, warn, Instrument};
 
 use super::{connection, PeerEvent, Shared};
-use crate::peering::backoff::Backoff;
+use crate::peering::backoff::{Backoff, DialOutcome};
 use crate::peering::handshake::Initiator;
 use crate::peering::keys::Role;
 use crate::peering::peer_file::PeerConfig;
@@ -57,14 +57,11 @@ pub(super) async fn run(
             info!(attempt = backoff.failures() + 1, "dialling");
             // Shutdown is watched inside: while connecting here, and by the
             // connection itself once it runs (it must say goodbye, not vanish).
-            let established = dial(&shared, &client, &peer, address).await;
-            if established {
-                backoff.reset();
-            }
+            let outcome = dial(&shared, &client, &peer, address).await;
             if *shutdown.borrow() {
                 return;
             }
-            let delay = backoff.next_delay();
+            let delay = backoff.after(outcome);
             info!(
                 delay_ms = delay.as_millis() as u64,
                 "reconnecting after delay"
@@ -79,13 +76,13 @@ pub(super) async fn run(
     .await
 }
 
-/// One attempt; true if it reached an established link.
+/// One attempt, and how it ended.
 async fn dial(
     shared: &Arc<Shared>,
     client: &quinn::ClientConfig,
     peer: &PeerConfig,
     address: SocketAddr,
-) -> bool {
+) -> DialOutcome {
     let connecting = match shared
         .endpoint
         .connect_with(client.clone(), address, SERVER_NAME)
@@ -93,19 +90,25 @@ async fn dial(
         Ok(connecting) => connecting,
         Err(error) => {
             refuse(shared, peer, address, format!("cannot dial: {error}")).await;
-            return false;
+            return DialOutcome::Failed;
         }
     };
     let mut shutdown = shared.shutdown.clone();
     let connected = tokio::select! {
-        _ = super::stopped(&mut shutdown) => return false,
+        _ = super::stopped(&mut shutdown) => return DialOutcome::Failed,
         connected = tokio::time::timeout(shared.config.handshake_timeout, connecting) => connected,
     };
     match connected {
         Ok(Ok(connection)) => {
-            connection::run(shared.clone(), connection, Role::Dialer, peer.clone())
-                .await
-                .established
+            let outcome =
+                connection::run(shared.clone(), connection, Role::Dialer, peer.clone()).await;
+            if outcome.established {
+                DialOutcome::Established
+            } else if outcome.identity_conflict {
+                DialOutcome::IdentityConflict
+            } else {
+                DialOutcome::Failed
+            }
         }
         Ok(Err(error)) => {
             refuse(
@@ -115,11 +118,11 @@ async fn dial(
                 format!("tls handshake failed: {error}"),
             )
             .await;
-            false
+            DialOutcome::Failed
         }
         Err(_) => {
             refuse(shared, peer, address, "no answer in time".to_owned()).await;
-            false
+            DialOutcome::Failed
         }
     }
 }

@@ -120,6 +120,8 @@ struct Shared {
     shutdown: watch::Receiver<bool>,
     rng: Mutex<ChaCha8Rng>,
     next_link: AtomicU64,
+    /// Connections refused because two nodes share one node UUID.
+    identity_conflicts: AtomicU64,
 }
 
 impl Shared {
@@ -287,6 +289,7 @@ impl PeerNode {
             shutdown: shutdown_receiver,
             rng: Mutex::new(rng),
             next_link: AtomicU64::new(0),
+            identity_conflicts: AtomicU64::new(0),
         });
         let (alive, finished) = mpsc::channel(1);
         span.in_scope(|| {
@@ -339,6 +342,12 @@ impl PeerNode {
     /// This node's certificate fingerprint.
     pub fn fingerprint(&self) -> crate::peering::fingerprint::Fingerprint {
         self.shared.config.identity.fingerprint
+    }
+
+    /// Connections refused, by either side, because the peer has this
+    /// node's UUID or another linked peer's (a configuration error).
+    pub fn identity_conflicts(&self) -> u64 {
+        self.shared.identity_conflicts.load(Ordering::Relaxed)
     }
 
     /// Datagrams dropped because no link expects their source address.

@@ -11,11 +11,23 @@ use tokio::sync::{watch, Notify};
 
 use super::link::LinkId;
 use crate::peering::arbiter::{arbitrate, LinkFacts, Verdict};
+use crate::peering::hello::NodeId;
 use crate::peering::peer_file::PeerName;
+
+/// Why a connection may not commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum CommitRefused {
+    /// Arbitration keeps this other connection with the same peer.
+    Duplicate(LinkId),
+    /// Another peer (another certificate) is linked under the same node UUID.
+    IdentityConflict(PeerName),
+}
 
 #[derive(Debug)]
 struct Entry {
     link: LinkId,
+    /// The node UUID the peer declared on this connection.
+    node: NodeId,
     facts: LinkFacts,
     /// Wakes the connection task to end with `duplicate-link`.
     supersede: Arc<Notify>,
@@ -44,21 +56,28 @@ impl Registry {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Commits `link` for `peer` if arbitration lets it survive; the
-    /// connection it replaces (if any) is told to end. On refusal returns
-    /// the surviving link.
+    /// Commits `link` for `peer` (declaring node UUID `node`) if no other
+    /// peer is linked under that UUID and arbitration lets it survive; the
+    /// connection it replaces (if any) is told to end.
     pub(super) fn commit(
         &self,
         peer: &PeerName,
+        node: NodeId,
         link: LinkId,
         facts: LinkFacts,
         supersede: Arc<Notify>,
-    ) -> Result<Option<LinkId>, LinkId> {
+    ) -> Result<Option<LinkId>, CommitRefused> {
         let mut entries = self.lock();
+        if let Some((other, _)) = entries
+            .iter()
+            .find(|(name, entry)| *name != peer && entry.node == node)
+        {
+            return Err(CommitRefused::IdentityConflict(other.clone()));
+        }
         let replaced = match entries.get(peer) {
             None => None,
             Some(existing) => match arbitrate(&existing.facts, &facts) {
-                Verdict::KeepExisting => return Err(existing.link),
+                Verdict::KeepExisting => return Err(CommitRefused::Duplicate(existing.link)),
                 Verdict::ReplaceExisting => {
                     existing.supersede.notify_one();
                     Some(existing.link)
@@ -69,6 +88,7 @@ impl Registry {
             peer.clone(),
             Entry {
                 link,
+                node,
                 facts,
                 supersede,
             },
@@ -102,10 +122,11 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::peering::hello::NodeId;
 
     const LOW: NodeId = NodeId(uuid::Uuid::from_u128(1));
     const HIGH: NodeId = NodeId(uuid::Uuid::from_u128(2));
+    /// The node UUID the peer declares.
+    const PEER: NodeId = NodeId(uuid::Uuid::from_u128(0xbe7a));
 
     fn facts(dialer: NodeId) -> LinkFacts {
         LinkFacts {
@@ -121,7 +142,7 @@ mod tests {
         let mut changes = registry.subscribe();
         let first = Arc::new(Notify::new());
         assert_eq!(
-            registry.commit(&peer, LinkId(1), facts(HIGH), first.clone()),
+            registry.commit(&peer, PEER, LinkId(1), facts(HIGH), first.clone()),
             Ok(None)
         );
         assert!(registry.is_linked(&peer));
@@ -131,19 +152,42 @@ mod tests {
         // The connection dialled by the smaller UUID wins; the first is told.
         let second = Arc::new(Notify::new());
         assert_eq!(
-            registry.commit(&peer, LinkId(2), facts(LOW), second.clone()),
+            registry.commit(&peer, PEER, LinkId(2), facts(LOW), second.clone()),
             Ok(Some(LinkId(1)))
         );
         first.notified().await;
         // A later one from the larger UUID loses against it.
         assert_eq!(
-            registry.commit(&peer, LinkId(3), facts(HIGH), Arc::new(Notify::new())),
-            Err(LinkId(2))
+            registry.commit(&peer, PEER, LinkId(3), facts(HIGH), Arc::new(Notify::new())),
+            Err(CommitRefused::Duplicate(LinkId(2)))
         );
         // Releasing a loser changes nothing; releasing the survivor frees the peer.
         registry.release(&peer, LinkId(1));
         assert!(registry.is_linked(&peer));
         registry.release(&peer, LinkId(2));
         assert!(!registry.is_linked(&peer));
+    }
+
+    #[test]
+    fn a_second_peer_declaring_a_linked_peers_uuid_is_refused() {
+        let registry = Registry::new();
+        let beta = PeerName::new("beta").unwrap();
+        let impostor = PeerName::new("beta-copy").unwrap();
+        let notify = || Arc::new(Notify::new());
+        assert_eq!(
+            registry.commit(&beta, PEER, LinkId(1), facts(HIGH), notify()),
+            Ok(None)
+        );
+        assert_eq!(
+            registry.commit(&impostor, PEER, LinkId(2), facts(HIGH), notify()),
+            Err(CommitRefused::IdentityConflict(beta.clone()))
+        );
+        assert!(!registry.is_linked(&impostor));
+        // Once beta's link is gone the UUID is free again.
+        registry.release(&beta, LinkId(1));
+        assert_eq!(
+            registry.commit(&impostor, PEER, LinkId(3), facts(HIGH), notify()),
+            Ok(None)
+        );
     }
 }
