@@ -107,7 +107,9 @@ async fn a_batch_over_the_message_budget_is_slowed_and_every_frame_still_applied
     // sender not closed.
     let last = alice.recv_until(|m| transform_x(m) == Some(100.0)).await;
     assert_eq!(transform_x(&last), Some(100.0));
-    let marker = bob.create_entity(7, vec![common::name_component(1, "still here")]).await;
+    let marker = bob
+        .create_entity(7, vec![common::name_component(1, "still here")])
+        .await;
     assert!(marker.is_replicated(), "the sender is still served");
     node.stop().await;
 }

@@ -105,7 +105,10 @@ fn ten_clients_refused_in_bulk_write_a_bounded_number_of_lines_that_carry_the_co
             server.handle_tick(&scene, now, &|_| 0);
             while server.poll_transmit().is_some() {}
         }
-        assert!(server.poll_close().is_none(), "under the bulk limit nobody is closed");
+        assert!(
+            server.poll_close().is_none(),
+            "under the bulk limit nobody is closed"
+        );
         for client in &clients {
             server.handle_disconnect(*client, "done");
         }
@@ -126,7 +129,11 @@ fn ten_clients_refused_in_bulk_write_a_bounded_number_of_lines_that_carry_the_co
         let full = refusal_lines.iter().filter(|l| l.count.is_none()).count();
         let summarised: u64 = refusal_lines.iter().filter_map(|l| l.count).sum();
         assert_eq!(full, clients.len());
-        assert_eq!(summarised + full as u64, refused, "every refusal is counted in a line");
+        assert_eq!(
+            summarised + full as u64,
+            refused,
+            "every refusal is counted in a line"
+        );
     });
 }
 
@@ -153,7 +160,10 @@ fn refusals_in_bulk_close_only_their_client() {
     server.handle_frame(&mut scene, hostile, Time::ZERO, &action);
     let (closed, reason) = server.poll_close().expect("the 51st closes");
     assert_eq!(closed, hostile);
-    assert!(reason.contains("limits.max_refused_requests_per_minute"), "{reason}");
+    assert!(
+        reason.contains("limits.max_refused_requests_per_minute"),
+        "{reason}"
+    );
     assert!(server.poll_close().is_none());
     // A minute later the calm client's count starts again.
     server.handle_frame(&mut scene, calm, Time::from_millis(60_000), &action);
@@ -193,7 +203,11 @@ fn client_entities_are_bounded_per_address_across_reconnects_and_per_node_across
         }
         server.handle_disconnect(client, "gone");
     }
-    assert_eq!(scene.len(), 100, "the per-address bound holds across reconnects");
+    assert_eq!(
+        scene.len(),
+        100,
+        "the per-address bound holds across reconnects"
+    );
     // Other addresses fill the node up to its own bound, no further.
     for last in 2..=5 {
         let client = connect(&mut server, &mut scene, last);
@@ -201,7 +215,11 @@ fn client_entities_are_bounded_per_address_across_reconnects_and_per_node_across
             server.handle_frame(&mut scene, client, Time::ZERO, &create(unacked));
         }
     }
-    assert_eq!(scene.len(), 250, "the node-wide bound holds across addresses");
+    assert_eq!(
+        scene.len(),
+        250,
+        "the node-wide bound holds across addresses"
+    );
     // Removing entities gives their address room again.
     let first = scene.entities().next().map(|e| e.id).unwrap();
     scene.remove_entity(ChangeSource::Node, first).unwrap();
