@@ -1,5 +1,5 @@
 //! A client's message budget on a real node (127.0.0.1, ephemeral ports):
-//! a busy client is served with the default config, a client far above a
+//! a client far above a
 //! small budget is slowed (never closed) while others are served, every
 //! kind of WebSocket message counts, WebSocket protocol violations are
 //! closed with their code and counted, and a malformed Login is answered.
@@ -75,115 +75,6 @@ async fn create_boxes(client: &Observer, count: u32) -> Vec<(EntityId, Component
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_client_moving_1500_entities_at_20_hz_is_served_by_the_default_config() {
-    const ENTITIES: u32 = 1_500;
-    let node = LiveNode::start_config("busy", local_config()).await;
-    let watcher = Observer::join(&node.url, "watcher").await;
-    // The mover is a plain WebSocket client: it creates its boxes, then
-    // sends each tick's moves with one flush.
-    let (socket, _) = tokio_tungstenite::connect_async(&node.url).await.unwrap();
-    let (mut sink, mut stream) = socket.split();
-    let login = Message::Login(Login {
-        login_data: "{\"username\":\"mover\"}".to_owned(),
-        protocol_version: Some(3),
-    });
-    sink.send(WsMessage::Binary(
-        login.encode_frame(ProtocolVersion(1)).unwrap().into(),
-    ))
-    .await
-    .unwrap();
-    for unacked in 1..=ENTITIES {
-        let create = Message::CreateEntity(CreateEntity {
-            scene_id: 0,
-            entity_id: EntityId(0x4000_0000 | unacked),
-            temporary: false,
-            parent: None,
-            components: named_box(&format!("box{unacked}")),
-        });
-        sink.feed(WsMessage::Binary(
-            create.encode_frame(ProtocolVersion(3)).unwrap().into(),
-        ))
-        .await
-        .unwrap();
-    }
-    sink.flush().await.unwrap();
-    let mut registry = Registry::builtin();
-    let mut boxes = Vec::new();
-    tokio::time::timeout(PATIENCE, async {
-        while boxes.len() < ENTITIES as usize {
-            let Some(Ok(WsMessage::Binary(frame))) = stream.next().await else {
-                panic!("the mover's connection ended while creating");
-            };
-            let context = DecodeContext {
-                protocol_version: ProtocolVersion(3),
-                registry: &registry,
-            };
-            match Message::decode_frame(&frame, &context) {
-                Ok(Message::CreateEntityReply(reply)) => {
-                    let placeable = reply
-                        .components
-                        .iter()
-                        .find(|p| p.sender.wire() == 1)
-                        .expect("the Placeable's id")
-                        .id;
-                    boxes.push((reply.entity_id, placeable));
-                }
-                Ok(Message::RegisterComponentType(m)) => {
-                    m.register(&mut registry);
-                }
-                _ => {}
-            }
-        }
-    })
-    .await
-    .expect("every creation answered in time");
-    // Reads (so the node's writes never back up) until the end.
-    let mover_end = tokio::spawn(async move {
-        while let Some(next) = stream.next().await {
-            if matches!(next, Ok(WsMessage::Close(_)) | Err(_)) {
-                return;
-            }
-        }
-    });
-    // 20 Hz for 5 s: every entity moves each tick (30,000 messages/s).
-    let started = Instant::now();
-    let mut ticks = tokio::time::interval(Duration::from_millis(50));
-    for tick in 1..=100u32 {
-        ticks.tick().await;
-        for (entity, placeable) in &boxes {
-            let frame = move_to(*entity, *placeable, tick as f32)
-                .encode_frame(ProtocolVersion(3))
-                .unwrap();
-            sink.feed(WsMessage::Binary(frame.into())).await.unwrap();
-        }
-        sink.flush().await.unwrap();
-    }
-    let sent_in = started.elapsed();
-    wait_observers(
-        &[&watcher],
-        PATIENCE,
-        "every box's last move reaches the watcher",
-        |seen| {
-            boxes
-                .iter()
-                .all(|(e, _)| seen[0].view.entities.get(e).and_then(|s| s.x) == Some(100.0))
-        },
-    )
-    .await;
-    let arrived_in = started.elapsed();
-    assert!(!mover_end.is_finished(), "the busy client stays connected");
-    assert_eq!(node.status().server.clients_closed_for_misbehaviour, 0);
-    println!(
-        "1,500 entities at 20 Hz, default config: 150,000 moves sent in {:.2} s ({:.0}/s), all seen by the watcher after {:.2} s",
-        sent_in.as_secs_f64(),
-        150_000.0 / sent_in.as_secs_f64(),
-        arrived_in.as_secs_f64()
-    );
-    drop(sink);
-    node.stop().await;
 }
 
 /// A raw WebSocket client that logged in; its reader notes a close.
