@@ -11,6 +11,7 @@ use super::edit_frame::EditFrames;
 use super::login::LoginDialect;
 use crate::clock::Time;
 use crate::config::Limits;
+use crate::logging::RemoteText;
 use crate::scene::{Change, ClientId, Scene};
 use crate::tundra::messages::{ClientLeft, EntityAction};
 use crate::tundra::{AttributeValue, ComponentId, EntityId, Message, ProtocolVersion, UserId};
@@ -173,10 +174,10 @@ impl TundraServer {
         // A user id is given only at login; a client closed for misbehaving
         // after login still leaves the others a ClientLeft.
         if gone.user.0 == 0 {
-            debug!(%client, %reason, "closed before login");
+            debug!(%client, reason = %RemoteText(&reason), "closed before login");
             return;
         }
-        info!(%client, user = %gone.user, %reason, "client left");
+        info!(%client, user = %gone.user, reason = %RemoteText(&reason), "client left");
         let left = Message::ClientLeft(ClientLeft { user_id: gone.user });
         let others: Vec<ClientId> = self.authenticated_clients().map(|c| c.id).collect();
         for other in others {
@@ -251,7 +252,9 @@ impl TundraServer {
             Ok(frame) => self.push_frame(client, frame),
             // Only an internal inconsistency gets here (e.g. a value too long
             // for its wire field); skip the message, keep the client.
-            Err(error) => warn!(%client, message = message.name(), %error, "cannot encode"),
+            Err(error) => {
+                warn!(%client, message = message.name(), error = %RemoteText(&error), "cannot encode")
+            }
         }
     }
 
@@ -259,13 +262,13 @@ impl TundraServer {
     /// with the clients closed for misbehaviour (the close itself follows
     /// from the transport).
     pub fn handle_transport_violation(&mut self, client: ClientId, reason: &str) {
-        warn!(%client, reason = %reason, "client closed by its transport for a protocol violation");
+        warn!(%client, reason = %RemoteText(reason), "client closed by its transport for a protocol violation");
         self.stats.clients_closed_for_misbehaviour += 1;
     }
 
     /// Closes a client for misbehaving; only that connection is affected.
     pub(super) fn refuse_client(&mut self, client: ClientId, reason: String) {
-        warn!(%client, %reason, "closing client");
+        warn!(%client, reason = %RemoteText(&reason), "closing client");
         self.stats.clients_closed_for_misbehaviour += 1;
         self.closes.push_back((client, reason));
         // Stop processing its frames until the transport reports the close.
@@ -296,7 +299,7 @@ impl TundraServer {
                     close_at: Time::ZERO,
                 };
             }
-            info!(client = %id, %reason, "closing client");
+            info!(client = %id, reason = %RemoteText(&reason), "closing client");
             self.closes.push_back((id, reason));
         }
     }

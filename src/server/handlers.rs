@@ -7,6 +7,7 @@ use tracing::{debug, warn};
 use super::core::{ServerEvent, TundraServer};
 use super::slots::SceneSlots;
 use crate::clock::Time;
+use crate::logging::RemoteText;
 use crate::scene::{ChangeSource, ClientId, Origin, Scene, SceneError};
 use crate::tundra::edit_attributes::decode_block_each;
 use crate::tundra::messages::{
@@ -115,7 +116,7 @@ impl TundraServer {
             Message::EntityAction(m) => self.handle_action(scene, client, m),
             Message::RegisterComponentType(m) => {
                 let registration = m.register(scene.registry_mut());
-                debug!(%client, name = %m.type_name, ?registration, "component type registered");
+                debug!(%client, name = %RemoteText(&m.type_name), ?registration, "component type registered");
                 match registration {
                     CustomRegistration::Added(type_id) | CustomRegistration::Replaced(type_id) => {
                         self.handle_type_registered(type_id, Some(client));
@@ -158,7 +159,7 @@ impl TundraServer {
     ) {
         if let Err(error) = result {
             self.stats.refused_messages += 1;
-            warn!(%client, message = what, %error, "request refused");
+            warn!(%client, message = what, error = %RemoteText(&error), "request refused");
         }
     }
 
@@ -298,7 +299,7 @@ impl TundraServer {
                 // A block that does not decode is skipped whole.
                 edits.truncate(start);
                 self.stats.refused_messages += 1;
-                warn!(%client, entity = %m.entity_id, component = %block.component_id, %error, "undecodable attribute block skipped");
+                warn!(%client, entity = %m.entity_id, component = %block.component_id, error = %RemoteText(&error), "undecodable attribute block skipped");
             }
         }
         for (component, index, value) in edits.drain(..) {

@@ -8,6 +8,7 @@
 
 use std::net::SocketAddr;
 
+use crate::logging::RemoteText;
 use bytes::Bytes;
 use futures_util::{FutureExt, SinkExt, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -79,7 +80,7 @@ pub async fn serve(
                 match options.tls.clone() {
                     Some(acceptor) => match acceptor.accept(tcp).await {
                         Ok(stream) => run_connection(stream, id, addr, &options, events).await,
-                        Err(error) => info!(%error, "tls handshake failed"),
+                        Err(error) => info!(error = %RemoteText(&error), "tls handshake failed"),
                     },
                     None => run_connection(tcp, id, addr, &options, events).await,
                 }
@@ -104,7 +105,7 @@ async fn run_connection<S>(
     let socket = match tokio_tungstenite::accept_async_with_config(stream, Some(config)).await {
         Ok(socket) => socket,
         Err(error) => {
-            info!(%error, "websocket handshake failed");
+            info!(error = %RemoteText(&error), "websocket handshake failed");
             return;
         }
     };
@@ -208,7 +209,7 @@ async fn run_connection<S>(
             },
         }
     };
-    debug!(%reason, "disconnected");
+    debug!(reason = %RemoteText(&reason), "disconnected");
     let _ = events.send(ClientEvent::Closed { id, reason }).await;
 }
 
