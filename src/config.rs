@@ -494,14 +494,12 @@ impl NodeConfig {
         peering: &PeeringSection,
         invalid: &dyn Fn(&'static str, &str) -> ConfigError,
     ) -> Result<(), ConfigError> {
-        match node.uuid {
-            None => {
-                return Err(invalid(
-                    "node.uuid",
-                    "required when [peering] is set (make one with `uuidgen`)",
-                ))
-            }
-            Some(_) => {}
+        // The nil uuid is refused for every node in `from_raw`.
+        if node.uuid.is_none() {
+            return Err(invalid(
+                "node.uuid",
+                "required when [peering] is set (make one with `uuidgen`)",
+            ));
         }
         if peering.mtu < MIN_PEER_MTU || peering.mtu > MAX_PEER_MTU {
             return Err(invalid("peering.mtu", "must be between 128 and 65507"));
