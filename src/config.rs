@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+mod files;
 mod upstream;
 pub use upstream::{UpstreamSection, UpstreamTransport};
 
@@ -424,6 +425,48 @@ struct RawConfig {
     upstream: Option<UpstreamSection>,
 }
 
+/// A TOML error as `line N, key `section.key`: what is wrong`: the line and
+/// key are found from the error's position, so a bad value is reported under
+/// the key that holds it (shared with the peer files).
+pub(crate) fn parse_error(file: &Path, text: &str, error: &toml::de::Error) -> ConfigError {
+    let message = error.message().trim_end().replace('\n', " ");
+    // A missing key has no line of its own to point at.
+    let span = error
+        .span()
+        .filter(|_| !message.starts_with("missing field"));
+    let Some(start) = span.map(|span| span.start.min(text.len())) else {
+        return ConfigError::Parse {
+            file: file.to_owned(),
+            message,
+        };
+    };
+    let line_number = text[..start].matches('\n').count() + 1;
+    let lines: Vec<&str> = text.lines().collect();
+    let line = lines.get(line_number - 1).copied().unwrap_or("");
+    let key = line
+        .split_once('=')
+        .map(|(key, _)| key.trim().trim_matches('"'))
+        .filter(|key| !key.is_empty() && !key.starts_with('['));
+    // The table the key is in: the nearest `[section]` line above it.
+    let section = lines[..line_number.saturating_sub(1).min(lines.len())]
+        .iter()
+        .rev()
+        .map(|line| line.trim())
+        .find(|line| line.starts_with('[') && !line.starts_with("[["))
+        .map(|line| line.trim_matches(|c| c == '[' || c == ']').trim());
+    let message = match (section, key) {
+        (Some(section), Some(key)) => {
+            format!("line {line_number}, key `{section}.{key}`: {message}")
+        }
+        (None, Some(key)) => format!("line {line_number}, key `{key}`: {message}"),
+        (_, None) => format!("line {line_number}: {message}"),
+    };
+    ConfigError::Parse {
+        file: file.to_owned(),
+        message,
+    }
+}
+
 impl Default for NodeConfig {
     fn default() -> Self {
         NodeConfig::from_raw(None, RawConfig::default())
@@ -444,10 +487,8 @@ impl NodeConfig {
     /// Parses configuration text; `path` names it in errors and anchors
     /// relative paths.
     pub fn parse(path: &Path, text: &str) -> Result<NodeConfig, ConfigError> {
-        let raw: RawConfig = toml::from_str(text).map_err(|error| ConfigError::Parse {
-            file: path.to_owned(),
-            message: error.to_string().trim_end().replace('\n', " "),
-        })?;
+        let raw: RawConfig =
+            toml::from_str(text).map_err(|error| parse_error(path, text, &error))?;
         Self::from_raw(Some(path.to_owned()), raw)
     }
 
@@ -466,6 +507,14 @@ impl NodeConfig {
         if raw.node.tick_hz == 0 || raw.node.tick_hz > MAX_TICK_HZ {
             return Err(invalid("node.tick_hz", "must be between 1 and 100"));
         }
+        // README: "not nil". A nil uuid is no identity: it would collide
+        // with every other node that forgot to set one.
+        if raw.node.uuid.is_some_and(|uuid| uuid.is_nil()) {
+            return Err(invalid(
+                "node.uuid",
+                "must not be the nil UUID (make one with `uuidgen`)",
+            ));
+        }
         if raw.node.threads > MAX_THREADS {
             return Err(invalid("node.threads", "must be between 0 and 256"));
         }
@@ -480,6 +529,15 @@ impl NodeConfig {
         }
         if let Some(upstream) = &raw.upstream {
             upstream.validate(&invalid)?;
+        }
+        if let Err(error) = crate::logging::parse_filter("log.filter", &raw.log.filter) {
+            return Err(invalid(
+                "log.filter",
+                &format!(
+                    "{:?} is not a log filter ({}); write for example \"info\" or \"info,lessgate::transport=debug\"",
+                    raw.log.filter, error.message
+                ),
+            ));
         }
         if raw.limits.max_frame_bytes < 1024 {
             return Err(invalid("limits.max_frame_bytes", "must be at least 1024"));
@@ -540,17 +598,12 @@ impl NodeConfig {
         peering: &PeeringSection,
         invalid: &dyn Fn(&'static str, &str) -> ConfigError,
     ) -> Result<(), ConfigError> {
-        match node.uuid {
-            None => {
-                return Err(invalid(
-                    "node.uuid",
-                    "required when [peering] is set (make one with `uuidgen`)",
-                ))
-            }
-            Some(uuid) if uuid.is_nil() => {
-                return Err(invalid("node.uuid", "must not be the nil UUID"))
-            }
-            Some(_) => {}
+        // The nil uuid is refused for every node in `from_raw`.
+        if node.uuid.is_none() {
+            return Err(invalid(
+                "node.uuid",
+                "required when [peering] is set (make one with `uuidgen`)",
+            ));
         }
         if peering.mtu < MIN_PEER_MTU || peering.mtu > MAX_PEER_MTU {
             return Err(invalid("peering.mtu", "must be between 128 and 65507"));
@@ -774,7 +827,50 @@ mod tests {
         let error = NodeConfig::parse(Path::new("n.toml"), "[tundra]\nlisten = \"nowhere\"\n")
             .unwrap_err()
             .to_string();
-        assert!(error.contains("listen"), "{error}");
+        assert!(
+            error.starts_with("n.toml: line 2, key `tundra.listen`: "),
+            "{error}"
+        );
+        let error = NodeConfig::parse(
+            Path::new("n.toml"),
+            "[node]\nname = \"a\"\n\n[log]\nfilter = 3\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            error.starts_with("n.toml: line 5, key `log.filter`: "),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn nil_uuid_is_refused_with_or_without_peering() {
+        let nil = "[node]\nuuid = \"00000000-0000-0000-0000-000000000000\"\n";
+        for text in [nil.to_owned(), format!("{nil}[peering]\n")] {
+            let error = NodeConfig::parse(Path::new("n.toml"), &text)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                error.starts_with("n.toml: key `node.uuid`: must not be the nil UUID"),
+                "{error}"
+            );
+        }
+    }
+
+    #[test]
+    fn log_filter_must_parse() {
+        let error = NodeConfig::parse(Path::new("n.toml"), "[log]\nfilter = \"lessgate=loud\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with("n.toml: key `log.filter`: \"lessgate=loud\" is not a log filter"),
+            "{error}"
+        );
+        assert!(NodeConfig::parse(
+            Path::new("n.toml"),
+            "[log]\nfilter = \"info,lessgate::transport=debug\"\n"
+        )
+        .is_ok());
     }
 
     #[test]

@@ -1,26 +1,96 @@
 //! Tracing set-up: human or JSON lines on stderr, filtered by `RUST_LOG`
-//! (falling back to the configured filter), and the periodic stats lines
-//! built from a [`NodeStatus`] snapshot.
+//! (else the configured filter), and the periodic stats lines built from a
+//! [`NodeStatus`] snapshot.
+//!
+//! Remote parties choose much of what is logged (names, reasons, errors
+//! quoting them): log sites wrap such values in [`RemoteText`], and the human
+//! format escapes control characters in every field as well. Colours are used
+//! only when stderr is a terminal and `NO_COLOR` is unset.
+
+use std::io::IsTerminal;
 
 use tracing::info;
+use tracing_subscriber::field::MakeExt;
 use tracing_subscriber::EnvFilter;
 
 use crate::config::LogFormat;
 use crate::node::status::{LinkStatus, NodeStatus};
 
+mod remote_text;
+pub use remote_text::{ControlEscaped, RemoteText, MAX_REMOTE_TEXT_CHARS};
+
+/// The environment variable that overrides `[log] filter`.
+pub const FILTER_ENV: &str = "RUST_LOG";
+
+/// A log filter that does not parse.
+#[derive(Debug, thiserror::Error)]
+#[error("{source_name}: invalid log filter {filter:?}: {message}")]
+pub struct FilterError {
+    /// Where the filter came from: `RUST_LOG` or a config file and key.
+    pub source_name: String,
+    pub filter: String,
+    pub message: String,
+}
+
+/// Parses an `EnvFilter` directive string; `source_name` says where it came
+/// from in the error.
+pub fn parse_filter(source_name: &str, filter: &str) -> Result<EnvFilter, FilterError> {
+    EnvFilter::builder()
+        .parse(filter)
+        .map_err(|error| FilterError {
+            source_name: source_name.to_owned(),
+            filter: filter.to_owned(),
+            message: error.to_string(),
+        })
+}
+
+/// The filter in force: `RUST_LOG` when set and not empty, else the
+/// configured one. A `RUST_LOG` that does not parse is an error, never
+/// silently replaced (the operator asked for something they would not get).
+pub fn choose_filter(rust_log: Option<&str>, configured: &str) -> Result<EnvFilter, FilterError> {
+    match rust_log {
+        Some(filter) if !filter.trim().is_empty() => parse_filter(FILTER_ENV, filter),
+        _ => parse_filter("[log] filter", configured),
+    }
+}
+
+/// Whether to colour the human format: stderr is a terminal and `NO_COLOR`
+/// is unset or empty (https://no-color.org).
+pub fn use_colour(stderr_is_terminal: bool, no_color: Option<&str>) -> bool {
+    stderr_is_terminal && !matches!(no_color, Some(value) if !value.is_empty())
+}
+
 /// Installs the global subscriber once; later calls are ignored so tests and
-/// embedded uses can call it freely.
-pub fn init(format: LogFormat, default_filter: &str) {
-    let filter = EnvFilter::try_from_default_env()
-        .or_else(|_| EnvFilter::try_new(default_filter))
-        .unwrap_or_else(|_| EnvFilter::new("info"));
+/// embedded uses can call it freely. Fails only on a `RUST_LOG` or
+/// `default_filter` that does not parse.
+pub fn init(format: LogFormat, default_filter: &str) -> Result<(), FilterError> {
+    let rust_log = std::env::var(FILTER_ENV).ok();
+    let filter = choose_filter(rust_log.as_deref(), default_filter)?;
+    let no_color = std::env::var("NO_COLOR").ok();
+    let colour = use_colour(std::io::stderr().is_terminal(), no_color.as_deref());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(colour)
         .with_writer(std::io::stderr);
     let _ = match format {
-        LogFormat::Human => builder.try_init(),
+        LogFormat::Human => builder.fmt_fields(escaped_fields()).try_init(),
         LogFormat::Json => builder.json().with_current_span(true).try_init(),
     };
+    Ok(())
+}
+
+/// The human format's fields as `name=value` separated by spaces, like the
+/// default, with control characters escaped in every value: the formatter
+/// escapes ANSI only in the message and leaves line breaks everywhere.
+fn escaped_fields() -> impl for<'writer> tracing_subscriber::fmt::FormatFields<'writer> + 'static {
+    tracing_subscriber::fmt::format::debug_fn(|writer, field, value| {
+        let value = ControlEscaped(value);
+        match field.name() {
+            "message" => write!(writer, "{value:?}"),
+            name => write!(writer, "{name}={value:?}"),
+        }
+    })
+    .delimited(" ")
 }
 
 /// Entities per origin as `name=count` pairs (`uuid` prefix when the
@@ -130,6 +200,27 @@ mod tests {
             mirrored_entities: 0,
             bulk: Default::default(),
         }
+    }
+
+    #[test]
+    fn rust_log_wins_and_a_bad_one_is_an_error() {
+        assert!(choose_filter(None, "info").is_ok());
+        assert!(choose_filter(Some(""), "info").is_ok());
+        assert!(choose_filter(Some("lessgate=debug"), "info").is_ok());
+        let error = choose_filter(Some("lessgate=loud"), "info")
+            .unwrap_err()
+            .to_string();
+        assert!(error.starts_with("RUST_LOG: invalid log filter"), "{error}");
+        let error = choose_filter(None, "lessgate=[").unwrap_err().to_string();
+        assert!(error.starts_with("[log] filter: invalid"), "{error}");
+    }
+
+    #[test]
+    fn colour_only_on_a_terminal_without_no_color() {
+        assert!(use_colour(true, None));
+        assert!(use_colour(true, Some("")));
+        assert!(!use_colour(true, Some("1")));
+        assert!(!use_colour(false, None));
     }
 
     #[test]

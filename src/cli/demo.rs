@@ -49,7 +49,7 @@ impl Default for DemoArgs {
 pub fn run(args: DemoArgs) -> Result<(), Box<dyn std::error::Error>> {
     // Progress goes to stdout; logs (stderr) stay at warnings unless
     // RUST_LOG asks for more, so the progress lines are readable.
-    crate::logging::init(args.log_format.unwrap_or_default(), "warn");
+    crate::logging::init(args.log_format.unwrap_or_default(), "warn")?;
     let options = DemoOptions {
         ports: DemoPorts {
             tundra: args.tundra_port,

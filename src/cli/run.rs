@@ -53,7 +53,10 @@ impl RunArgs {
 
 pub fn run(args: RunArgs) -> Result<(), Box<dyn std::error::Error>> {
     let config = args.resolve()?;
-    crate::logging::init(config.log.format, &config.log.filter);
+    // Every file the config names is read now, so a bad one stops the node
+    // before it opens a socket, with the file and key in the message.
+    config.check_files()?;
+    crate::logging::init(config.log.format, &config.log.filter)?;
     crate::transport::open_files::raise_open_file_limit();
     let runtime = crate::node::runtime::tokio_runtime(config.node.threads)?;
     runtime.block_on(async move {

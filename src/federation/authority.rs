@@ -15,6 +15,7 @@ use crate::less::ids::{Local, ObjectId, PropertyKey, Remote, RequestId};
 use crate::less::message::MethodStatus;
 use crate::less::value::Value;
 use crate::less::value_type::ValueType;
+use crate::logging::RemoteText;
 use crate::scene::{ChangeSource, ComponentContent, Origin, Scene};
 use crate::server::ServerEvent;
 use crate::tundra::messages::EntityAction;
@@ -105,7 +106,7 @@ impl Federation {
             .session
             .tweak_entity(object, attribute_key(index), less)
         {
-            warn!(link = %link_id, entity = %global, %error, "cannot forward edit");
+            warn!(link = %link_id, entity = %global, error = %RemoteText(&error), "cannot forward edit");
         } else {
             debug!(link = %link_id, entity = %global, index, "edit forwarded to authority");
         }
@@ -263,12 +264,12 @@ impl Federation {
         match link.session.invoke_method(object, method, arguments) {
             Ok(call) => {
                 link.forwarded_calls.insert(call, (global, on_behalf_of));
-                debug!(link = %link_id, entity = %global, ?request, "request forwarded to authority");
+                debug!(link = %link_id, entity = %global, request = %RemoteText(format_args!("{request:?}")), "request forwarded to authority");
                 self.calls.sent(global, link_id);
                 true
             }
             Err(error) => {
-                warn!(link = %link_id, entity = %global, %error, "cannot forward request to authority");
+                warn!(link = %link_id, entity = %global, error = %RemoteText(&error), "cannot forward request to authority");
                 false
             }
         }
@@ -336,7 +337,7 @@ impl Federation {
                         let _ = scene.remove_entity(source, entity_id);
                     }
                     AuthorityRequest::RemoveComponent(component) => {
-                        debug!(link = %link_id, entity = %entity_id, %component, "component removed at a peer's request");
+                        debug!(link = %link_id, entity = %entity_id, component = %RemoteText(&component), "component removed at a peer's request");
                         let _ = scene.remove_component(source, entity_id, component);
                     }
                 }

@@ -13,6 +13,7 @@ use crate::less::ids::{Local, ObjectId, PropertyKey};
 use crate::less::property_list::PropertyValue;
 use crate::less::value::Value;
 use crate::less::value_type::ValueType;
+use crate::logging::RemoteText;
 use crate::scene::{Change, ChangeKind, Component, ComponentContent, Origin, Scene};
 use crate::tundra::{ComponentId, EntityId};
 
@@ -205,13 +206,13 @@ fn export_component(
         return;
     };
     let Some(type_id) = link.type_for(&uri) else {
-        warn!(link = %link.id, %uri, "cannot introduce component type");
+        warn!(link = %link.id, uri = %RemoteText(&uri), "cannot introduce component type");
         return;
     };
     let object = link.session.allocate_object_id();
     let values = component_values(link, entity_object, component);
     if let Err(error) = link.session.introduce_entity(object, type_id, values) {
-        warn!(link = %link.id, %entity, component = %component.id, %error, "cannot export component");
+        warn!(link = %link.id, %entity, component = %component.id, error = %RemoteText(&error), "cannot export component");
         return;
     }
     if let Some(exported) = link.exported.get_mut(&entity) {
@@ -305,7 +306,7 @@ impl Federation {
                     pv(entity::COMPONENT, entity::EXPORT, policy.to_value()),
                 ];
                 if let Err(error) = link.session.introduce_entity(object, type_id, values) {
-                    warn!(link = %link_id, entity = %global, %error, "cannot export entity");
+                    warn!(link = %link_id, entity = %global, error = %RemoteText(&error), "cannot export entity");
                     return;
                 }
                 link.exported.insert(

@@ -14,6 +14,7 @@ use crate::less::ids::{InteractionId, PropertyId};
 use crate::less::property_list::FieldValue;
 use crate::less::value::Value;
 use crate::less::value_type::ValueType;
+use crate::logging::RemoteText;
 use crate::tundra::messages::{exec_type, EntityAction};
 
 /// The `entity-action` interaction of the connection schema.
@@ -86,7 +87,7 @@ impl Federation {
         ];
         for link in self.links.values_mut().filter(|l| Some(l.id) != except) {
             if let Err(error) = link.session.send_interaction(ENTITY_ACTION, values.clone()) {
-                warn!(link = %link.id, %error, "cannot forward entity action");
+                warn!(link = %link.id, error = %RemoteText(&error), "cannot forward entity action");
             }
         }
     }
@@ -127,7 +128,7 @@ impl Federation {
             })
             .collect();
         if let Some(tracked) = self.globals.get(&global) {
-            debug!(link = %from, entity = %global, %name, "entity action for this node's clients");
+            debug!(link = %from, entity = %global, name = %RemoteText(&name), "entity action for this node's clients");
             self.events
                 .push_back(FederationEvent::ActionForClients(EntityAction {
                     entity_id: tracked.scene,

@@ -15,6 +15,7 @@ use super::values::from_less;
 use crate::less::ids::{ObjectId, PropertyKey, Remote};
 use crate::less::session::{CloseReason, Event};
 use crate::less::value::Value;
+use crate::logging::RemoteText;
 use crate::scene::{ChangeSource, ComponentContent, Origin, Scene};
 use crate::tundra::{
     AttributeBlock, AttributeType, ComponentBody, ComponentData, ComponentId, DynamicAttribute,
@@ -195,7 +196,7 @@ impl Federation {
                         let schema = link.session.remote_type(type_id)?.1?.clone();
                         let mut object = MirrorComponent::new(kind, schema);
                         if let Err(error) = mirror::apply_component_values(&mut object, values) {
-                            warn!(link = %link_id, %error, "bad component object");
+                            warn!(link = %link_id, error = %RemoteText(&error), "bad component object");
                             return None;
                         }
                         self.handle_component_object(link_id, entity, object, scene);
@@ -215,7 +216,7 @@ impl Federation {
                         .filter_map(|v| attribute_index(&v.key))
                         .collect();
                     if let Err(error) = mirror::apply_component_values(object, values) {
-                        warn!(link = %link_id, %error, "bad component update");
+                        warn!(link = %link_id, error = %RemoteText(&error), "bad component update");
                         return None;
                     }
                     // An owner may arrive in an update (a re-send carries only
@@ -328,7 +329,7 @@ impl Federation {
                 link.session.subscribe_type(type_id, &keys).is_ok()
             }
         };
-        debug!(link = %link_id, %uri, subscribed, "peer type introduced");
+        debug!(link = %link_id, uri = %RemoteText(&uri), subscribed, "peer type introduced");
         link.remote_types.insert(
             type_id,
             if subscribed {
@@ -352,7 +353,7 @@ impl Federation {
         };
         let global = if let Some(existing) = link.mirror.entities.get_mut(&object) {
             if let Err(error) = mirror::apply_entity_values(existing, values) {
-                warn!(link = %link_id, %error, "bad entity update");
+                warn!(link = %link_id, error = %RemoteText(&error), "bad entity update");
                 return;
             }
             existing.global
@@ -367,7 +368,7 @@ impl Federation {
                     global
                 }
                 Err(error) => {
-                    warn!(link = %link_id, %error, "bad entity object");
+                    warn!(link = %link_id, error = %RemoteText(&error), "bad entity object");
                     return;
                 }
             }
@@ -472,7 +473,9 @@ impl Federation {
                     tracked.components.insert(object, *id);
                 }
             }
-            Err(error) => warn!(link = %link_id, %error, "cannot present component"),
+            Err(error) => {
+                warn!(link = %link_id, error = %RemoteText(&error), "cannot present component")
+            }
         }
     }
 
@@ -513,7 +516,7 @@ impl Federation {
         ) {
             Ok(created) => created,
             Err(error) => {
-                warn!(link = %link_id, entity = %global, %error, "cannot present entity");
+                warn!(link = %link_id, entity = %global, error = %RemoteText(&error), "cannot present entity");
                 return;
             }
         };

@@ -11,6 +11,7 @@ use uuid::Uuid;
 use crate::clock::Time;
 use crate::federation::{Federation, FederationEvent, Link, LinkId};
 use crate::less::session::CloseReason;
+use crate::logging::RemoteText;
 use crate::scene::{ClientId, Scene};
 use crate::server::{ServerEvent, TundraServer};
 use crate::transport::client::ClientTransport;
@@ -251,7 +252,7 @@ impl Node {
     pub fn handle_link_events(&mut self, link: LinkId) -> Option<CloseReason> {
         let closed = self.federation.handle_link_events(link, &mut self.scene);
         if let Some(reason) = &closed {
-            info!(%link, %reason, "peer session closed");
+            info!(%link, reason = %RemoteText(reason), "peer session closed");
             self.remove_link(link);
         }
         self.settle();
@@ -328,10 +329,10 @@ impl Node {
                             .as_mut()
                             .is_some_and(|b| b.handle_action_for_world(&action)) =>
                     {
-                        debug!(%entity, name = %action.name, "entity action sent to the world server, its authority");
+                        debug!(%entity, name = %RemoteText(&action.name), "entity action sent to the world server, its authority");
                     }
                     FederationEvent::ActionForAuthority { entity, action } => {
-                        debug!(%entity, name = %action.name, "entity action executed by its authority");
+                        debug!(%entity, name = %RemoteText(&action.name), "entity action executed by its authority");
                         if self.executed_actions.len() < 1024 {
                             self.executed_actions.push_back((entity, action));
                         }

@@ -20,6 +20,7 @@ use crate::federation::{schemas::schema_registry, Link, LinkId as FederationLink
 use crate::http;
 use crate::less::schema::ConnectionSchema;
 use crate::less::session::Session;
+use crate::logging::RemoteText;
 use crate::peering::handshake::Initiator;
 use crate::peering::reason::{Reason, ReasonCode};
 use crate::scene::{ClientId, Scene};
@@ -33,7 +34,6 @@ use crate::transport::message_budget::BudgetConfig;
 use crate::transport::peer::{
     Frame, PeerEvent, PeerLink, PeerNode, PeerNodeConfig, PeerStartError, SessionOwnership,
 };
-use crate::transport::tls;
 use crate::transport::websocket::{self, ListenerOptions};
 use crate::tundra::Registry;
 
@@ -58,7 +58,7 @@ pub enum StartError {
         source: std::io::Error,
     },
     #[error(transparent)]
-    Tls(#[from] tls::TlsError),
+    Config(#[from] crate::config::ConfigError),
     #[error(transparent)]
     Peering(#[from] PeerStartError),
 }
@@ -179,12 +179,7 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
         None => None,
     };
     let http_addr = http.as_ref().and_then(|l| l.local_addr().ok());
-    let tls = match (&config.tundra.tls_cert, &config.tundra.tls_key) {
-        (Some(cert), Some(key)) => Some(tokio_rustls::TlsAcceptor::from(tls::server_config(
-            cert, key,
-        )?)),
-        _ => None,
-    };
+    let tls = config.tundra_tls()?.map(tokio_rustls::TlsAcceptor::from);
     // The node's federation identity: configured with [peering], else
     // fresh per run (a standalone node has no peers to remember it).
     let id = config.node.uuid.unwrap_or_else(uuid::Uuid::new_v4);
@@ -426,7 +421,7 @@ impl Running {
                             self.node.handle_upstream_frame(clock.now(), &frame);
                         }
                         Some(UpstreamEvent::Disconnected { reason }) => {
-                            debug!(%reason, "world server link down");
+                            debug!(reason = %RemoteText(&reason), "world server link down");
                             upstream_out = None;
                             self.node.handle_upstream_disconnected(clock.now());
                         }
@@ -563,7 +558,7 @@ impl Running {
                 closure,
             } => {
                 let id = federation_link(link.0);
-                info!(%peer, ?closure, "peer link down");
+                info!(%peer, reason = %RemoteText(&closure.reason), initiator = ?closure.initiator, "peer link down");
                 self.link_ends.record(LinkEnd {
                     link: link.0 as u32,
                     peer: peer.to_string(),
@@ -581,7 +576,7 @@ impl Running {
                 reason,
                 ..
             } => {
-                debug!(?peer, %remote, %reason, "peer connection refused");
+                debug!(?peer, %remote, reason = %RemoteText(&reason), "peer connection refused");
             }
             PeerEvent::Session { .. } => {}
         }
@@ -673,12 +668,12 @@ impl Running {
 
     fn drain(&mut self, handles: &mut HashMap<ClientId, ClientHandle>) {
         while let Some((entity, action)) = self.node.executed_actions.pop_front() {
-            info!(%entity, name = %action.name, "entity action from a peer executed here, its authority");
+            info!(%entity, name = %RemoteText(&action.name), "entity action from a peer executed here, its authority");
         }
         while let Some((status, detail)) = self.node.action_results.pop_front() {
             debug!(
                 status = status.0,
-                ?detail,
+                detail = %RemoteText(format_args!("{detail:?}")),
                 "a remote authority answered an entity action"
             );
         }
@@ -695,7 +690,7 @@ impl Running {
         while let Some(event) = self.node.server_events.pop_front() {
             match event {
                 ServerEvent::Action { client, action } => {
-                    debug!(%client, entity = %action.entity_id, name = %action.name, "entity action for the server");
+                    debug!(%client, entity = %action.entity_id, name = %RemoteText(&action.name), "entity action for the server");
                 }
                 other => debug!(?other, "server event"),
             }

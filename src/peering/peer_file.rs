@@ -16,6 +16,7 @@ use serde::Deserialize;
 
 use super::fingerprint::Fingerprint;
 use crate::config::ConfigError;
+use crate::tundra::Registry;
 
 /// Longest peer name; names appear in logs and hellos.
 pub const MAX_PEER_NAME_LEN: usize = 64;
@@ -66,22 +67,61 @@ impl TypeFilter {
     }
 }
 
-impl<'de> Deserialize<'de> for TypeFilter {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Word(String),
-            List(Vec<String>),
+/// Written before a type name a node knows only once a client registers it
+/// (RegisterComponentType), so that name is not checked against the
+/// built-in types: `"custom:EC_MyThing"`.
+pub const CUSTOM_TYPE_PREFIX: &str = "custom:";
+/// Written before the numeric id of a component type the node carries as
+/// opaque bytes (`"opaque:25"`), as the federation names such types.
+pub const OPAQUE_TYPE_PREFIX: &str = "opaque:";
+
+impl TypeFilter {
+    /// Checks every listed name against the built-in Tundra component types
+    /// (`Placeable` or `EC_Placeable`, exactly as the federation matches
+    /// them), `custom:NAME` or `opaque:ID`; returns the filter as it is
+    /// matched (the `custom:` prefix removed). The error is the message for
+    /// the key.
+    fn checked(self, registry: &Registry) -> Result<TypeFilter, String> {
+        let names = match self {
+            TypeFilter::All => return Ok(TypeFilter::All),
+            TypeFilter::Only(names) => names,
+        };
+        let mut checked = BTreeSet::new();
+        for name in names {
+            if let Some(custom) = name.strip_prefix(CUSTOM_TYPE_PREFIX) {
+                if custom.trim().is_empty() {
+                    return Err(format!("`{name}`: a custom type needs a name"));
+                }
+                checked.insert(custom.to_owned());
+                continue;
+            }
+            if let Some(id) = name.strip_prefix(OPAQUE_TYPE_PREFIX) {
+                if id.parse::<u32>().is_err() {
+                    return Err(format!(
+                        "`{name}`: an opaque type is `opaque:` and a numeric type id"
+                    ));
+                }
+                checked.insert(name);
+                continue;
+            }
+            let known = registry.get_by_name(&name);
+            let exact = known.is_some_and(|schema| {
+                !schema.custom && (name == schema.name || name == schema.prefixed_name())
+            });
+            if !exact {
+                return Err(match known {
+                    Some(schema) => format!(
+                        "`{name}` is not a component type name: did you mean `{}`?",
+                        schema.prefixed_name()
+                    ),
+                    None => format!(
+                        "`{name}` is not a Tundra component type (see schemas/tundra/components.toml); a type clients register at run time is written `{CUSTOM_TYPE_PREFIX}{name}`"
+                    ),
+                });
+            }
+            checked.insert(name);
         }
-        match Raw::deserialize(deserializer)? {
-            Raw::Word(word) if word == "all" => Ok(TypeFilter::All),
-            Raw::Word(word) if word == "none" => Ok(TypeFilter::Only(BTreeSet::new())),
-            Raw::Word(word) => Err(serde::de::Error::custom(format!(
-                "expected \"all\", \"none\" or a list of component type names, found \"{word}\""
-            ))),
-            Raw::List(names) => Ok(TypeFilter::Only(names.into_iter().collect())),
-        }
+        Ok(TypeFilter::Only(checked))
     }
 }
 
@@ -108,23 +148,51 @@ struct RawPeer {
     name: String,
     control: Option<SocketAddr>,
     fingerprint: Fingerprint,
-    #[serde(default = "filter_all")]
-    export: TypeFilter,
-    #[serde(default = "filter_all")]
-    accept: TypeFilter,
+    /// Read as plain TOML and converted by [`filter`], so that a bad value
+    /// is reported under its key rather than as a bare parse error.
+    export: Option<toml::Value>,
+    accept: Option<toml::Value>,
 }
 
-fn filter_all() -> TypeFilter {
-    TypeFilter::All
+/// The `export` or `accept` key: absent is `"all"`; the names are checked.
+fn filter(
+    path: &Path,
+    key: &'static str,
+    value: Option<toml::Value>,
+    registry: &Registry,
+) -> Result<TypeFilter, ConfigError> {
+    let invalid = |message: String| ConfigError::Invalid {
+        file: path.to_owned(),
+        key,
+        message,
+    };
+    let Some(value) = value else {
+        return Ok(TypeFilter::All);
+    };
+    let expected = "expected \"all\", \"none\" or a list of component type names";
+    let parsed = match value {
+        toml::Value::String(word) if word == "all" => TypeFilter::All,
+        toml::Value::String(word) if word == "none" => TypeFilter::Only(BTreeSet::new()),
+        toml::Value::Array(items) => {
+            let mut names = BTreeSet::new();
+            for item in items {
+                match item {
+                    toml::Value::String(name) => names.insert(name),
+                    other => return Err(invalid(format!("{expected}, found {other} in the list"))),
+                };
+            }
+            TypeFilter::Only(names)
+        }
+        other => return Err(invalid(format!("{expected}, found {other}"))),
+    };
+    parsed.checked(registry).map_err(invalid)
 }
 
 impl PeerConfig {
     /// Parses one peer file's text; `path` names it in errors.
     pub fn parse(path: &Path, text: &str) -> Result<PeerConfig, ConfigError> {
-        let raw: RawPeer = toml::from_str(text).map_err(|error| ConfigError::Parse {
-            file: path.to_owned(),
-            message: error.to_string().trim_end().replace('\n', " "),
-        })?;
+        let raw: RawPeer =
+            toml::from_str(text).map_err(|error| crate::config::parse_error(path, text, &error))?;
         let name = PeerName::new(&raw.name).ok_or_else(|| ConfigError::Invalid {
             file: path.to_owned(),
             key: "name",
@@ -139,13 +207,14 @@ impl PeerConfig {
                 });
             }
         }
+        let registry = Registry::builtin();
         Ok(PeerConfig {
             source: path.to_owned(),
             name,
             control: raw.control,
             fingerprint: raw.fingerprint,
-            export: raw.export,
-            accept: raw.accept,
+            export: filter(path, "export", raw.export, &registry)?,
+            accept: filter(path, "accept", raw.accept, &registry)?,
         })
     }
 }
@@ -282,7 +351,7 @@ mod tests {
             ),
             (
                 format!("name = \"b\"\nfingerprint = \"{FINGERPRINT}\"\nexport = \"some\"\n"),
-                "export",
+                "key `export`: expected \"all\", \"none\" or a list",
             ),
             (
                 format!("name = \"b\"\nfingerprint = \"{FINGERPRINT}\"\ncontrol = \"0.0.0.0:1\"\n"),
@@ -299,6 +368,40 @@ mod tests {
             assert!(error.starts_with("peers/beta.toml:"), "{error}");
             assert!(error.contains(expected), "{text}: {error}");
         }
+    }
+
+    #[test]
+    fn type_names_are_checked_against_the_tundra_types() {
+        let file =
+            |filter: &str| format!("name = \"b\"\nfingerprint = \"{FINGERPRINT}\"\n{filter}\n");
+        for (filter, message) in [
+            (
+                "export = [\"EC_Placable\"]",
+                "key `export`: `EC_Placable` is not a Tundra component type",
+            ),
+            (
+                "accept = [\"EC_Name\", \"EC_Mseh\"]",
+                "key `accept`: `EC_Mseh` is not a Tundra component type",
+            ),
+            (
+                "export = [\"ec_placeable\"]",
+                "key `export`: `ec_placeable` is not a component type name: did you mean `EC_Placeable`?",
+            ),
+            ("accept = [\"opaque:x\"]", "key `accept`: `opaque:x`"),
+            ("accept = [\"custom:\"]", "key `accept`: `custom:`"),
+        ] {
+            let error = parse(&file(filter)).unwrap_err();
+            assert!(error.starts_with("peers/beta.toml: "), "{error}");
+            assert!(error.contains(message), "{filter}: {error}");
+        }
+        let peer = parse(&file(
+            "export = [\"Placeable\", \"EC_Mesh\", \"custom:EC_Thing\", \"opaque:77\"]",
+        ))
+        .unwrap();
+        for allowed in ["Placeable", "EC_Mesh", "EC_Thing", "opaque:77"] {
+            assert!(peer.export.allows(allowed), "{allowed}");
+        }
+        assert!(!peer.export.allows("custom:EC_Thing"));
     }
 
     #[test]

@@ -15,6 +15,7 @@ use super::pending_logins::PendingLogins;
 use crate::clock::Time;
 use crate::config::Limits;
 use crate::log_budget::LogBudget;
+use crate::logging::RemoteText;
 use crate::scene::{Change, ChangeKind, ClientId, Scene};
 use crate::tundra::messages::{ClientLeft, EntityAction};
 use crate::tundra::{AttributeValue, ComponentId, EntityId, Message, ProtocolVersion, UserId};
@@ -242,10 +243,10 @@ impl TundraServer {
         // A user id is given only at login; a client closed for misbehaving
         // after login still leaves the others a ClientLeft.
         if gone.user.0 == 0 {
-            debug!(%client, %reason, "closed before login");
+            debug!(%client, reason = %RemoteText(&reason), "closed before login");
             return;
         }
-        info!(%client, user = %gone.user, %reason, "client left");
+        info!(%client, user = %gone.user, reason = %RemoteText(&reason), "client left");
         let left = Message::ClientLeft(ClientLeft { user_id: gone.user });
         let others: Vec<ClientId> = self.authenticated_clients().map(|c| c.id).collect();
         for other in others {
@@ -325,7 +326,9 @@ impl TundraServer {
             Ok(frame) => self.push_frame(client, frame),
             // Only an internal inconsistency gets here (e.g. a value too long
             // for its wire field); skip the message, keep the client.
-            Err(error) => warn!(%client, message = message.name(), %error, "cannot encode"),
+            Err(error) => {
+                warn!(%client, message = message.name(), error = %RemoteText(&error), "cannot encode")
+            }
         }
     }
 
@@ -333,13 +336,13 @@ impl TundraServer {
     /// with the clients closed for misbehaviour (the close itself follows
     /// from the transport).
     pub fn handle_transport_violation(&mut self, client: ClientId, reason: &str) {
-        warn!(%client, reason = %reason, "client closed by its transport for a protocol violation");
+        warn!(%client, reason = %RemoteText(reason), "client closed by its transport for a protocol violation");
         self.stats.clients_closed_for_misbehaviour += 1;
     }
 
     /// Closes a client for misbehaving; only that connection is affected.
     pub(super) fn refuse_client(&mut self, client: ClientId, reason: String) {
-        warn!(%client, %reason, "closing client");
+        warn!(%client, reason = %RemoteText(&reason), "closing client");
         self.stats.clients_closed_for_misbehaviour += 1;
         self.closes.push_back((client, reason));
         // Stop processing its frames until the transport reports the close.
@@ -376,9 +379,9 @@ impl TundraServer {
                 };
             }
             if !timed_out {
-                info!(client = %id, %reason, "closing client");
+                info!(client = %id, reason = %RemoteText(&reason), "closing client");
             } else if let Some(left_out) = self.login_timeouts.handle_occurrence(now) {
-                info!(client = %id, %reason, left_out, "closing client");
+                info!(client = %id, reason = %RemoteText(&reason), left_out, "closing client");
             }
             self.closes.push_back((id, reason));
         }

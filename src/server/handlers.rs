@@ -10,6 +10,7 @@ use tracing::debug;
 use super::core::{ServerEvent, TundraServer};
 use super::slots::SceneSlots;
 use crate::clock::Time;
+use crate::logging::RemoteText;
 use crate::scene::{ChangeSource, ClientId, Origin, Scene, SceneError};
 use crate::tundra::edit_attributes::decode_block_each;
 use crate::tundra::messages::{
@@ -118,7 +119,7 @@ impl TundraServer {
             Message::EntityAction(m) => self.handle_action(scene, client, m),
             Message::RegisterComponentType(m) => {
                 let registration = m.register(scene.registry_mut());
-                debug!(%client, name = %m.type_name, ?registration, "component type registered");
+                debug!(%client, name = %RemoteText(&m.type_name), ?registration, "component type registered");
                 match registration {
                     CustomRegistration::Added(type_id) | CustomRegistration::Replaced(type_id) => {
                         self.handle_type_registered(type_id, Some(client));

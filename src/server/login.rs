@@ -9,6 +9,7 @@ use super::client::LoginState;
 use super::core::{ServerEvent, TundraServer};
 use super::sync_state::SyncState;
 use crate::clock::Time;
+use crate::logging::RemoteText;
 use crate::scene::{ClientId, Scene};
 use crate::tundra::login_xml::{login_reply_xml, parse_login_xml};
 use crate::tundra::messages::{ClientJoined, Login, LoginReply, RegisterComponentType};
@@ -167,7 +168,7 @@ impl TundraServer {
             protocol_version: Some(protocol.0),
         });
         self.push_message(client, &reply);
-        info!(%client, %user, username = %username, protocol = protocol.0, "client logged in");
+        info!(%client, %user, username = %RemoteText(&username), protocol = protocol.0, "client logged in");
         self.events.push_back(ServerEvent::ClientJoined {
             client,
             user,
@@ -190,7 +191,7 @@ impl TundraServer {
         now: Time,
         reason: String,
     ) {
-        info!(%client, %reason, "login refused");
+        info!(%client, reason = %RemoteText(&reason), "login refused");
         self.refuse_login_quietly(client, protocol, now, reason);
     }
 

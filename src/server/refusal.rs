@@ -31,7 +31,7 @@ impl TundraServer {
             return;
         };
         if state.refusal_log.note(kind, now) == Verdict::Log {
-            warn!(%client, request = kind, %reason, "request refused (more of this kind are summarised every {} s)", SUMMARY_INTERVAL.as_secs());
+            warn!(%client, request = kind, reason = %crate::logging::RemoteText(&reason), "request refused (more of this kind are summarised every {} s)", SUMMARY_INTERVAL.as_secs());
         }
         if state.refusal_window.note(now, limit) && !state.is_refused() {
             self.refuse_client(

@@ -16,6 +16,7 @@ use super::rigid_body::{body_state, take_rigid_body_change};
 use super::slots::{dirty_edits, SceneSlots};
 use super::sync_state::{EntitySync, Presence};
 use crate::clock::Time;
+use crate::logging::RemoteText;
 use crate::scene::{ClientId, ComponentContent, Entity, Scene};
 use crate::tundra::bits::BitWriter;
 use crate::tundra::edit_attributes::{sorted_block_len, write_block, SlotTypes};
@@ -212,7 +213,9 @@ fn encode_messages(
             Ok(frame) => frames.push(Bytes::from(frame)),
             // Only an internal inconsistency gets here (e.g. a value too
             // long for its wire field); skip the message, keep the client.
-            Err(error) => warn!(%client, message = message.name(), %error, "cannot encode"),
+            Err(error) => {
+                warn!(%client, message = message.name(), error = %RemoteText(&error), "cannot encode")
+            }
         }
     }
 }
@@ -326,7 +329,7 @@ fn changed_entity_messages(
                             data: w.finish(),
                         }),
                         Err(error) => {
-                            warn!(entity = %id, component = %component_id, %error, "cannot encode edits")
+                            warn!(entity = %id, component = %component_id, error = %RemoteText(&error), "cannot encode edits")
                         }
                     }
                 }

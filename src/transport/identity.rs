@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
-use super::tls::{load_certificates, load_private_key, TlsError};
+use super::tls::{load_pair, PairError, TlsError};
 use crate::peering::fingerprint::Fingerprint;
 
 /// A node's certificate and key, ready for rustls.
@@ -144,11 +144,13 @@ fn write_file(path: &Path, contents: &[u8], private: bool) -> Result<(), Identit
     file.write_all(contents).map_err(wrap)
 }
 
-/// Loads a node identity from its PEM certificate and key files. Only the
-/// first certificate of the file is used: peers pin exactly one.
-pub fn load(cert: &Path, key: &Path) -> Result<NodeIdentity, TlsError> {
-    let certificate = load_certificates(cert)?.swap_remove(0);
-    let key = load_private_key(key)?;
+/// Loads a node identity from its PEM certificate and key files, checking
+/// that the key is the certificate's. Only the first certificate of the
+/// file is used: peers pin exactly one.
+pub fn load(cert: &Path, key: &Path) -> Result<NodeIdentity, PairError> {
+    let (mut certificates, key) = load_pair(cert, key)?;
+    // `load_pair` refuses a file without a certificate.
+    let certificate = certificates.swap_remove(0);
     let fingerprint = Fingerprint::of_certificate(&certificate);
     Ok(NodeIdentity {
         certificate,

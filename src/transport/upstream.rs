@@ -18,6 +18,7 @@ use tracing::{debug, info, warn};
 
 use super::knet::client::{connect as knet_connect, KnetClientConfig};
 use super::knet::{parse_knet_url, ClientInbound, KnetTransport};
+use crate::logging::RemoteText;
 use crate::peering::backoff::Backoff;
 use crate::tundra::messages::MAX_PAYLOAD_BYTES;
 
@@ -137,7 +138,7 @@ async fn run(dial: UpstreamDial, events: mpsc::Sender<UpstreamEvent>) {
             return;
         }
         let delay = backoff.next_delay();
-        warn!(url = %dial.url, %reason, delay_ms = delay.as_millis() as u64, "world server link down; redialling");
+        warn!(url = %dial.url, reason = %RemoteText(&reason), delay_ms = delay.as_millis() as u64, "world server link down; redialling");
         tokio::time::sleep(delay).await;
     }
 }

@@ -14,6 +14,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::logging::RemoteText;
 use bytes::Bytes;
 use futures_util::{FutureExt, SinkExt, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -297,7 +298,7 @@ async fn run_connection<S>(
         };
         let _ = tokio::time::timeout(CLOSE_GRACE, sink.send(Message::Close(Some(frame)))).await;
     }
-    debug!(%reason, "disconnected");
+    debug!(reason = %RemoteText(&reason), "disconnected");
     let _ = events.send(ClientEvent::Closed { id, reason }).await;
 }
 

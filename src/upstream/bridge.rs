@@ -16,6 +16,7 @@ use super::ids::IdMap;
 use super::login::{LoginSettings, Session};
 use crate::clock::Time;
 use crate::federation::GlobalId;
+use crate::logging::RemoteText;
 use crate::scene::{Change, Scene};
 use crate::tundra::messages::EntityAction;
 use crate::tundra::{AttributeValue, ComponentId, DecodeContext, EntityId, Message};
@@ -243,7 +244,7 @@ impl Bridge {
             Ok(message) => message,
             Err(error) => {
                 self.stats.undecodable_frames += 1;
-                warn!(%error, "undecodable frame from the world server skipped");
+                warn!(error = %RemoteText(&error), "undecodable frame from the world server skipped");
                 return;
             }
         };
@@ -322,7 +323,7 @@ impl Bridge {
                 self.transmits.push_back(frame);
             }
             Err(error) => {
-                warn!(message = message.name(), %error, "cannot encode for the world server")
+                warn!(message = message.name(), error = %RemoteText(&error), "cannot encode for the world server")
             }
         }
     }

@@ -16,6 +16,7 @@ use tracing::debug;
 use super::bridge::Bridge;
 use super::echo::diff_slots;
 use super::ids::ShadowComponent;
+use crate::logging::RemoteText;
 use crate::scene::{Attribute, ComponentContent, Entity, Scene};
 use crate::tundra::messages::{
     CreateAttributes, CreateComponents, CreateEntity, EditAttributes, EditAttributesBlock,
@@ -140,7 +141,7 @@ impl Bridge {
                 continue;
             };
             if schema.custom && self.announced.insert(schema.type_id) {
-                debug!(type_id = schema.type_id, name = %schema.name, "custom type announced to the world server");
+                debug!(type_id = schema.type_id, name = %RemoteText(&schema.name), "custom type announced to the world server");
                 self.send(&Message::RegisterComponentType(
                     RegisterComponentType::from_schema(schema),
                 ));

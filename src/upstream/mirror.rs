@@ -8,6 +8,7 @@ use tracing::{debug, info, warn};
 use super::bridge::{Bridge, BridgeEvent, LinkState};
 use super::ids::{Mirrored, UpstreamEntity};
 use crate::clock::Time;
+use crate::logging::RemoteText;
 use crate::scene::{ChangeSource, Origin, Scene};
 use crate::tundra::messages::{
     exec_type, CreateEntity, CreateEntityReply, EditAttributes, EntityAction, RemoveEntity,
@@ -24,12 +25,12 @@ impl Bridge {
                 }
                 match self.settings.login.accept_reply(&reply) {
                     Ok(session) => {
-                        info!(user = %session.user, protocol = session.protocol.0, "logged in to the world server");
+                        info!(user = %RemoteText(&session.user), protocol = session.protocol.0, "logged in to the world server");
                         self.commands
                             .push_back(super::bridge::LinkCommand::LoggedIn);
                         self.begin_sync(now, session);
                     }
-                    Err(error) => warn!(%error, "world server login failed"),
+                    Err(error) => warn!(error = %RemoteText(&error), "world server login failed"),
                 }
             }
             Message::RegisterComponentType(m) => {
@@ -211,7 +212,7 @@ impl Bridge {
                     },
                 );
             }
-            Err(error) => warn!(%upstream, %error, "world entity not copied"),
+            Err(error) => warn!(%upstream, error = %RemoteText(&error), "world entity not copied"),
         }
     }
 
@@ -280,7 +281,7 @@ impl Bridge {
                             }
                         }
                         Err(error) => {
-                            warn!(entity = %m.entity_id, %error, "undecodable edit from the world server")
+                            warn!(entity = %m.entity_id, error = %RemoteText(&error), "undecodable edit from the world server")
                         }
                     }
                 }

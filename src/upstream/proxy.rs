@@ -8,6 +8,7 @@
 use tracing::{debug, warn};
 
 use super::bridge::Bridge;
+use crate::logging::RemoteText;
 use crate::scene::{ChangeSource, ProxiedEdit, Scene};
 use crate::tundra::messages::{exec_type, EditAttributes, EditAttributesBlock, EntityAction};
 use crate::tundra::{AttributeEdit, Message};
@@ -66,7 +67,7 @@ impl Bridge {
                     );
                 }
                 Err(error) => {
-                    warn!(entity = %edit.entity, %error, "edit does not fit its attribute")
+                    warn!(entity = %edit.entity, error = %RemoteText(&error), "edit does not fit its attribute")
                 }
             }
         }

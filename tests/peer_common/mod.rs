@@ -46,7 +46,7 @@ pub fn schemas() -> Arc<SchemaRegistry> {
 
 /// Installs a log subscriber once so failures show the link's story.
 pub fn logs() {
-    lessgate::logging::init(lessgate::config::LogFormat::Human, "warn");
+    lessgate::logging::init(lessgate::config::LogFormat::Human, "warn").expect("RUST_LOG parses");
 }
 
 /// One node's fixed parts: identity, UUID and pre-bound sockets.

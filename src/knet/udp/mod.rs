@@ -28,6 +28,7 @@ use crate::knet::datagram::{
 use crate::knet::error::KnetError;
 use crate::knet::ids::{MessageId, PacketId, ReliableNumber};
 use crate::knet::message::{OutMessage, PacketAck};
+use crate::logging::RemoteText;
 
 use acks::PendingAcks;
 use pacing::Pacer;
@@ -538,7 +539,7 @@ impl UdpConnection {
         if self.state == State::Closed {
             return;
         }
-        tracing::debug!(?reason, "knet udp connection closed");
+        tracing::debug!(reason = ?RemoteText(format_args!("{reason:?}")), "knet udp connection closed");
         self.state = State::Closed;
         self.queue.clear();
         self.acks.clear();

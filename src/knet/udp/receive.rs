@@ -10,6 +10,7 @@ use crate::clock::Time;
 use crate::knet::datagram::{parse_datagram, Block, FragmentInfo, MAX_RECEIVE_DATAGRAM};
 use crate::knet::ids::MessageId;
 use crate::knet::message::{OutMessage, PacketAck};
+use crate::logging::RemoteText;
 
 impl UdpConnection {
     /// Handles one received datagram (from the connection's peer).
@@ -31,7 +32,7 @@ impl UdpConnection {
             self.events.push_back(UdpEvent::Connected);
         }
         if let Err(error) = self.process_datagram(now, datagram) {
-            tracing::debug!(%error, "knet protocol error");
+            tracing::debug!(error = %RemoteText(&error), "knet protocol error");
             self.finish(CloseReason::ProtocolError(error));
         }
     }

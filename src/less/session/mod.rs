@@ -48,6 +48,7 @@ use crate::less::receive_window::{ReceiveWindow, Rejection};
 use crate::less::schema::{TypeSchema, UPDATE_RATE};
 use crate::less::send_window::{LossTiming, SendWindow};
 use crate::less::value::Value;
+use crate::logging::RemoteText;
 
 /// One LESS peer link.
 #[derive(Debug)]
@@ -534,7 +535,7 @@ impl Session {
         match &reason {
             CloseReason::Local => info!("less session closed locally"),
             CloseReason::IdleTimeout => info!("less session idle, closed"),
-            other => warn!(reason = %other, "less session closed: peer misbehaved"),
+            other => warn!(reason = %RemoteText(&other), "less session closed: peer misbehaved"),
         }
         self.closed = Some(reason.clone());
         self.events.push_back(Event::Closed { reason });

@@ -18,6 +18,7 @@ use super::{ClientCommand, ClientInbound, KnetTransport};
 use crate::knet::datagram::MAX_RECEIVE_DATAGRAM;
 use crate::knet::tcp::TcpConfig;
 use crate::knet::udp::UdpConfig;
+use crate::logging::RemoteText;
 
 /// Batches of inbound frames queued before the connection waits for its
 /// user (which then shows as backpressure toward the server).
@@ -134,6 +135,6 @@ async fn run_udp(
         .serve_client(&mut inbox, &mut commands, &inbound)
         .await;
     reader.abort();
-    debug!(reason = %end, "kNet client connection ended");
+    debug!(reason = %RemoteText(&end), "kNet client connection ended");
     let _ = inbound.send(ClientInbound::Closed(end.to_string())).await;
 }

@@ -31,6 +31,7 @@ use super::{ClientCommand, ClientInbound};
 use crate::clock::Time;
 use crate::knet::ids::MessageId;
 use crate::knet::tcp::{TcpConfig, TcpConnection, TcpEvent};
+use crate::logging::RemoteText;
 use crate::transport::client::{
     ClientEvent, ClientHandle, ClientOutbound, ClientTransport, ConnectionId, Outbound, CLOSE_GRACE,
 };
@@ -98,7 +99,7 @@ pub async fn serve_connection(
         outbound,
     };
     let reason = drive(stream, config, budget, &mut owner).await;
-    debug!(%reason, "disconnected");
+    debug!(reason = %RemoteText(&reason), "disconnected");
     if reason.starts_with(crate::knet::tcp::PROTOCOL_ERROR) {
         let _ = events
             .send(ClientEvent::Misbehaved {
@@ -126,7 +127,7 @@ pub async fn run_client(
     };
     // A server we dialed is not budgeted.
     let reason = drive(stream, config, BudgetConfig::UNLIMITED, &mut owner).await;
-    debug!(%reason, "disconnected");
+    debug!(reason = %RemoteText(&reason), "disconnected");
     let _ = inbound.send(ClientInbound::Closed(reason)).await;
 }
 

@@ -21,6 +21,7 @@ use tracing::{debug, trace};
 use super::{ClientCommand, ClientInbound};
 use crate::clock::Time;
 use crate::knet::udp::{CloseReason, Role, UdpConfig, UdpConnection, UdpEvent};
+use crate::logging::RemoteText;
 use crate::transport::client::{ClientEvent, ClientOutbound, ConnectionId, Outbound};
 use crate::transport::message_budget::{BudgetConfig, MessageBudget};
 use crate::transport::websocket::{CLOSE_GRACE, READ_BATCH};
@@ -317,7 +318,7 @@ impl UdpDriver {
                                     outbound.taken(frame.len());
                                 }
                                 Outbound::Close(reason) => {
-                                    debug!(%reason, "closing at the node's request");
+                                    debug!(reason = %RemoteText(&reason), "closing at the node's request");
                                     close_requested = Some(Instant::now());
                                     break;
                                 }

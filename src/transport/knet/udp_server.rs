@@ -26,6 +26,7 @@ use tracing::{debug, info, info_span, warn, Instrument};
 use super::udp_driver::{DriverEnd, UdpDriver};
 use crate::knet::datagram::MAX_RECEIVE_DATAGRAM;
 use crate::knet::udp::UdpConfig;
+use crate::logging::RemoteText;
 use crate::transport::client::{ClientEvent, ClientHandle, ClientTransport, ConnectionIds};
 use crate::transport::message_budget::BudgetConfig;
 
@@ -283,7 +284,7 @@ async fn run_connection(mut accepted: Accepted) {
             end
         }
     };
-    debug!(reason = %end, "connection ended");
+    debug!(reason = %RemoteText(&end), "connection ended");
     let _ = accepted.notes.send(EndpointNote::Ended {
         addr,
         generation,

@@ -21,6 +21,7 @@ use super::{data, PeerEvent, Shared};
 use crate::less::encoding::LinkEncodings;
 use crate::less::session::{FramingMode, Session, SessionConfig};
 use crate::less::signature::{LinkRole, SessionKeys};
+use crate::logging::RemoteText;
 use crate::peering::arbiter::LinkFacts;
 use crate::peering::control::PROTOCOL_VERSION;
 use crate::peering::handshake::{Closure, Handshake, HandshakeEvent, Initiator};
@@ -59,7 +60,7 @@ pub(super) async fn accept(shared: Arc<Shared>, incoming: quinn::Incoming) {
             let reason = Reason::new(ReasonCode::NONE, format!("tls handshake failed: {error}"));
             warn!(
                 %remote,
-                %reason,
+                reason = %RemoteText(&reason),
                 hint = "a node whose certificate no peer file pins is refused here: to accept it, put its fingerprint (printed by `lessgate keygen` on its machine) in a file in peering.peers_dir and restart",
                 "refused incoming peer connection"
             );
@@ -388,7 +389,7 @@ async fn report_refusal(
 ) {
     match (closure.initiator, closure.peer_version) {
         (Initiator::Remote, Some(version)) if version != PROTOCOL_VERSION => warn!(
-            reason = %closure.reason,
+            reason = %RemoteText(&closure.reason),
             "peer {} speaks peer-link version {version}, this node speaks {PROTOCOL_VERSION}: \
              upgrade the node with the older version",
             peer.name
@@ -408,15 +409,15 @@ async fn report_refusal(
         }
         // Losing arbitration is the normal end of a simultaneous dial.
         _ if closure.reason.code == ReasonCode::DUPLICATE_LINK => {
-            info!(reason = %closure.reason, "connection not kept: another link survives")
+            info!(reason = %RemoteText(&closure.reason), "connection not kept: another link survives")
         }
         (Initiator::Remote, _) => warn!(
-            reason = %closure.reason,
+            reason = %RemoteText(&closure.reason),
             hint = "the peer's log says why; check that its peer file for this node pins this node's fingerprint and that the two nodes have different node.uuid",
             "peer refused the link"
         ),
         (Initiator::Local, _) => warn!(
-            reason = %closure.reason,
+            reason = %RemoteText(&closure.reason),
             hint = "the reason names the problem; the two nodes must run compatible lessgate versions and have different node.uuid",
             "refused the peer"
         ),

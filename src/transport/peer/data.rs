@@ -16,6 +16,7 @@ use super::{PeerEvent, Shared};
 use crate::clock::Time;
 use crate::less::packet::StreamDeframer;
 use crate::less::session::{CloseReason, Event, Path, Transmit};
+use crate::logging::RemoteText;
 use crate::peering::handshake::{Closure, HandshakeEvent, Initiator};
 use crate::peering::peer_file::PeerConfig;
 use crate::peering::reason::{Reason, ReasonCode};
@@ -190,7 +191,7 @@ pub(super) async fn run(
     };
     info!(
         peer_node = %handle.peer_node(),
-        peer_name = %handle.peer_hello().name,
+        peer_name = %RemoteText(&handle.peer_hello().name),
         remote = %connection.remote_address(),
         peer_data = ?prepared.peer_data,
         framing = ?prepared.negotiated.framing,
@@ -366,13 +367,15 @@ pub(super) async fn run(
     }
     stats_line(&link_shared);
     match closure.initiator {
-        Initiator::Local => info!(reason = %closure.reason, "link down: goodbye sent"),
-        Initiator::Remote => info!(reason = %closure.reason, "link down: peer ended it"),
+        Initiator::Local => info!(reason = %RemoteText(&closure.reason), "link down: goodbye sent"),
+        Initiator::Remote => {
+            info!(reason = %RemoteText(&closure.reason), "link down: peer ended it")
+        }
     }
     if closure.reason.code != ReasonCode::SHUTDOWN
         && closure.reason.code != ReasonCode::DUPLICATE_LINK
     {
-        warn!(reason = %closure.reason, "link lost");
+        warn!(reason = %RemoteText(&closure.reason), "link lost");
     }
     shared
         .emit(PeerEvent::LinkDown {

@@ -9,6 +9,7 @@ use tokio::sync::mpsc;
 use tracing::{info, info_span, warn, Instrument};
 
 use super::{connection, PeerEvent, Shared};
+use crate::logging::RemoteText;
 use crate::peering::backoff::{Backoff, DialOutcome};
 use crate::peering::handshake::Initiator;
 use crate::peering::keys::Role;
@@ -132,7 +133,7 @@ async fn refuse(shared: &Shared, peer: &PeerConfig, remote: SocketAddr, text: St
     warn!(
         peer = %peer.name,
         %remote,
-        %reason,
+        reason = %RemoteText(&reason),
         hint = "check that the peer runs, that its peering.control_listen (UDP) is reachable at the peer file's `control` address through firewalls, and that the peer file's fingerprint is the one the peer's `lessgate keygen` printed; retrying with backoff",
         "dial failed"
     );

@@ -11,9 +11,8 @@ use crate::config::{ConfigError, NodeConfig, PeerLinkMode};
 use crate::less::schema::{ConnectionSchema, SchemaRegistry};
 use crate::peering::hello::NodeId;
 use crate::peering::peer_file::PeerSet;
-use crate::transport::identity::{self, NodeIdentity};
+use crate::transport::identity::NodeIdentity;
 use crate::transport::peer_tls::PeerTlsError;
-use crate::transport::tls::TlsError;
 
 /// Everything the driver needs, validated.
 #[derive(Debug, Clone)]
@@ -55,8 +54,6 @@ pub enum PeerStartError {
     #[error(transparent)]
     Config(#[from] ConfigError),
     #[error(transparent)]
-    Identity(#[from] TlsError),
-    #[error(transparent)]
     Tls(#[from] PeerTlsError),
     #[error("cannot bind {what} {address}: {source} (another program or node may use it: stop it, or change peering.control_listen / peering.data_listen)")]
     Bind {
@@ -93,16 +90,8 @@ impl PeerNodeConfig {
                 "required when [peering] is set (make one with `uuidgen`)",
             )
         })?;
-        let identity = identity::load(&peering.certificate, &peering.private_key)?;
-        let peers = PeerSet::load_dir(&peering.peers_dir)?;
-        if let Some(own) = peers.by_fingerprint(&identity.fingerprint) {
-            return Err(ConfigError::Invalid {
-                file: own.source.clone(),
-                key: "fingerprint",
-                message: "is this node's own certificate".to_owned(),
-            }
-            .into());
-        }
+        let identity = config.peer_identity()?;
+        let peers = config.peer_set(&identity)?;
         Ok(PeerNodeConfig {
             node: NodeId(node),
             name: config.node.name.clone(),
