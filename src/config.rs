@@ -11,6 +11,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+#[doc(hidden)]
+pub mod fuzz;
 mod upstream;
 pub use upstream::{UpstreamSection, UpstreamTransport};
 

@@ -10,6 +10,8 @@
 mod client;
 mod core;
 mod edit_frame;
+#[doc(hidden)]
+pub mod fuzz;
 mod handlers;
 mod interest;
 mod login;
