@@ -31,7 +31,10 @@ pub fn config(data: &[u8]) -> bool {
             Err(error) => error.to_string(),
         }
     };
-    assert!(error.contains("fuzz.toml"), "the error names the file: {error}");
+    assert!(
+        error.contains("fuzz.toml"),
+        "the error names the file: {error}"
+    );
     assert!(
         error.len() <= 4 * text.len() + 4096,
         "{} bytes of error for {} bytes of input",

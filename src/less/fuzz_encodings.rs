@@ -230,12 +230,7 @@ pub(crate) fn decode_encoded(count: usize, messages: &[u8]) -> usize {
         let bytes = encode_on_link(&message, schema.as_deref());
         let mut again_reader = Reader::new(&bytes);
         let again = Message::<Remote, Local>::decode(&mut again_reader, &EncodedContext)
-            .unwrap_or_else(|e| {
-                panic!(
-                    "{} re-encoded does not decode: {e}",
-                    hex::encode(&bytes)
-                )
-            });
+            .unwrap_or_else(|e| panic!("{} re-encoded does not decode: {e}", hex::encode(&bytes)));
         assert!(again_reader.is_empty(), "re-encoding decodes whole");
         assert_eq!(again.code(), message.code(), "same message");
         assert_eq!(carried_keys(&again), carried_keys(&message), "same keys");
@@ -261,7 +256,10 @@ fn encode_and_decode(encoding: EncodingId, value: &Value) -> (Vec<u8>, Value) {
     let back = encoding
         .decode(&mut reader)
         .unwrap_or_else(|e| panic!("{encoding:?} {} does not decode: {e}", hex::encode(&bytes)));
-    assert!(reader.is_empty(), "{encoding:?}: the value is self-delimiting");
+    assert!(
+        reader.is_empty(),
+        "{encoding:?}: the value is self-delimiting"
+    );
     assert!(back.conforms_to(&encoding.value_type()));
     (bytes, back)
 }
@@ -335,9 +333,7 @@ fn value(key: PropertyKey, value: Value) -> PropertyValue {
 /// two-value update, and a position outside the fixed-point range.
 pub(crate) fn encoded_messages() -> Vec<Vec<u8>> {
     let fixtures = encoded_fixtures();
-    let transform = || {
-        Value::floats(&[1.5, -2.0, 3.25, 0.0, 90.0, 45.0, 1.0, 1.0, 2.0])
-    };
+    let transform = || Value::floats(&[1.5, -2.0, 3.25, 0.0, 90.0, 45.0, 1.0, 1.0, 2.0]);
     let messages: Vec<Message<Remote, Local>> = vec![
         Message::UpdateEntity {
             entity: ObjectId::new(1),
@@ -423,7 +419,9 @@ pub fn encodings_seeds() -> Vec<(String, Vec<u8>)> {
                 [&[selector][..], &encoded].concat(),
             ));
             let mut raw = vec![selector | 4];
-            floats.iter().for_each(|f| raw.extend_from_slice(&f.to_le_bytes()));
+            floats
+                .iter()
+                .for_each(|f| raw.extend_from_slice(&f.to_le_bytes()));
             seeds.push((format!("seed-{index}-{name}-floats"), raw));
         }
     }
@@ -436,7 +434,13 @@ mod tests {
 
     #[test]
     fn entry_points_accept_edge_inputs() {
-        for input in [&[][..], &[0], &[4], &[7, 0xff, 0xff, 0xff, 0x7f], &[0xff; 64]] {
+        for input in [
+            &[][..],
+            &[0],
+            &[4],
+            &[7, 0xff, 0xff, 0xff, 0x7f],
+            &[0xff; 64],
+        ] {
             encodings(input);
             keyed_update(input);
         }

@@ -105,9 +105,16 @@ pub fn frames(data: &[u8]) -> FramesOutcome {
     };
     let mut config = ServerConfig::default();
     config.limits.max_entities_per_client = MAX_ENTITIES_PER_CLIENT;
-    let mut node = Node::new(loaded_scene(), TundraServer::new(config), Uuid::from_u128(1));
+    let mut node = Node::new(
+        loaded_scene(),
+        TundraServer::new(config),
+        Uuid::from_u128(1),
+    );
     let entities_at_start = node.scene.len();
-    let protocols = [u32::from(versions & 3) + 1, u32::from(versions >> 2 & 3) + 1];
+    let protocols = [
+        u32::from(versions & 3) + 1,
+        u32::from(versions >> 2 & 3) + 1,
+    ];
     let mut now = Time::ZERO;
     let mut slots = [ClientId(1), ClientId(2)];
     let mut logins = 2usize;
@@ -178,7 +185,10 @@ pub fn frames_seeds() -> Vec<(String, Vec<u8>)> {
 
     const PLACEABLE: u32 = 20;
     let scene = loaded_scene();
-    let schema = scene.registry().get(PLACEABLE).expect("Placeable is built in");
+    let schema = scene
+        .registry()
+        .get(PLACEABLE)
+        .expect("Placeable is built in");
     let slots = schema.slot_types();
     let mut edits = vec![0x0a];
     for (step, entity) in scene.entities().enumerate() {

@@ -18,8 +18,16 @@ pub fn txml(data: &[u8]) -> usize {
     };
     let listed = file.entity_count();
     let report = scene.import_txml(&file);
-    assert!(report.entities <= listed, "{} imported of {listed}", report.entities);
-    assert_eq!(scene.len(), report.entities, "every imported entity is in the scene");
+    assert!(
+        report.entities <= listed,
+        "{} imported of {listed}",
+        report.entities
+    );
+    assert_eq!(
+        scene.len(),
+        report.entities,
+        "every imported entity is in the scene"
+    );
     report.entities
 }
 
@@ -29,7 +37,12 @@ mod tests {
 
     #[test]
     fn entry_point_accepts_edge_inputs() {
-        for input in [&b""[..], b"<scene/>", b"<scene><entity/></scene>", &[0xff; 16]] {
+        for input in [
+            &b""[..],
+            b"<scene/>",
+            b"<scene><entity/></scene>",
+            &[0xff; 16],
+        ] {
             txml(input);
         }
         let world = crate::demo::worlds::WORLDS[0].txml;

@@ -45,6 +45,11 @@ pub fn check_seeds(target: &str, seeds: &[(String, Vec<u8>)]) {
                 path.display()
             )
         });
-        assert_eq!(&saved, bytes, "{} differs from the seed built now", path.display());
+        assert_eq!(
+            &saved,
+            bytes,
+            "{} differs from the seed built now",
+            path.display()
+        );
     }
 }
