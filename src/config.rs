@@ -12,6 +12,8 @@ use std::time::Duration;
 use serde::Deserialize;
 
 mod files;
+#[doc(hidden)]
+pub mod fuzz;
 mod upstream;
 pub use upstream::{UpstreamSection, UpstreamTransport};
 

@@ -3,7 +3,7 @@
 
 mod fuzz_corpus;
 
-use fuzz_corpus::corpus;
+use fuzz_corpus::{check_seeds, corpus};
 
 #[test]
 fn less_packet_corpus_replays() {
@@ -26,5 +26,48 @@ fn less_session_corpus_replays_and_reaches_past_the_signature() {
         let (accepted, events) = lessgate::less::fuzz::session(input);
         assert!(accepted >= 3, "{seed}: {accepted} packets accepted");
         assert!(events >= 3, "{seed}: {events} events");
+    }
+}
+
+#[test]
+fn less_keyed_update_corpus_replays_and_seeds_decode_whole() {
+    use lessgate::less::fuzz_encodings::{keyed_update, keyed_update_seeds};
+    let seeds = keyed_update_seeds();
+    check_seeds("less_keyed_update", &seeds);
+    for (name, seed) in &seeds {
+        assert_eq!(keyed_update(seed), usize::from(seed[0]), "{name}");
+    }
+    let inputs = corpus("less_keyed_update");
+    assert!(inputs.len() >= seeds.len());
+    let decoded: usize = inputs.iter().map(|(_, input)| keyed_update(input)).sum();
+    assert!(decoded >= inputs.len() / 2, "{decoded} messages decoded");
+}
+
+#[test]
+fn less_encodings_corpus_replays() {
+    use lessgate::less::fuzz_encodings::{encodings, encodings_seeds};
+    let seeds = encodings_seeds();
+    check_seeds("less_encodings", &seeds);
+    let inputs = corpus("less_encodings");
+    assert!(inputs.len() >= seeds.len());
+    for (_, input) in &inputs {
+        encodings(input);
+    }
+}
+
+#[test]
+fn less_bulk_corpus_replays_and_session_seeds_deliver_bulk_packets() {
+    use lessgate::less::fuzz_bulk::{bulk, bulk_seeds};
+    let seeds = bulk_seeds();
+    check_seeds("less_bulk", &seeds);
+    let (_, session) = seeds.iter().find(|(n, _)| n == "seed-session").unwrap();
+    assert!(
+        bulk(session) >= 1,
+        "a compressed introduction reaches the session"
+    );
+    let inputs = corpus("less_bulk");
+    assert!(inputs.len() >= seeds.len());
+    for (_, input) in &inputs {
+        bulk(input);
     }
 }

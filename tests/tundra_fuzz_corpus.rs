@@ -1,33 +1,22 @@
-//! Replays the saved fuzz corpus (`tests/fuzz/corpus/tundra_frame/`) through
-//! the same library function the fuzz target calls, on stable Rust.
+//! Replays the saved fuzz corpora of `tundra_frame` and `txml`
+//! (`tests/fuzz/corpus/<target>/`) through the same library functions the
+//! fuzz targets call, on stable Rust.
 
-use std::path::PathBuf;
+mod fuzz_corpus;
+
+use fuzz_corpus::corpus;
 
 use lessgate::tundra::messages::{DecodeContext, Message};
 use lessgate::tundra::{ProtocolVersion, Registry};
 
-fn corpus() -> Vec<(String, Vec<u8>)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz/corpus/tundra_frame");
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_file())
-        .collect();
-    files.sort();
-    files
-        .into_iter()
-        .map(|p| {
-            (
-                p.file_name().unwrap().to_string_lossy().into_owned(),
-                std::fs::read(&p).unwrap(),
-            )
-        })
-        .collect()
+/// Inputs the fuzzer found are named `found-*`; the others are seeds.
+fn is_seed(name: &str) -> bool {
+    !name.starts_with("found-")
 }
 
 #[test]
 fn corpus_replays_without_panics() {
-    let corpus = corpus();
+    let corpus = corpus("tundra_frame");
     assert!(corpus.len() >= 20, "corpus has {} files", corpus.len());
     for (_, data) in &corpus {
         lessgate::tundra::fuzz_decode_frame(data);
@@ -37,7 +26,12 @@ fn corpus_replays_without_panics() {
 #[test]
 fn seed_inputs_decode_and_re_encode_byte_for_byte() {
     let registry = Registry::builtin();
-    for (name, data) in corpus() {
+    let seeds: Vec<_> = corpus("tundra_frame")
+        .into_iter()
+        .filter(|(name, _)| is_seed(name))
+        .collect();
+    assert!(seeds.len() >= 20, "{} seeds", seeds.len());
+    for (name, data) in seeds {
         let Some((&selector, frame)) = data.split_first() else {
             continue;
         };
@@ -51,4 +45,18 @@ fn seed_inputs_decode_and_re_encode_byte_for_byte() {
         let message = Message::decode_frame(frame, &ctx).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(message.encode_frame(protocol).unwrap(), frame, "{name}");
     }
+}
+
+#[test]
+fn txml_corpus_replays_and_seed_scenes_import() {
+    let inputs = corpus("txml");
+    let mut seeds = 0;
+    for (name, input) in &inputs {
+        let imported = lessgate::tundra::fuzz_txml::txml(input);
+        if is_seed(name) {
+            assert!(imported >= 1, "{name}: {imported} entities imported");
+            seeds += 1;
+        }
+    }
+    assert!(seeds >= 5, "{seeds} seed scenes");
 }

@@ -11,6 +11,8 @@ mod client;
 mod core;
 mod edit_frame;
 mod entity_quota;
+#[doc(hidden)]
+pub mod fuzz;
 mod handlers;
 mod interest;
 mod login;

@@ -29,6 +29,8 @@ mod bits_properties;
 pub mod component;
 pub mod edit_attributes;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzz_txml;
 pub mod ids;
 pub mod json;
 pub mod login_xml;

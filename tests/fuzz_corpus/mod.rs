@@ -21,3 +21,35 @@ pub fn corpus(target: &str) -> Vec<(String, Vec<u8>)> {
     inputs.sort();
     inputs
 }
+
+/// Checks that the seeds a target's library module builds (`seeds`, named
+/// `seed-*`) are saved in its corpus as they are built now, so the corpus
+/// follows the encoders. With `LESSGATE_WRITE_FUZZ_SEEDS=1` it writes them
+/// instead (after an encoder changed on purpose).
+#[allow(dead_code)] // not every replay binary has built seeds
+pub fn check_seeds(target: &str, seeds: &[(String, Vec<u8>)]) {
+    let directory = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fuzz/corpus")
+        .join(target);
+    let write = std::env::var_os("LESSGATE_WRITE_FUZZ_SEEDS").is_some_and(|v| v == "1");
+    for (name, bytes) in seeds {
+        let path = directory.join(name);
+        if write {
+            fs::create_dir_all(&directory).unwrap();
+            fs::write(&path, bytes).unwrap();
+            continue;
+        }
+        let saved = fs::read(&path).unwrap_or_else(|error| {
+            panic!(
+                "{}: {error} (LESSGATE_WRITE_FUZZ_SEEDS=1 writes the seeds)",
+                path.display()
+            )
+        });
+        assert_eq!(
+            &saved,
+            bytes,
+            "{} differs from the seed built now",
+            path.display()
+        );
+    }
+}
