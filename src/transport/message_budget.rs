@@ -143,7 +143,7 @@ mod tests {
             b.spend(now, n);
             read += n;
             step += 1;
-            now = now + Duration::from_micros(137 + (step * 7919) % 3_000);
+            now += Duration::from_micros(137 + (step * 7919) % 3_000);
         }
         assert!(read <= 2_000 * 10 + 500, "{read}");
         assert!(read >= 2_000 * 9, "the budget is used, not lost: {read}");
