@@ -516,3 +516,174 @@ async fn an_idle_flood_under_a_1024_descriptor_limit_costs_its_host_only() {
     assert!(during <= baseline + 64 + 8, "{during} descriptors");
     assert!(lines <= 4, "{lines} log lines");
 }
+
+/// Resident memory of a process, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// `GET /status` from the good host, as JSON.
+async fn status_json(node: &Node) -> serde_json::Value {
+    let mut stream = connect_from(GOOD_HOST, node.http).await;
+    stream
+        .write_all(b"GET /status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut response = Vec::new();
+    tokio::time::timeout(PATIENCE, stream.read_to_end(&mut response))
+        .await
+        .expect("/status in time")
+        .unwrap();
+    let text = String::from_utf8_lossy(&response);
+    let body = text.split_once("\r\n\r\n").expect("a body").1;
+    serde_json::from_str(body).expect("/status is JSON")
+}
+
+/// The issue's other attacks in turn against one node with the default
+/// limits, from one host: a busy scripted client (1 500 entities moved at
+/// 20 Hz by the load generator, a separate process), three reconnect rounds
+/// of 10 000 creations, and ten clients sending refused requests, text
+/// frames and pings as fast as they can. The busy client is served, not
+/// closed; the scene keeps at most `max_entities_per_address` of the host's
+/// entities; a good client from another host logs in and sees the scene
+/// throughout; memory and log volume stay bounded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_client_is_served_and_a_hostile_one_grows_neither_scene_nor_log() {
+    let defaults = lessgate::config::Limits::default();
+    let node = Node::start("", None);
+    let (_good, _) = TundraClient::login_from(&node.url, GOOD_HOST, "good", 3).await;
+    let rss_before = rss_kib(node.pid());
+    let log_before = std::fs::metadata(&node.log).unwrap().len();
+    let entities_at_start = status_json(&node).await["entities"].as_u64().unwrap();
+
+    // A busy client: 1 500 entities at 20 Hz (30 000 messages a second).
+    let loadgen = tokio::process::Command::new(env!("CARGO_BIN_EXE_lessgate"))
+        .args(["loadgen", "--target", node.url.as_str(), "--writers", "1"])
+        .args(["--entities", "1500", "--rate", "20", "--warmup", "1"])
+        .args(["--duration", "5", "--json", "--target-pid"])
+        .arg(node.pid().to_string())
+        .env("RUST_LOG", "warn")
+        .output();
+    let loadgen = tokio::time::timeout(Duration::from_secs(120), loadgen)
+        .await
+        .expect("the load generator ends")
+        .unwrap();
+    let report = String::from_utf8_lossy(&loadgen.stdout);
+    assert!(
+        loadgen.status.success(),
+        "the busy client ran to the end: {}",
+        String::from_utf8_lossy(&loadgen.stderr)
+    );
+    // The JSON report is the one line that parses as an object with a
+    // delivery rate.
+    let report: serde_json::Value = report
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find(|value| value.get("delivered_per_sec").is_some())
+        .expect("a JSON report");
+    let status = status_json(&node).await;
+    assert_eq!(status["server"]["clients_closed_for_misbehaviour"], 0);
+    eprintln!(
+        "busy client: offered {:.0}/s, sent {:.0}/s, delivered to the observer {:.0}/s",
+        report["offered_per_sec"].as_f64().unwrap_or(0.0),
+        report["sent_per_sec"].as_f64().unwrap_or(0.0),
+        report["delivered_per_sec"].as_f64().unwrap_or(0.0)
+    );
+
+    // Three logins of 10 000 creations each from the same host.
+    for round in 0..3u32 {
+        let (mut grower, _) = TundraClient::login_from(&node.url, ATTACKER, "grower", 3).await;
+        for unacked in 1..=10_000u32 {
+            grower
+                .send_create(
+                    unacked,
+                    vec![common::name_component(1, &format!("g{round}"))],
+                )
+                .await;
+        }
+        // Its frames are in the node's socket buffer; leaving now is what
+        // a reconnecting attacker does.
+        let _ = grower.recv_within(Duration::from_millis(500)).await;
+    }
+    let mut entities = 0;
+    let started = Instant::now();
+    while started.elapsed() < PATIENCE {
+        let now = status_json(&node).await["entities"].as_u64().unwrap();
+        if now == entities {
+            break;
+        }
+        entities = now;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    // The load generator's entities came from the same host.
+    let grown = entities.saturating_sub(entities_at_start);
+    eprintln!(
+        "scene: {entities_at_start} -> {entities} entities after the busy client and \
+         30 000 creations over three logins"
+    );
+    assert!(
+        grown <= defaults.max_entities_per_address as u64,
+        "{grown} entities from one host"
+    );
+    assert!(grown >= 10_000, "creations within the bound are served");
+
+    // Ten clients: refused requests, text frames and pings, 5 000 each.
+    let mut floods = Vec::new();
+    for n in 0..10u32 {
+        let url = node.url.clone();
+        floods.push(tokio::spawn(async move {
+            let (mut client, _) =
+                TundraClient::login_from(&url, ATTACKER, &format!("flood{n}"), 3).await;
+            let remove =
+                lessgate::tundra::Message::RemoveEntity(lessgate::tundra::messages::RemoveEntity {
+                    scene_id: 0,
+                    entity_id: lessgate::tundra::EntityId(900_000 + n),
+                });
+            for i in 0..5_000u32 {
+                match i % 3 {
+                    0 => client.send(&remove).await,
+                    1 => {
+                        client
+                            .send_ws(WsMessage::Text(format!("junk {i}").into()))
+                            .await
+                    }
+                    _ => client.send_ws(WsMessage::Ping(vec![1, 2, 3].into())).await,
+                }
+            }
+            client
+        }));
+    }
+    let mut flooders = Vec::new();
+    for flood in floods {
+        flooders.push(flood.await.unwrap());
+    }
+    let (mut late, _) = TundraClient::login_from(&node.url, GOOD_HOST, "late", 3).await;
+    let first = late
+        .recv_until(|m| matches!(m, lessgate::tundra::Message::CreateEntity(_)))
+        .await;
+    assert!(matches!(first, lessgate::tundra::Message::CreateEntity(_)));
+
+    let rss_after = rss_kib(node.pid());
+    let log_bytes = std::fs::metadata(&node.log).unwrap().len() - log_before;
+    let refused = node.logged("request refused").len();
+    let status = status_json(&node).await;
+    eprintln!(
+        "node RSS {rss_before} -> {rss_after} KiB; {log_bytes} log bytes during the attacks, \
+         {refused} 'request refused' lines for {} refused requests",
+        status["server"]["refused_messages"]
+    );
+    // 20 000 client entities are a few tens of MiB; not the attack's 30 000+.
+    assert!(rss_after < rss_before + 256 * 1024, "memory bounded");
+    // One line per kind per client, then summaries: not one per request.
+    assert!(refused <= 2 * 13, "{refused} refusal lines");
+    assert!(
+        log_bytes < 512 * 1024,
+        "log volume bounded: {log_bytes} bytes"
+    );
+    drop(flooders);
+}

@@ -73,7 +73,9 @@ proptest! {
         if let Ok(m) = Message::decode_frame(&data[1..], &ctx) {
             if let Ok(y) = m.encode_frame(ProtocolVersion(protocol)) {
                 let again = Message::decode_frame(&y, &ctx).unwrap();
-                prop_assert_eq!(&again, &m);
+                // Compared as text: a NaN attribute (the grown corpus has
+                // them) is unequal to itself; its bits are checked below.
+                prop_assert_eq!(format!("{again:?}"), format!("{m:?}"));
                 prop_assert_eq!(again.encode_frame(ProtocolVersion(protocol)).unwrap(), y);
             }
         }

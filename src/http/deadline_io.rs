@@ -72,6 +72,30 @@ impl<S> DeadlineIo<S> {
             io::Error::new(io::ErrorKind::TimedOut, "http deadline passed")
         })
     }
+
+    /// What a write returns: an answer leaving restarts the idle deadline
+    /// from here; a client that does not read its answer is held to the
+    /// same deadline.
+    fn after_write(
+        &mut self,
+        cx: &mut Context<'_>,
+        polled: Poll<io::Result<usize>>,
+    ) -> Poll<io::Result<usize>> {
+        match polled {
+            Poll::Ready(Ok(written)) => {
+                if written > 0 {
+                    self.in_request = false;
+                    self.restart_deadline();
+                }
+                Poll::Ready(Ok(written))
+            }
+            Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
+            Poll::Pending => match self.expired(cx) {
+                Some(error) => Poll::Ready(Err(error)),
+                None => Poll::Pending,
+            },
+        }
+    }
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for DeadlineIo<S> {
@@ -107,23 +131,8 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for DeadlineIo<S> {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        match Pin::new(&mut this.inner).poll_write(cx, buf) {
-            Poll::Ready(Ok(written)) => {
-                if written > 0 {
-                    // An answer is leaving: the idle deadline runs from here.
-                    this.in_request = false;
-                    this.restart_deadline();
-                }
-                Poll::Ready(Ok(written))
-            }
-            Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
-            // A client that does not read its answer is held to the same
-            // deadline.
-            Poll::Pending => match this.expired(cx) {
-                Some(error) => Poll::Ready(Err(error)),
-                None => Poll::Pending,
-            },
-        }
+        let polled = Pin::new(&mut this.inner).poll_write(cx, buf);
+        this.after_write(cx, polled)
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -140,20 +149,8 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for DeadlineIo<S> {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        match Pin::new(&mut this.inner).poll_write_vectored(cx, bufs) {
-            Poll::Ready(Ok(written)) => {
-                if written > 0 {
-                    this.in_request = false;
-                    this.restart_deadline();
-                }
-                Poll::Ready(Ok(written))
-            }
-            Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
-            Poll::Pending => match this.expired(cx) {
-                Some(error) => Poll::Ready(Err(error)),
-                None => Poll::Pending,
-            },
-        }
+        let polled = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        this.after_write(cx, polled)
     }
 
     fn is_write_vectored(&self) -> bool {

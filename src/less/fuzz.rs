@@ -185,32 +185,49 @@ pub fn session(data: &[u8]) -> (u64, usize) {
                 session.handle_timeout(now);
             }
             _ => {
-                for type_id in &introduced {
-                    if let Some((_, Some(schema))) = session.remote_type(*type_id) {
-                        let keys: Vec<_> = schema
-                            .properties()
-                            .into_iter()
-                            .map(|(key, _)| key)
-                            .collect();
-                        let _ = session.subscribe_type(*type_id, &keys);
-                    }
-                }
+                subscribe_to_all(&mut session, &introduced);
             }
         }
-        for _ in 0..1000 {
-            if session.poll_transmit(now).is_none() {
-                break;
-            }
-        }
-        while let Some(event) = session.poll_event() {
-            events += 1;
-            if let super::session::Event::TypeIntroduced { type_id, .. } = event {
-                introduced.push(type_id);
-            }
-        }
+        events += drain(&mut session, now, &mut introduced);
         let _ = session.poll_timeout();
     }
     (session.stats().packets_received, events)
+}
+
+/// Subscribes to every property of every type the peer introduced.
+pub(super) fn subscribe_to_all(session: &mut Session, introduced: &[TypeId<Remote>]) {
+    for type_id in introduced {
+        if let Some((_, Some(schema))) = session.remote_type(*type_id) {
+            let keys: Vec<_> = schema
+                .properties()
+                .into_iter()
+                .map(|(key, _)| key)
+                .collect();
+            let _ = session.subscribe_type(*type_id, &keys);
+        }
+    }
+}
+
+/// Sends what the session has to send (bounded) and takes its events,
+/// noting the types the peer introduced; returns how many events.
+pub(super) fn drain(
+    session: &mut Session,
+    now: Time,
+    introduced: &mut Vec<TypeId<Remote>>,
+) -> usize {
+    for _ in 0..1000 {
+        if session.poll_transmit(now).is_none() {
+            break;
+        }
+    }
+    let mut events = 0;
+    while let Some(event) = session.poll_event() {
+        events += 1;
+        if let super::session::Event::TypeIntroduced { type_id, .. } = event {
+            introduced.push(type_id);
+        }
+    }
+    events
 }
 
 #[cfg(test)]

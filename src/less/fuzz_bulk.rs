@@ -10,11 +10,12 @@ use super::bulk::{
     open_formed_stream_datagram, seal_bulk, seal_plain_formed, FormedPacket, COMPRESSION_LEVEL,
 };
 use super::codec::{write_count, write_u64};
+use super::fuzz::{drain, subscribe_to_all};
 use super::fuzz_encodings::{decode_encoded, encoded_fixtures, encoded_messages, CRATE, PLACEABLE};
 use super::ids::{Local, Remote, TypeId};
 use super::message::Message;
 use super::packet::{write_body, DatagramFraming, OpenedPacket};
-use super::session::{Event, FramingMode, Session, SessionConfig};
+use super::session::{FramingMode, Session, SessionConfig};
 use super::signature::{LinkRole, MacKey, SessionKeys, SIGNATURE_LEN};
 use crate::clock::Time;
 
@@ -172,28 +173,10 @@ fn session(key: &MacKey, mut rest: &[u8]) -> u64 {
                 session.handle_timeout(now);
             }
             _ => {
-                for type_id in &introduced {
-                    if let Some((_, Some(schema))) = session.remote_type(*type_id) {
-                        let keys: Vec<_> = schema
-                            .properties()
-                            .into_iter()
-                            .map(|(key, _)| key)
-                            .collect();
-                        let _ = session.subscribe_type(*type_id, &keys);
-                    }
-                }
+                subscribe_to_all(&mut session, &introduced);
             }
         }
-        for _ in 0..1000 {
-            if session.poll_transmit(now).is_none() {
-                break;
-            }
-        }
-        while let Some(event) = session.poll_event() {
-            if let Event::TypeIntroduced { type_id, .. } = event {
-                introduced.push(type_id);
-            }
-        }
+        drain(&mut session, now, &mut introduced);
         let _ = session.poll_timeout();
     }
     session.stats().bulk_packets_received

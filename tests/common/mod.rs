@@ -144,10 +144,12 @@ impl TundraClient {
     }
 
     pub async fn send_raw(&mut self, frame: Vec<u8>) {
-        self.socket
-            .send(WsMessage::Binary(frame.into()))
-            .await
-            .expect("sends");
+        self.send_ws(WsMessage::Binary(frame.into())).await;
+    }
+
+    /// Sends any WebSocket message (text, ping...).
+    pub async fn send_ws(&mut self, message: WsMessage) {
+        self.socket.send(message).await.expect("sends");
     }
 
     /// The next Tundra message, or `None` when the connection closed.
