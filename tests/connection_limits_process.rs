@@ -25,6 +25,14 @@ const ATTACKER: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1));
 /// A well-behaved host.
 const GOOD_HOST: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
 
+/// The binary under test: this build's, or `LESSGATE_BIN` (to re-run the
+/// attacks against a release build).
+fn lessgate_binary() -> std::path::PathBuf {
+    std::env::var_os("LESSGATE_BIN")
+        .map(Into::into)
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_lessgate").into())
+}
+
 /// A `lessgate run` process, killed when the test ends, pass or fail.
 struct Node {
     child: std::process::Child,
@@ -58,7 +66,7 @@ impl Node {
         .unwrap();
         let log = dir.path().join("node.log");
         let stderr = std::fs::File::create(&log).unwrap();
-        let binary = env!("CARGO_BIN_EXE_lessgate");
+        let binary = lessgate_binary();
         let mut command = match nofile {
             Some(limit) => {
                 let mut command = Command::new("prlimit");
@@ -562,7 +570,7 @@ async fn a_busy_client_is_served_and_a_hostile_one_grows_neither_scene_nor_log()
     let entities_at_start = status_json(&node).await["entities"].as_u64().unwrap();
 
     // A busy client: 1 500 entities at 20 Hz (30 000 messages a second).
-    let loadgen = tokio::process::Command::new(env!("CARGO_BIN_EXE_lessgate"))
+    let loadgen = tokio::process::Command::new(lessgate_binary())
         .args(["loadgen", "--target", node.url.as_str(), "--writers", "1"])
         .args(["--entities", "1500", "--rate", "20", "--warmup", "1"])
         .args(["--duration", "5", "--json", "--target-pid"])
