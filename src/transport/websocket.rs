@@ -21,6 +21,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio_rustls::TlsAcceptor;
+use tokio_tungstenite::tungstenite::error::ProtocolError;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
@@ -322,6 +323,11 @@ impl From<Option<Result<Message, tokio_tungstenite::tungstenite::Error>>> for In
                 code: CloseCode::Size,
                 reason: format!("websocket message too big (limits.max_frame_bytes): {error}"),
             },
+            // A client that exits or loses its network ends this way: a
+            // departure, not misbehaviour.
+            Some(Err(WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake))) => {
+                Inbound::End("connection reset by client".to_owned())
+            }
             Some(Err(WsError::Protocol(error))) => Inbound::Violation {
                 code: CloseCode::Protocol,
                 reason: format!("websocket protocol violation: {error}"),
@@ -380,4 +386,27 @@ fn truncate(reason: &str) -> String {
         end -= 1;
     }
     reason[..end].to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reset_is_a_departure_and_bad_framing_a_violation() {
+        let reset = Inbound::from(Some(Err(WsError::Protocol(
+            ProtocolError::ResetWithoutClosingHandshake,
+        ))));
+        assert!(matches!(reset, Inbound::End(_)));
+        let masked = Inbound::from(Some(Err(WsError::Protocol(
+            ProtocolError::UnmaskedFrameFromClient,
+        ))));
+        assert!(matches!(
+            masked,
+            Inbound::Violation {
+                code: CloseCode::Protocol,
+                ..
+            }
+        ));
+    }
 }
