@@ -136,28 +136,30 @@ impl DecodeContext<Remote, Local> for EncodedContext {
     }
 }
 
+/// `values` with the encoding the link agreed for each.
+fn wire_values<'a>(
+    values: &'a [PropertyValue],
+    schema: Option<&TypeSchema>,
+    encodings: &LinkEncodings,
+) -> Vec<WireValue<'a>> {
+    values
+        .iter()
+        .map(|v| WireValue {
+            key: &v.key,
+            value: &v.value,
+            encoding: schema.and_then(|s| encodings.for_property(s, &v.key)),
+        })
+        .collect()
+}
+
 /// The message as the link carries it: entity values in their agreed
 /// encoding, a single-property update in the keyed form.
 fn encode_on_link(message: &Message<Remote, Local>, schema: Option<&TypeSchema>) -> Vec<u8> {
     let encodings = &encoded_fixtures().encodings;
-    let wire = |values: &[PropertyValue]| -> Vec<(usize, Option<EncodingId>)> {
-        values
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (i, schema.and_then(|s| encodings.for_property(s, &v.key))))
-            .collect()
-    };
     let mut out = Vec::new();
     match message {
         Message::UpdateEntity { entity, values } => {
-            let wires: Vec<WireValue<'_>> = wire(values)
-                .into_iter()
-                .map(|(i, encoding)| WireValue {
-                    key: &values[i].key,
-                    value: &values[i].value,
-                    encoding,
-                })
-                .collect();
+            let wires = wire_values(values, schema, encodings);
             encode_update(&mut out, *entity, &wires, encodings);
         }
         Message::IntroduceEntity {
@@ -165,14 +167,7 @@ fn encode_on_link(message: &Message<Remote, Local>, schema: Option<&TypeSchema>)
             entity,
             values,
         } => {
-            let wires: Vec<WireValue<'_>> = wire(values)
-                .into_iter()
-                .map(|(i, encoding)| WireValue {
-                    key: &values[i].key,
-                    value: &values[i].value,
-                    encoding,
-                })
-                .collect();
+            let wires = wire_values(values, schema, encodings);
             encode_introduce(&mut out, *type_id, *entity, &wires);
         }
         other => other.encode(&mut out),

@@ -61,16 +61,21 @@ pub struct TundraClient {
 }
 
 impl TundraClient {
-    pub async fn connect(url: &str) -> TundraClient {
-        let (socket, _) = tokio_tungstenite::connect_async(url)
-            .await
-            .expect("websocket connects");
+    /// A client on an open WebSocket, before login.
+    fn on(socket: WebSocketStream<MaybeTlsStream<TcpStream>>) -> TundraClient {
         TundraClient {
             socket,
             protocol: ProtocolVersion::ORIGINAL,
             registry: Registry::builtin(),
             user: 0,
         }
+    }
+
+    pub async fn connect(url: &str) -> TundraClient {
+        let (socket, _) = tokio_tungstenite::connect_async(url)
+            .await
+            .expect("websocket connects");
+        TundraClient::on(socket)
     }
 
     /// Connects from `source` (any 127.x.y.z address is local on Linux:
@@ -89,12 +94,7 @@ impl TundraClient {
         let (socket, _) = tokio_tungstenite::client_async(url, MaybeTlsStream::Plain(stream))
             .await
             .expect("websocket connects");
-        TundraClient {
-            socket,
-            protocol: ProtocolVersion::ORIGINAL,
-            registry: Registry::builtin(),
-            user: 0,
-        }
+        TundraClient::on(socket)
     }
 
     /// [`TundraClient::login`] from `source` (see [`TundraClient::connect_from`]).
