@@ -17,13 +17,23 @@ pub const MIN_RTO: Duration = Duration::from_millis(200);
 /// Largest retransmission timeout, backoff included.
 pub const MAX_RTO: Duration = Duration::from_secs(10);
 
-/// Smoothed RTT and variance of one link.
+/// Samples kept for the recent maximum.
+const RECENT_SAMPLES: usize = 32;
+
+/// Smoothed RTT and variance of one link, plus the extremes that tell which
+/// transmission an acknowledgement answers.
 #[derive(Clone, Debug)]
 pub struct RttEstimator {
     smoothed: Option<Duration>,
     variance: Duration,
     latest: Duration,
     initial: Duration,
+    /// Smallest sample ever taken: no acknowledgement comes back sooner.
+    min: Option<Duration>,
+    /// The last [`RECENT_SAMPLES`] samples, oldest overwritten first.
+    recent: [Duration; RECENT_SAMPLES],
+    recent_len: usize,
+    recent_next: usize,
 }
 
 impl RttEstimator {
@@ -34,12 +44,20 @@ impl RttEstimator {
             variance: initial / 2,
             latest: initial,
             initial,
+            min: None,
+            recent: [Duration::ZERO; RECENT_SAMPLES],
+            recent_len: 0,
+            recent_next: 0,
         }
     }
 
     /// Adds one sample.
     pub fn update(&mut self, sample: Duration) {
         self.latest = sample;
+        self.min = Some(self.min.map_or(sample, |min| min.min(sample)));
+        self.recent[self.recent_next] = sample;
+        self.recent_next = (self.recent_next + 1) % RECENT_SAMPLES;
+        self.recent_len = (self.recent_len + 1).min(RECENT_SAMPLES);
         match self.smoothed {
             None => {
                 self.smoothed = Some(sample);
@@ -70,6 +88,16 @@ impl RttEstimator {
     /// The most recent sample.
     pub fn latest(&self) -> Duration {
         self.latest
+    }
+
+    /// The smallest sample so far (`None` before the first).
+    pub fn min(&self) -> Option<Duration> {
+        self.min
+    }
+
+    /// The largest of the last 32 samples (`None` before the first).
+    pub fn recent_max(&self) -> Option<Duration> {
+        self.recent[..self.recent_len].iter().copied().max()
     }
 
     /// True once a sample has been taken.
@@ -111,6 +139,22 @@ mod tests {
             Duration::from_millis(110 + 230 + 20)
         );
         assert_eq!(rtt.loss_delay(), Duration::from_micros(202_500));
+    }
+
+    #[test]
+    fn keeps_the_minimum_and_the_recent_maximum() {
+        let mut rtt = RttEstimator::new(Duration::from_millis(200));
+        assert_eq!((rtt.min(), rtt.recent_max()), (None, None));
+        rtt.update(Duration::from_millis(300));
+        rtt.update(Duration::from_millis(20));
+        assert_eq!(rtt.min(), Some(Duration::from_millis(20)));
+        assert_eq!(rtt.recent_max(), Some(Duration::from_millis(300)));
+        // The 300 ms sample ages out after 32 newer ones; the minimum stays.
+        for _ in 0..RECENT_SAMPLES {
+            rtt.update(Duration::from_millis(40));
+        }
+        assert_eq!(rtt.recent_max(), Some(Duration::from_millis(40)));
+        assert_eq!(rtt.min(), Some(Duration::from_millis(20)));
     }
 
     #[test]

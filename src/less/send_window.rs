@@ -7,7 +7,9 @@
 //! counts as lost when (decision 7) a packet transmitted three or more
 //! transmissions after it has been acknowledged, when a later transmission
 //! was acknowledged and 9/8 RTT have passed, or when its retransmission
-//! timeout (doubling per re-send) expires. Packets sent on the reliable
+//! timeout (doubling per re-send) expires; once the link is seen to reorder,
+//! the count rule is off and the delay covers the longest recent round trip.
+//! Packets sent on the reliable
 //! stream are never declared lost. A zero bit in the peer's bitmask means
 //! "not acknowledged here", never "lost". This module owns sequence and
 //! timing bookkeeping; what a packet carries is the caller's `T`.
@@ -16,7 +18,8 @@
 //! link figures) are separate: a timeout also fires when only the
 //! acknowledgement was lost or late, and such a re-send is spurious. A
 //! transmission is counted lost only when the peer's acknowledgement fields
-//! prove it missing: they acknowledge a later transmission and not it.
+//! prove it missing: they acknowledge a later transmission and not it; the
+//! count is taken back when the same transmission is acknowledged after all.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -56,6 +59,9 @@ pub struct SentPacket<T> {
     pub lost: bool,
     /// The latest transmission was counted in [`SendWindow::lost_transmissions`].
     pub loss_counted: bool,
+    /// When the transmission before the latest was sent, and whether it was
+    /// counted lost: an acknowledgement may answer it rather than the re-send.
+    pub previous: Option<(Time, bool)>,
 }
 
 /// The peer's acknowledgement fields named a sequence never sent.
@@ -88,6 +94,9 @@ pub struct SendWindow<T> {
     largest_acked: Option<u64>,
     /// Datagram transmissions the peer's acknowledgements proved missing.
     lost_transmissions: u64,
+    /// A transmission overtaken by an acknowledged later one arrived after
+    /// all: the link reorders, so overtaking alone no longer means loss.
+    reordering_seen: bool,
     rtt: RttEstimator,
 }
 
@@ -104,6 +113,7 @@ impl<T> SendWindow<T> {
             largest_acked_order: None,
             largest_acked: None,
             lost_transmissions: 0,
+            reordering_seen: false,
             rtt: RttEstimator::new(initial_rtt),
         }
     }
@@ -170,6 +180,7 @@ impl<T> SendWindow<T> {
             ack_eliciting,
             lost: false,
             loss_counted: false,
+            previous: None,
         }));
         sequence
     }
@@ -179,6 +190,7 @@ impl<T> SendWindow<T> {
         self.send_order += 1;
         let order = self.send_order;
         if let Some(packet) = self.get_mut(sequence) {
+            packet.previous = Some((packet.last_sent, packet.loss_counted));
             packet.last_sent = now;
             packet.transmissions = packet.transmissions.saturating_add(1);
             packet.send_order = order;
@@ -227,10 +239,16 @@ impl<T> SendWindow<T> {
             if let Some(index) = sequence.checked_sub(window.base) {
                 if let Some(slot) = window.packets.get_mut(index as usize) {
                     if let Some(packet) = slot.take() {
-                        // Counted lost, yet acknowledged before its re-send:
-                        // it was overtaken (reordered), not lost.
-                        if packet.loss_counted {
+                        // The transmission that arrived was counted lost: it
+                        // was overtaken (reordered), not lost.
+                        let counted = if window.answers_previous(&packet, now) {
+                            packet.previous.is_some_and(|(_, counted)| counted)
+                        } else {
+                            packet.loss_counted
+                        };
+                        if counted {
                             window.lost_transmissions = window.lost_transmissions.saturating_sub(1);
+                            window.reordering_seen = true;
                         }
                         acked.push(packet);
                     }
@@ -270,6 +288,19 @@ impl<T> SendWindow<T> {
         Ok(acked)
     }
 
+    /// Whether an acknowledgement received at `now` answers the transmission
+    /// before the latest one (a re-send keeps the sequence number, so the
+    /// fields alone cannot say): only when it came back sooner than any round
+    /// trip after the re-send. Otherwise the latest one is credited, and an
+    /// earlier transmission that arrived after its re-send stays counted;
+    /// the reordering window below makes such re-sends rare.
+    fn answers_previous(&self, packet: &SentPacket<T>, now: Time) -> bool {
+        let (Some(_), Some(min)) = (packet.previous, self.rtt.min()) else {
+            return false;
+        };
+        now.saturating_duration_since(packet.last_sent) < min
+    }
+
     /// Counts each unacknowledged datagram transmission older than the
     /// newest acknowledged one: the peer's fields show it missing.
     fn count_proven_losses(&mut self) {
@@ -283,6 +314,25 @@ impl<T> SendWindow<T> {
                 self.lost_transmissions += 1;
             }
         }
+    }
+
+    /// How long an overtaken datagram waits before it is declared lost: 9/8
+    /// RTT, or on a link seen to reorder, 9/8 of the longest recent round
+    /// trip (RACK's reordering window, RFC 8985 section 6.2): re-sending a
+    /// packet that is only late costs bandwidth and makes its
+    /// acknowledgement ambiguous.
+    fn reorder_delay(&self) -> Duration {
+        let delay = self.rtt.loss_delay();
+        match self.rtt.recent_max() {
+            Some(max) if self.reordering_seen => delay.max(max * 9 / 8),
+            _ => delay,
+        }
+    }
+
+    /// True if this window counts later acknowledged transmissions to find
+    /// losses (off once the link is seen to reorder, as in RACK).
+    pub fn reordering_seen(&self) -> bool {
+        self.reordering_seen
     }
 
     fn timeout_of(&self, packet: &SentPacket<T>, timing: &LossTiming) -> Duration {
@@ -306,7 +356,7 @@ impl<T> SendWindow<T> {
     /// Declares lost every datagram that meets a loss condition at `now`;
     /// returns how many were newly declared lost.
     pub fn detect_losses(&mut self, now: Time, timing: &LossTiming) -> usize {
-        let loss_delay = self.rtt.loss_delay();
+        let loss_delay = self.reorder_delay();
         let largest = self.largest_acked_order;
         let timeouts: Vec<Duration> = self
             .packets
@@ -326,8 +376,8 @@ impl<T> SendWindow<T> {
             }
             let since = now.saturating_duration_since(packet.last_sent);
             let overtaken = largest.is_some_and(|largest| largest > packet.send_order);
-            let by_count =
-                largest.is_some_and(|largest| largest >= packet.send_order + PACKET_THRESHOLD);
+            let by_count = !self.reordering_seen
+                && largest.is_some_and(|largest| largest >= packet.send_order + PACKET_THRESHOLD);
             if by_count || (overtaken && since >= loss_delay) || since >= timeout {
                 packet.lost = true;
                 newly_lost += 1;
@@ -338,7 +388,7 @@ impl<T> SendWindow<T> {
 
     /// When [`Self::detect_losses`] should next run.
     pub fn loss_deadline(&self, timing: &LossTiming) -> Option<Time> {
-        let loss_delay = self.rtt.loss_delay();
+        let loss_delay = self.reorder_delay();
         self.packets
             .iter()
             .flatten()
@@ -455,5 +505,56 @@ mod tests {
         window.on_sent_new((), Path::Datagram, ms(1101), true);
         window.on_ack(3, 0b101, ms(1150)).unwrap();
         assert_eq!(window.lost_transmissions(), 2);
+    }
+
+    #[test]
+    fn a_link_seen_to_reorder_waits_the_longest_recent_round_trip() {
+        let mut window: SendWindow<()> = SendWindow::new(0, Duration::from_millis(100));
+        // 0 takes 150 ms, 1..=4 take 20 ms: 0 is overtaken by four, counted
+        // lost, then acknowledged before any re-send.
+        for i in 0..5 {
+            window.on_sent_new((), Path::Datagram, ms(i), true);
+        }
+        window.on_ack(4, 0b111, ms(24)).unwrap();
+        assert_eq!(window.lost_transmissions(), 1);
+        assert!(!window.reordering_seen());
+        window.on_ack(4, 0b1111, ms(150)).unwrap();
+        assert_eq!(window.lost_transmissions(), 0);
+        assert!(window.reordering_seen());
+        // Now four later acknowledged packets do not declare 5 lost, and it
+        // waits 9/8 of the 150 ms sample, not 9/8 of the smoothed RTT.
+        for i in 5..10 {
+            window.on_sent_new((), Path::Datagram, ms(200 + i), true);
+        }
+        window.on_ack(9, 0b111, ms(230)).unwrap();
+        assert_eq!(window.detect_losses(ms(230), &TIMING), 0);
+        let deadline = window.loss_deadline(&TIMING).unwrap();
+        assert_eq!(deadline, ms(205) + Duration::from_millis(150) * 9 / 8);
+        assert_eq!(window.detect_losses(deadline, &TIMING), 1);
+    }
+
+    #[test]
+    fn an_acknowledgement_sooner_than_any_round_trip_after_a_re_send_credits_the_original() {
+        let mut window: SendWindow<()> = SendWindow::new(0, Duration::from_millis(100));
+        for i in 0..2 {
+            window.on_sent_new((), Path::Datagram, ms(i), true);
+        }
+        // 1 comes back in 40 ms (the minimum); 0 is counted and re-sent.
+        window.on_ack(1, 0, ms(41)).unwrap();
+        assert_eq!(window.lost_transmissions(), 1);
+        window.on_resent(EXTENDED_BASE, ms(300));
+        // 0 is acknowledged 5 ms after its re-send: too soon for the re-send
+        // to have made the round trip, so the original arrived.
+        window.on_ack(1, 0b1, ms(305)).unwrap();
+        assert_eq!(window.lost_transmissions(), 0);
+        // The same 40 ms after a re-send credits the re-send: the original
+        // stays counted.
+        window.on_sent_new((), Path::Datagram, ms(400), true);
+        window.on_sent_new((), Path::Datagram, ms(401), true);
+        window.on_ack(3, 0b10, ms(441)).unwrap();
+        assert_eq!(window.lost_transmissions(), 1);
+        window.on_resent(EXTENDED_BASE + 2, ms(700));
+        window.on_ack(3, 0b111, ms(740)).unwrap();
+        assert_eq!(window.lost_transmissions(), 1);
     }
 }
