@@ -211,6 +211,88 @@ async fn text_and_ping_messages_spend_the_budget_too() {
     flood_against_a_small_budget(extra).await;
 }
 
+/// A native client (kNet over `scheme`) floods moves against a budget of
+/// `RATE` while a calm WebSocket client moves a box a watcher follows: the
+/// node reads the flooder no faster than its budget (TCP: reads follow the
+/// tokens; UDP: its queue is not drained, kNet re-sends), closes nobody and
+/// serves the calm client.
+async fn native_flood_against_a_small_budget(scheme: &str) {
+    const RATE: u32 = 2_000;
+    const MOVES: usize = 40_000;
+    let mut config = local_config();
+    config.limits.max_messages_per_second = RATE;
+    config.limits.max_message_burst = RATE;
+    let node = LiveNode::start_knet("native-budget", config).await;
+    let watcher = Observer::join(&node.url, "watcher").await;
+    let calm = Observer::join(&node.url, "calm").await;
+    let boxes = create_boxes(&calm, 2).await;
+    let (target, target_placeable) = boxes[0];
+    let (calm_box, calm_placeable) = boxes[1];
+    let flooder = std::sync::Arc::new(Observer::join(&node.knet_url(scheme), "flooder").await);
+    wait_status(&[&node], PATIENCE, "logins and creations handled", |s| {
+        s.server.frames_in == 5
+    })
+    .await;
+    let started = Instant::now();
+    let sender = flooder.clone();
+    let flood = tokio::spawn(async move {
+        for _ in 0..MOVES {
+            sender.send(&move_to(target, target_placeable, 1.0)).await;
+        }
+    });
+    for x in 1..=20 {
+        calm.send(&move_to(calm_box, calm_placeable, x as f32))
+            .await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    wait_observers(
+        &[&watcher],
+        PATIENCE,
+        "the calm client's moves arrive",
+        |seen| seen[0].view.entities.get(&calm_box).and_then(|s| s.x) == Some(20.0),
+    )
+    .await;
+    let calm_done = started.elapsed();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let handled = node.status().server.frames_in - 5 - 20;
+    let elapsed = started.elapsed().as_secs_f64();
+    let bound = u64::from(RATE) + (f64::from(RATE) * elapsed) as u64 + 1;
+    assert!(
+        handled <= bound,
+        "{scheme}: {handled} flood frames handled in {elapsed:.2} s, above the budget's {bound}"
+    );
+    assert!(
+        handled < MOVES as u64,
+        "{scheme}: the flood was not slowed ({handled} of {MOVES} handled)"
+    );
+    assert!(
+        !flooder.closed(),
+        "{scheme}: the flooder is slowed, never closed: {:?}",
+        flooder.snapshot().end
+    );
+    assert!(!calm.closed() && !watcher.closed());
+    assert_eq!(node.status().server.clients_closed_for_misbehaviour, 0);
+    flood.abort();
+    // The aborted task ends before the node stops (its sends would fail).
+    let _ = flood.await;
+    println!(
+        "kNet {scheme} flood against {RATE}/s: {handled} moves handled in {elapsed:.2} s ({:.0}/s, bound {bound}); the calm client's 20 moves all seen after {:.2} s",
+        handled as f64 / elapsed,
+        calm_done.as_secs_f64()
+    );
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_native_tcp_client_far_above_a_small_budget_is_slowed_not_closed() {
+    native_flood_against_a_small_budget("tcp").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_native_udp_client_far_above_a_small_budget_is_slowed_not_closed() {
+    native_flood_against_a_small_budget("udp").await;
+}
+
 #[tokio::test]
 async fn an_oversize_message_is_closed_with_1009_and_counted() {
     let mut config = local_config();
