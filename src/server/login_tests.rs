@@ -18,7 +18,6 @@ use crate::tundra::{DecodeContext, Message, ProtocolVersion, UserId};
 
 fn server(required: &[(&str, &str)]) -> TundraServer {
     let mut config = ServerConfig::default();
-    config.limits.max_messages_per_second = u32::MAX;
     config.required_login = required
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))

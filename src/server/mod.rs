@@ -15,6 +15,7 @@ mod entity_quota;
 pub mod fuzz;
 mod handlers;
 mod interest;
+mod limits;
 mod login;
 #[cfg(test)]
 mod login_tests;
@@ -37,6 +38,7 @@ mod writer;
 
 pub use self::core::{ServerConfig, ServerEvent, ServerStats, TundraServer};
 pub use client::Client;
+pub use limits::ServerLimits;
 pub use login::LoginDialect;
 pub use refusal_log::{RefusalLog, Summary, Verdict, SUMMARY_INTERVAL};
 pub use sync_state::{Presence, SlotSet, SyncState};

@@ -15,7 +15,6 @@ use crate::tundra::{DecodeContext, Message, ProtocolVersion};
 
 fn server() -> TundraServer {
     let mut config = ServerConfig::default();
-    config.limits.max_messages_per_second = u32::MAX;
     config.limits.max_clients = 2;
     config.limits.max_pending_logins = 3;
     config.limits.max_pending_logins_per_address = 2;

@@ -46,9 +46,7 @@ pub(super) fn scene() -> (Scene, EntityId) {
 }
 
 fn server() -> TundraServer {
-    let mut config = ServerConfig::default();
-    config.limits.max_messages_per_second = u32::MAX;
-    TundraServer::new(config)
+    TundraServer::new(ServerConfig::default())
 }
 
 fn connect(server: &mut TundraServer, scene: &mut Scene, client: ClientId, protocol: u32) {

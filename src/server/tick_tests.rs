@@ -138,9 +138,7 @@ impl Side {
                 .unwrap();
         }
         scene.take_journal();
-        let mut config = ServerConfig::default();
-        config.limits.max_messages_per_second = u32::MAX;
-        let mut server = TundraServer::new(config);
+        let mut server = TundraServer::new(ServerConfig::default());
         server.edit_frames.general_only = general_only;
         for (id, protocol) in CLIENTS {
             let client = ClientId(id);
