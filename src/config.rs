@@ -2,8 +2,12 @@
 //!
 //! Every error names the file, the key and what is wrong, so an operator can
 //! fix it without reading code. Defaults make an empty file a working
-//! standalone node. Peer files (`peers/*.toml`) are read by the peering layer
-//! (`crate::peering::peer_file`), with the same error shape.
+//! standalone node. Peer files (`peers/*.toml`) are read here too
+//! (`peer_files`) into the peering layer's `PeerSet`.
+//!
+//! The configuration depends on the cores it configures and builds their
+//! settings (`Limits::server_limits`, the upstream's `BridgeSettings`); no
+//! core depends on it.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -12,6 +16,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 mod files;
+mod peer_files;
 #[doc(hidden)]
 pub mod fuzz;
 mod upstream;

@@ -5,7 +5,7 @@ use std::net::IpAddr;
 use foldhash::{HashMap, HashMapExt};
 
 use super::interest::Observer;
-use super::login::LoginDialect;
+use crate::tundra::LoginDialect;
 use super::refusal_log::RefusalLog;
 use super::refusal_window::RefusalWindow;
 use super::sync_state::SyncState;

@@ -11,7 +11,7 @@ use super::client::{Client, LoginState};
 use super::edit_frame::EditFrames;
 use super::entity_quota::EntityQuota;
 use super::limits::ServerLimits;
-use super::login::LoginDialect;
+use crate::tundra::LoginDialect;
 use super::pending_logins::PendingLogins;
 use crate::clock::Time;
 use crate::log_budget::LogBudget;

@@ -14,7 +14,7 @@ use super::core::{ServerConfig, TundraServer};
 use crate::clock::Time;
 use crate::node::Node;
 use crate::scene::{ClientId, Scene};
-use crate::transport::client::ClientTransport;
+use crate::tundra::ClientTransport;
 use crate::tundra::messages::{DecodeContext, Login};
 use crate::tundra::{txml, Message, ProtocolVersion, Registry};
 

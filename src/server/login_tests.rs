@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 
 use super::core::{ServerConfig, TundraServer};
-use super::login::LoginDialect;
+use crate::tundra::LoginDialect;
 use super::tests::scene;
 use crate::clock::Time;
 use crate::scene::{ClientId, Scene};

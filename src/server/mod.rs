@@ -39,6 +39,6 @@ mod writer;
 pub use self::core::{ServerConfig, ServerEvent, ServerStats, TundraServer};
 pub use client::Client;
 pub use limits::ServerLimits;
-pub use login::LoginDialect;
+pub use crate::tundra::LoginDialect;
 pub use refusal_log::{RefusalLog, Summary, Verdict, SUMMARY_INTERVAL};
 pub use sync_state::{Presence, SlotSet, SyncState};

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use super::core::{ServerConfig, TundraServer};
-use super::login::LoginDialect;
+use crate::tundra::LoginDialect;
 use super::tests::scene;
 use crate::clock::Time;
 use crate::scene::ClientId;

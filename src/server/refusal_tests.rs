@@ -11,7 +11,7 @@ use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::Layer;
 
 use super::core::{ServerConfig, TundraServer};
-use super::login::LoginDialect;
+use crate::tundra::LoginDialect;
 use crate::clock::Time;
 use crate::scene::{ChangeSource, ClientId, Scene};
 use crate::tundra::messages::{CreateEntity, EntityAction, Login, RemoveEntity};

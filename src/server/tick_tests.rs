@@ -9,7 +9,7 @@ use bytes::Bytes;
 use proptest::prelude::*;
 
 use super::core::{ServerConfig, TundraServer};
-use super::login::LoginDialect;
+use crate::tundra::LoginDialect;
 use crate::clock::Time;
 use crate::scene::{ChangeSource, ClientId, Origin, Scene};
 use crate::tundra::messages::{EditAttributes, EditAttributesBlock, Login};

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::bits::{BitReader, BitWriter};
 use super::error::{DecodeError, EncodeError};
 use super::ids::{ComponentId, EntityId, ProtocolVersion};
-use super::json::hex_bytes;
+use super::text_form::hex_bytes;
 use super::registry::Registry;
 use super::rigid_body::RigidBodyUpdate;
 
