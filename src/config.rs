@@ -16,9 +16,9 @@ use std::time::Duration;
 use serde::Deserialize;
 
 mod files;
-mod peer_files;
 #[doc(hidden)]
 pub mod fuzz;
+mod peer_files;
 mod upstream;
 pub use upstream::{UpstreamSection, UpstreamTransport};
 

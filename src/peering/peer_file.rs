@@ -203,4 +203,3 @@ impl PeerSet {
         self.peers.is_empty()
     }
 }
-

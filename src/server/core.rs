@@ -11,13 +11,13 @@ use super::client::{Client, LoginState};
 use super::edit_frame::EditFrames;
 use super::entity_quota::EntityQuota;
 use super::limits::ServerLimits;
-use crate::tundra::LoginDialect;
 use super::pending_logins::PendingLogins;
 use crate::clock::Time;
 use crate::log_budget::LogBudget;
 use crate::logging::RemoteText;
 use crate::scene::{Change, ChangeKind, ClientId, Scene};
 use crate::tundra::messages::{ClientLeft, EntityAction};
+use crate::tundra::LoginDialect;
 use crate::tundra::{AttributeValue, ComponentId, EntityId, Message, ProtocolVersion, UserId};
 
 /// Settings the core needs, filled by the node from its configuration.

@@ -8,12 +8,12 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 
 use super::core::{ServerConfig, TundraServer};
-use crate::tundra::LoginDialect;
 use super::tests::scene;
 use crate::clock::Time;
 use crate::scene::{ClientId, Scene};
 use crate::tundra::login_xml::{login_reply_xml, login_xml, CAPTURED_LOGIN_HEX};
 use crate::tundra::messages::{ClientJoined, Login, LoginReply};
+use crate::tundra::LoginDialect;
 use crate::tundra::{DecodeContext, Message, ProtocolVersion, UserId};
 
 fn server(required: &[(&str, &str)]) -> TundraServer {

@@ -37,8 +37,8 @@ mod tick_tests;
 mod writer;
 
 pub use self::core::{ServerConfig, ServerEvent, ServerStats, TundraServer};
+pub use crate::tundra::LoginDialect;
 pub use client::Client;
 pub use limits::ServerLimits;
-pub use crate::tundra::LoginDialect;
 pub use refusal_log::{RefusalLog, Summary, Verdict, SUMMARY_INTERVAL};
 pub use sync_state::{Presence, SlotSet, SyncState};

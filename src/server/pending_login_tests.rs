@@ -6,11 +6,11 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use super::core::{ServerConfig, TundraServer};
-use crate::tundra::LoginDialect;
 use super::tests::scene;
 use crate::clock::Time;
 use crate::scene::ClientId;
 use crate::tundra::messages::Login;
+use crate::tundra::LoginDialect;
 use crate::tundra::{DecodeContext, Message, ProtocolVersion};
 
 fn server() -> TundraServer {

@@ -9,11 +9,11 @@ use bytes::Bytes;
 use proptest::prelude::*;
 
 use super::core::{ServerConfig, TundraServer};
-use crate::tundra::LoginDialect;
 use crate::clock::Time;
 use crate::scene::{ChangeSource, ClientId, Origin, Scene};
 use crate::tundra::messages::{EditAttributes, EditAttributesBlock, Login};
 use crate::tundra::values::{Float3, Transform};
+use crate::tundra::LoginDialect;
 use crate::tundra::{
     AttributeEdit, AttributeType, AttributeValue, ComponentData, ComponentId, DynamicAttribute,
     EntityId, Message, ProtocolVersion, Registry,

@@ -29,9 +29,9 @@
 pub mod attribute;
 pub mod attribute_text;
 pub mod bits;
-pub mod client_transport;
 #[cfg(test)]
 mod bits_properties;
+pub mod client_transport;
 pub mod component;
 pub mod edit_attributes;
 pub mod error;
