@@ -17,12 +17,13 @@ use crate::tundra::LoginDialect;
 use crate::tundra::{DecodeContext, Message, ProtocolVersion, UserId};
 
 fn server(required: &[(&str, &str)]) -> TundraServer {
-    let mut config = ServerConfig::default();
-    config.required_login = required
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect::<BTreeMap<_, _>>();
-    TundraServer::new(config)
+    TundraServer::new(ServerConfig {
+        required_login: required
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<BTreeMap<_, _>>(),
+        ..ServerConfig::default()
+    })
 }
 
 /// The captured native Login as a Tundra frame: id 100 (`64 00`), the
