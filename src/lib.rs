@@ -19,8 +19,8 @@
 //! ```
 //!
 //! Sans-IO cores: bytes and an explicit `now` in; bytes, timeouts and events
-//! out; no socket, clock, random source or async runtime. Each uses only the
-//! cores below it:
+//! out; no socket, clock or async runtime, and randomness only from seeds.
+//! Listed bottom up; each uses only cores listed before it:
 //! - protocols: `tundra` (messages, attribute values, component registry),
 //!   `knet` (kNet framing and per-connection reliability), `less` (values,
 //!   signed packets, one session per peer link), `peering` (identities,
@@ -31,8 +31,13 @@
 //!   LESS sessions), `upstream` (a world server's scene bridged in);
 //! - `node::Node` joins them over one scene.
 //!
-//! Support without I/O, open to every layer: `clock` (protocol time) and
-//! `log_budget` (rate limits on log lines a remote party can cause).
+//! Two `tundra` loaders read a file (`txml::load_file`, `Registry::from_dir`)
+//! for the drivers to call at start-up; the codecs behind them take text.
+//!
+//! Support open to every layer: `clock` (protocol time), `log_budget` (rate
+//! limits on log lines a remote party can cause) and `logging`'s
+//! `RemoteText` (how every layer quotes what a remote party sent); the rest
+//! of `logging` sets up tracing output on stderr for the drivers.
 //!
 //! I/O, built on the cores and never used by them:
 //! - `transport`: the sockets, TLS and timers of clients, peer links and the
@@ -44,8 +49,6 @@
 //!   snapshots by the runtime;
 //! - `config`: the node file and the peer files, read and validated once
 //!   into the settings each core takes;
-//! - `logging`: tracing output on stderr, and `RemoteText`, with which every
-//!   layer quotes what a remote party sent;
 //! - `cli` (the subcommands), `demo` (three nodes in one process), `loadgen`
 //!   (load generator and its measurements).
 //!
