@@ -2,8 +2,12 @@
 //!
 //! Every error names the file, the key and what is wrong, so an operator can
 //! fix it without reading code. Defaults make an empty file a working
-//! standalone node. Peer files (`peers/*.toml`) are read by the peering layer
-//! (`crate::peering::peer_file`), with the same error shape.
+//! standalone node. Peer files (`peers/*.toml`) are read here too
+//! (`peer_files`) into the peering layer's `PeerSet`.
+//!
+//! The configuration depends on the cores it configures and builds their
+//! settings (`Limits::server_limits`, the upstream's `BridgeSettings`); no
+//! core depends on it.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -14,6 +18,7 @@ use serde::Deserialize;
 mod files;
 #[doc(hidden)]
 pub mod fuzz;
+mod peer_files;
 mod upstream;
 pub use upstream::{UpstreamSection, UpstreamTransport};
 
@@ -33,6 +38,9 @@ pub const DEFAULT_PEER_MTU: u16 = 1200;
 pub const MIN_PEER_MTU: u16 = 128;
 /// Largest UDP payload over IPv4.
 pub const MAX_PEER_MTU: u16 = 65_507;
+/// Default background refresh budget per peer link, bytes per second: a few
+/// hundred transforms per minute, background noise beside live updates.
+pub const DEFAULT_REFRESH_BYTES_PER_SECOND: u32 = 2048;
 
 /// A configuration error, always with the file it came from.
 #[derive(Debug, thiserror::Error)]
@@ -155,7 +163,7 @@ pub struct PeeringSection {
     /// Background refresh budget per link in bytes per second: current
     /// values of exported entities are re-sent round-robin so a lost final
     /// update heals without a request (seed 004). 0 is off; the default
-    /// is [`crate::federation::refresh::SUGGESTED_REFRESH_BYTES_PER_SECOND`].
+    /// is [`DEFAULT_REFRESH_BYTES_PER_SECOND`].
     pub refresh_bytes_per_sec: u32,
 }
 
@@ -177,7 +185,7 @@ impl Default for PeeringSection {
             stats_interval_secs: 10,
             compact_encodings: true,
             bulk_introductions: true,
-            refresh_bytes_per_sec: crate::federation::refresh::SUGGESTED_REFRESH_BYTES_PER_SECOND,
+            refresh_bytes_per_sec: DEFAULT_REFRESH_BYTES_PER_SECOND,
         }
     }
 }
@@ -368,6 +376,22 @@ impl Limits {
     /// See [`Limits::login_timeout_secs`].
     pub fn login_timeout(&self) -> std::time::Duration {
         std::time::Duration::from_secs(self.login_timeout_secs)
+    }
+
+    /// The budgets the server core enforces (the rest bound transports).
+    pub fn server_limits(&self) -> crate::server::ServerLimits {
+        crate::server::ServerLimits {
+            max_entities_per_client: self.max_entities_per_client,
+            max_client_entities: self.max_client_entities,
+            max_entities_per_address: self.max_entities_per_address,
+            max_client_backlog_bytes: self.max_client_backlog_bytes,
+            max_client_stall_secs: self.max_client_stall_secs,
+            max_clients: self.max_clients,
+            max_refused_requests_per_minute: self.max_refused_requests_per_minute,
+            max_pending_logins: self.max_pending_logins,
+            max_pending_logins_per_address: self.max_pending_logins_per_address,
+            login_timeout_secs: self.login_timeout_secs,
+        }
     }
 }
 
@@ -752,6 +776,14 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("threads"), "{error}");
+    }
+
+    #[test]
+    fn the_server_core_defaults_are_the_configured_defaults() {
+        assert_eq!(
+            Limits::default().server_limits(),
+            crate::server::ServerLimits::default()
+        );
     }
 
     #[test]

@@ -1,20 +1,58 @@
 //! lessgate: an interop gateway that federates realXtend Tundra worlds.
 //!
-//! A node sits beside a world server. It speaks the Tundra protocol to local
-//! clients over WebSocket and a LESS peer link to other nodes, renumbering
-//! entity ids between every id space it touches and forwarding each entity's
-//! state from the one origin that simulates it.
+//! A node sits beside a world server (or stands in for one). It speaks the
+//! Tundra protocol to local clients over WebSocket and native kNet (UDP,
+//! TCP), a LESS peer link to other nodes, and in upstream mode logs in to an
+//! existing Tundra server as a client. It renumbers entity ids between every
+//! id space it touches and forwards each entity's state from the one origin
+//! that simulates it.
 //!
 //! ```text
-//!  Tundra clients ──ws──▶ transport ──▶ tundra (codec, sync state)
-//!                                          │
-//!                                        scene  (entities, origin, authority)
-//!                                          │
-//!  peer nodes ◀──udp/quic──▶ transport ◀── less (values, packets, session)
+//!  Tundra clients ──ws, knet──┐
+//!  world server ────ws, knet──┼─ transport ◀─▶ node::runtime ──snapshots──▶ http
+//!  peer nodes ─────quic, udp──┘  (sockets)          │ frames, datagrams, now in
+//!                                                   ▼ frames, timeouts, events out
+//!                                node::Node ─┬─ server ──── tundra
+//!                                            ├─ scene ───── tundra
+//!                                            ├─ federation ─ less, peering
+//!                                            └─ upstream ── federation ids
 //! ```
 //!
-//! The protocol modules (`tundra`, `less`) are pure: bytes and an explicit
-//! `now` in, bytes, timeouts and events out. Only `transport` does I/O.
+//! Sans-IO cores: bytes and an explicit `now` in; bytes, timeouts and events
+//! out; no socket, clock or async runtime, and randomness only from seeds.
+//! Listed bottom up; each uses only cores listed before it:
+//! - protocols: `tundra` (messages, attribute values, component registry),
+//!   `knet` (kNet framing and per-connection reliability), `less` (values,
+//!   signed packets, one session per peer link), `peering` (identities,
+//!   pinning, the control handshake, key derivation, backoff);
+//! - state: `scene` (entities, origin, authority, the change journal);
+//! - behaviour: `server` (what a Tundra server does for its clients),
+//!   `federation` (id maps, translation Tundra <-> LESS, routing; it runs the
+//!   LESS sessions), `upstream` (a world server's scene bridged in);
+//! - `node::Node` joins them over one scene.
+//!
+//! Two `tundra` loaders read a file (`txml::load_file`, `Registry::from_dir`)
+//! for the drivers to call at start-up; the codecs behind them take text.
+//!
+//! Support open to every layer: `clock` (protocol time), `log_budget` (rate
+//! limits on log lines a remote party can cause) and `logging`'s
+//! `RemoteText` (how every layer quotes what a remote party sent); the rest
+//! of `logging` sets up tracing output on stderr for the drivers.
+//!
+//! I/O, built on the cores and never used by them:
+//! - `transport`: the sockets, TLS and timers of clients, peer links and the
+//!   upstream connection; it drives the `knet` connections and the `peering`
+//!   handshake, and moves frames and events to and from the node;
+//! - `node::runtime`: the tokio driver that owns a `Node`, feeds it what the
+//!   transports receive and the time, and hands its output back;
+//! - `http`: the operator endpoint (web viewer, `/status`, `/metrics`), fed
+//!   snapshots by the runtime;
+//! - `config`: the node file and the peer files, read and validated once
+//!   into the settings each core takes;
+//! - `cli` (the subcommands), `demo` (three nodes in one process), `loadgen`
+//!   (load generator and its measurements).
+//!
+//! `tests/architecture.rs` checks these dependency rules.
 #![forbid(unsafe_code)]
 
 pub mod cli;

@@ -51,7 +51,7 @@ fn a_lost_final_update_heals_by_refresh_alone() {
     assert_eq!(x, Some(6.0), "nothing else repairs it");
     assert_eq!(refreshed, 0);
     let (x, refreshed) =
-        after_lost_final_update(lessgate::federation::refresh::SUGGESTED_REFRESH_BYTES_PER_SECOND);
+        after_lost_final_update(lessgate::config::DEFAULT_REFRESH_BYTES_PER_SECOND);
     assert_eq!(x, Some(42.0), "refresh re-sent the current value");
     assert!(refreshed > 0);
 }

@@ -9,9 +9,9 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::ConfigError;
-use crate::transport::client::ClientTransport;
 use crate::transport::knet::KnetTransport;
 use crate::tundra::login_xml::is_property_name;
+use crate::tundra::ClientTransport;
 use crate::tundra::ProtocolVersion;
 use crate::upstream::{BridgeSettings, LoginSettings};
 

@@ -16,11 +16,6 @@ use crate::less::ids::{Local, ObjectId};
 
 use super::core::Federation;
 
-/// Default refresh budget per link, bytes per second (a few hundred
-/// transforms per minute: background noise beside live updates), changed
-/// with `[peering] refresh_bytes_per_sec` (0 turns refresh off).
-pub const SUGGESTED_REFRESH_BYTES_PER_SECOND: u32 = 2048;
-
 /// One link's position in its refresh lap.
 #[derive(Debug, Default, Clone)]
 pub struct RefreshCursor {
@@ -35,8 +30,9 @@ pub struct RefreshCursor {
 }
 
 impl Federation {
-    /// Sets the refresh budget per link in bytes per second (0 turns
-    /// background refresh off).
+    /// Sets the refresh budget per link in bytes per second (0, the
+    /// default, turns background refresh off; a node sets it from its
+    /// configuration).
     pub fn set_refresh_rate(&mut self, bytes_per_second: u32) {
         self.refresh_rate = bytes_per_second;
     }

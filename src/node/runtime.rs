@@ -148,7 +148,7 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
     }
     let server = TundraServer::new(ServerConfig {
         tick: config.tick_period(),
-        limits: config.limits.clone(),
+        limits: config.limits.server_limits(),
         required_login: config.tundra.required_login.clone(),
         interest_management: config.tundra.interest_management,
         login_reply: "{}".to_owned(),

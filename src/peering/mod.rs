@@ -1,6 +1,7 @@
-//! The peer link's pure parts: identities and pinning, peer files, the
-//! control-stream codec and handshake state machine, key derivation, link
-//! arbitration, reconnect backoff and liveness.
+//! The peer link's pure parts: identities and pinning, the validated peer
+//! set (the files are read by `crate::config`), the control-stream codec
+//! and handshake state machine, key derivation, link arbitration, reconnect
+//! backoff and liveness.
 //!
 //! Nothing here opens a socket, reads a clock or draws randomness: time and
 //! random seeds come in as arguments. The quinn and UDP drivers live in

@@ -5,7 +5,6 @@ use std::net::IpAddr;
 use foldhash::{HashMap, HashMapExt};
 
 use super::interest::Observer;
-use super::login::LoginDialect;
 use super::refusal_log::RefusalLog;
 use super::refusal_window::RefusalWindow;
 use super::sync_state::SyncState;
@@ -13,6 +12,7 @@ use crate::clock::Time;
 use crate::scene::ClientId;
 use crate::tundra::messages::EntityAction;
 use crate::tundra::rigid_body_sender::BodyState;
+use crate::tundra::LoginDialect;
 use crate::tundra::{EntityId, ProtocolVersion, UserId};
 
 /// Where a client is in the login sequence (reference section 7.2).

@@ -10,21 +10,21 @@ use tracing::{debug, info, warn};
 use super::client::{Client, LoginState};
 use super::edit_frame::EditFrames;
 use super::entity_quota::EntityQuota;
-use super::login::LoginDialect;
+use super::limits::ServerLimits;
 use super::pending_logins::PendingLogins;
 use crate::clock::Time;
-use crate::config::Limits;
 use crate::log_budget::LogBudget;
 use crate::logging::RemoteText;
 use crate::scene::{Change, ChangeKind, ClientId, Scene};
 use crate::tundra::messages::{ClientLeft, EntityAction};
+use crate::tundra::LoginDialect;
 use crate::tundra::{AttributeValue, ComponentId, EntityId, Message, ProtocolVersion, UserId};
 
-/// Settings the core needs from the node's configuration.
+/// Settings the core needs, filled by the node from its configuration.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     pub tick: Duration,
-    pub limits: Limits,
+    pub limits: ServerLimits,
     /// Login properties a client must present with exactly these values.
     pub required_login: BTreeMap<String, String>,
     pub interest_management: bool,
@@ -38,7 +38,7 @@ impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             tick: Duration::from_millis(50),
-            limits: Limits::default(),
+            limits: ServerLimits::default(),
             required_login: BTreeMap::new(),
             interest_management: false,
             login_reply: "{}".to_owned(),

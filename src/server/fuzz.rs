@@ -14,8 +14,8 @@ use super::core::{ServerConfig, TundraServer};
 use crate::clock::Time;
 use crate::node::Node;
 use crate::scene::{ClientId, Scene};
-use crate::transport::client::ClientTransport;
 use crate::tundra::messages::{DecodeContext, Login};
+use crate::tundra::ClientTransport;
 use crate::tundra::{txml, Message, ProtocolVersion, Registry};
 
 /// Entities one client may create here: small, so the bound is reached.

@@ -13,18 +13,7 @@ use crate::logging::RemoteText;
 use crate::scene::{ClientId, Scene};
 use crate::tundra::login_xml::{login_reply_xml, parse_login_xml};
 use crate::tundra::messages::{ClientJoined, Login, LoginReply, RegisterComponentType};
-use crate::tundra::{EntityId, Message, ProtocolVersion, UserId};
-
-/// How a client writes its login data, which its transport decides
-/// (knet-wire.md §5.6 point 2). The LoginReply's data uses the same form.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum LoginDialect {
-    /// A JSON object (WebSocket clients, reference section 4.1).
-    #[default]
-    Json,
-    /// `<login><key value="..." />...</login>` (native clients, §5.3).
-    Xml,
-}
+use crate::tundra::{EntityId, LoginDialect, Message, ProtocolVersion, UserId};
 
 /// Tundra closes a refused WebSocket client about a second after the reply
 /// (`DisconnectDelayed()` default 1000 ms), so the reason arrives.

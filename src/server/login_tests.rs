@@ -8,22 +8,22 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 
 use super::core::{ServerConfig, TundraServer};
-use super::login::LoginDialect;
 use super::tests::scene;
 use crate::clock::Time;
 use crate::scene::{ClientId, Scene};
 use crate::tundra::login_xml::{login_reply_xml, login_xml, CAPTURED_LOGIN_HEX};
 use crate::tundra::messages::{ClientJoined, Login, LoginReply};
+use crate::tundra::LoginDialect;
 use crate::tundra::{DecodeContext, Message, ProtocolVersion, UserId};
 
 fn server(required: &[(&str, &str)]) -> TundraServer {
-    let mut config = ServerConfig::default();
-    config.limits.max_messages_per_second = u32::MAX;
-    config.required_login = required
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect::<BTreeMap<_, _>>();
-    TundraServer::new(config)
+    TundraServer::new(ServerConfig {
+        required_login: required
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<BTreeMap<_, _>>(),
+        ..ServerConfig::default()
+    })
 }
 
 /// The captured native Login as a Tundra frame: id 100 (`64 00`), the

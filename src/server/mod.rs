@@ -15,6 +15,7 @@ mod entity_quota;
 pub mod fuzz;
 mod handlers;
 mod interest;
+mod limits;
 mod login;
 #[cfg(test)]
 mod login_tests;
@@ -36,7 +37,8 @@ mod tick_tests;
 mod writer;
 
 pub use self::core::{ServerConfig, ServerEvent, ServerStats, TundraServer};
+pub use crate::tundra::LoginDialect;
 pub use client::Client;
-pub use login::LoginDialect;
+pub use limits::ServerLimits;
 pub use refusal_log::{RefusalLog, Summary, Verdict, SUMMARY_INTERVAL};
 pub use sync_state::{Presence, SlotSet, SyncState};

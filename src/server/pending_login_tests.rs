@@ -6,16 +6,15 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use super::core::{ServerConfig, TundraServer};
-use super::login::LoginDialect;
 use super::tests::scene;
 use crate::clock::Time;
 use crate::scene::ClientId;
 use crate::tundra::messages::Login;
+use crate::tundra::LoginDialect;
 use crate::tundra::{DecodeContext, Message, ProtocolVersion};
 
 fn server() -> TundraServer {
     let mut config = ServerConfig::default();
-    config.limits.max_messages_per_second = u32::MAX;
     config.limits.max_clients = 2;
     config.limits.max_pending_logins = 3;
     config.limits.max_pending_logins_per_address = 2;

@@ -11,10 +11,10 @@ use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::Layer;
 
 use super::core::{ServerConfig, TundraServer};
-use super::login::LoginDialect;
 use crate::clock::Time;
 use crate::scene::{ChangeSource, ClientId, Scene};
 use crate::tundra::messages::{CreateEntity, EntityAction, Login, RemoveEntity};
+use crate::tundra::LoginDialect;
 use crate::tundra::{EntityId, Message, ProtocolVersion, Registry};
 
 /// One WARN line: its message and its `count` field, if any.

@@ -5,11 +5,11 @@
 use bytes::Bytes;
 
 use super::core::{ServerConfig, TundraServer};
-use super::login::LoginDialect;
 use crate::clock::Time;
 use crate::scene::{ChangeSource, ClientId, Origin, Scene};
 use crate::tundra::messages::{EditAttributes, EditAttributesBlock, Login};
 use crate::tundra::values::{Float3, Transform};
+use crate::tundra::LoginDialect;
 use crate::tundra::{
     AttributeEdit, AttributeValue, ComponentData, ComponentId, EntityId, Message, ProtocolVersion,
     Registry,
@@ -46,9 +46,7 @@ pub(super) fn scene() -> (Scene, EntityId) {
 }
 
 fn server() -> TundraServer {
-    let mut config = ServerConfig::default();
-    config.limits.max_messages_per_second = u32::MAX;
-    TundraServer::new(config)
+    TundraServer::new(ServerConfig::default())
 }
 
 fn connect(server: &mut TundraServer, scene: &mut Scene, client: ClientId, protocol: u32) {

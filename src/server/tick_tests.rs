@@ -9,11 +9,11 @@ use bytes::Bytes;
 use proptest::prelude::*;
 
 use super::core::{ServerConfig, TundraServer};
-use super::login::LoginDialect;
 use crate::clock::Time;
 use crate::scene::{ChangeSource, ClientId, Origin, Scene};
 use crate::tundra::messages::{EditAttributes, EditAttributesBlock, Login};
 use crate::tundra::values::{Float3, Transform};
+use crate::tundra::LoginDialect;
 use crate::tundra::{
     AttributeEdit, AttributeType, AttributeValue, ComponentData, ComponentId, DynamicAttribute,
     EntityId, Message, ProtocolVersion, Registry,
@@ -138,9 +138,7 @@ impl Side {
                 .unwrap();
         }
         scene.take_journal();
-        let mut config = ServerConfig::default();
-        config.limits.max_messages_per_second = u32::MAX;
-        let mut server = TundraServer::new(config);
+        let mut server = TundraServer::new(ServerConfig::default());
         server.edit_frames.general_only = general_only;
         for (id, protocol) in CLIENTS {
             let client = ClientId(id);

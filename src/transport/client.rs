@@ -16,7 +16,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use tokio::sync::{mpsc, Notify};
 
-use crate::server::LoginDialect;
+pub use crate::tundra::ClientTransport;
 
 /// How long a closing connection may take to flush what is queued.
 pub const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
@@ -40,35 +40,6 @@ impl ConnectionIds {
     /// The next id: from 1, never reused.
     pub fn next(&self) -> ConnectionId {
         ConnectionId(self.0.fetch_add(1, Ordering::Relaxed) + 1)
-    }
-}
-
-/// What carries a client's frames.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ClientTransport {
-    WebSocket,
-    KnetUdp,
-    KnetTcp,
-}
-
-impl ClientTransport {
-    /// The login data the client sends: JSON over WebSocket, XML natively
-    /// (knet-wire.md §5.6 point 2).
-    pub fn login_dialect(self) -> LoginDialect {
-        match self {
-            ClientTransport::WebSocket => LoginDialect::Json,
-            ClientTransport::KnetUdp | ClientTransport::KnetTcp => LoginDialect::Xml,
-        }
-    }
-}
-
-impl std::fmt::Display for ClientTransport {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            ClientTransport::WebSocket => "websocket",
-            ClientTransport::KnetUdp => "knet-udp",
-            ClientTransport::KnetTcp => "knet-tcp",
-        })
     }
 }
 
@@ -242,16 +213,6 @@ mod tests {
         assert_eq!(other_listener.next(), ConnectionId(2));
         assert_eq!(ids.next(), ConnectionId(3));
         assert_eq!(ConnectionId(3).to_string(), "c3");
-    }
-
-    #[test]
-    fn dialect_follows_the_transport() {
-        assert_eq!(
-            ClientTransport::WebSocket.login_dialect(),
-            LoginDialect::Json
-        );
-        assert_eq!(ClientTransport::KnetUdp.login_dialect(), LoginDialect::Xml);
-        assert_eq!(ClientTransport::KnetTcp.login_dialect(), LoginDialect::Xml);
     }
 
     #[test]

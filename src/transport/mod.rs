@@ -1,5 +1,5 @@
-//! The only code that does I/O: sockets, TLS, timers. Each driver moves bytes
-//! between the network and the pure protocol cores and keeps its loop small.
+//! The network I/O: sockets, TLS, timers. Each driver moves bytes between the
+//! network and the pure protocol cores and keeps its loop small.
 
 pub mod accept_backoff;
 pub mod address_limits;

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::bits::{BitReader, BitWriter};
 use super::error::{DecodeError, EncodeError};
-use super::json::f32_exact;
+use super::text_form::f32_exact;
 use super::values::{Color, Float2, Float3, Float4, Point, Quat, Transform};
 
 /// An attribute type id (`cAttribute*` in tundra `IAttribute.h`).

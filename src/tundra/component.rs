@@ -23,8 +23,8 @@ use super::attribute::{AttributeType, AttributeValue};
 use super::bits::{BitReader, BitWriter};
 use super::error::{DecodeError, EncodeError};
 use super::ids::ComponentId;
-use super::json::hex_bytes;
 use super::registry::{ComponentSchema, Registry};
+use super::text_form::hex_bytes;
 
 /// Largest attribute block (`char attrDataBuffer_[16 * 1024]`, §4.9, §13.3).
 pub const MAX_ATTRIBUTE_BLOCK_BYTES: usize = 16 * 1024;

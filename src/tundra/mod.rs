@@ -15,7 +15,12 @@
 //!   `rigid_body_receiver`: RigidBodyUpdate codes, the server's send-type
 //!   rules (bit-exact) and the client's reading of a record;
 //! - `messages`: messages 100-124 and the WebSocket frame;
-//! - `txml`: scene files; `json`: the inspector's JSON form.
+//! - `client_transport`: what carries a client (WebSocket, kNet UDP/TCP) and
+//!   the login form that implies (JSON or XML, `login_xml`);
+//! - `text_form`: the serde adapters the wire types use (exact floats, hex
+//!   bytes);
+//! - `txml`: scene files; `json`: the inspector's JSON form of whole frames,
+//!   built on the wire types (they never depend on it).
 //!
 //! It is a pure codec: no sockets, clocks or randomness, and no scene state.
 //! Every decoder is total (a value or a [`DecodeError`], never a panic) and
@@ -26,6 +31,7 @@ pub mod attribute_text;
 pub mod bits;
 #[cfg(test)]
 mod bits_properties;
+pub mod client_transport;
 pub mod component;
 pub mod edit_attributes;
 pub mod error;
@@ -43,11 +49,13 @@ pub mod rigid_body_parts;
 pub mod rigid_body_receiver;
 pub mod rigid_body_sender;
 pub mod schema_file;
+pub mod text_form;
 pub mod text_scan;
 pub mod txml;
 pub mod values;
 
 pub use attribute::{AttributeType, AttributeValue};
+pub use client_transport::{ClientTransport, LoginDialect};
 pub use component::{AttributeBlock, ComponentBody, ComponentData, DynamicAttribute};
 pub use edit_attributes::{AttributeEdit, AttributeEdits, IndexingMethod};
 pub use error::{DecodeError, EncodeError};

@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use super::bits::{BitReader, BitWriter};
 use super::error::{DecodeError, EncodeError};
-use super::json::f32_exact;
 use super::orientation::quat_from_axis_angle;
 use super::quantize::{self, SYNC_PI};
+use super::text_form::f32_exact;
 use super::values::{Float3, Quat};
 
 /// Bits of one signed 11.8 fixed-point coordinate.

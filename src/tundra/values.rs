@@ -3,12 +3,12 @@
 //! data only; binary and text forms live in `attribute` and `attribute_text`,
 //! rotation math for RigidBodyUpdate in `orientation`.
 //!
-//! Floats serialize to JSON exactly (see `json::f32_exact`), so a value shown
+//! Floats serialize to JSON exactly (see `text_form::f32_exact`), so a value shown
 //! by the inspector encodes back to the same bits.
 
 use serde::{Deserialize, Serialize};
 
-use super::json::f32_exact;
+use super::text_form::f32_exact;
 
 /// Two floats (`float2`).
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]

@@ -10,11 +10,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::server::LoginDialect;
-use crate::transport::client::ClientTransport;
 use crate::tundra::login_xml::login_xml;
 use crate::tundra::messages::{Login, LoginReply};
-use crate::tundra::{Message, ProtocolVersion, UserId};
+use crate::tundra::{ClientTransport, LoginDialect, Message, ProtocolVersion, UserId};
 
 /// Properties a native login writes first, in this order, whatever the
 /// configuration holds (knet-wire.md §5.3: `password` is present even when

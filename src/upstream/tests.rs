@@ -7,11 +7,11 @@ use std::time::Duration;
 use super::*;
 use crate::clock::Time;
 use crate::scene::{ChangeKind, ChangeSource, Origin, Scene};
-use crate::transport::client::ClientTransport;
 use crate::tundra::messages::{
     CreateEntity, CreateEntityReply, EditAttributes, EditAttributesBlock, EntityAction, IdPair,
     LoginReply, RemoveEntity,
 };
+use crate::tundra::ClientTransport;
 use crate::tundra::{
     AttributeEdit, AttributeValue, ComponentData, ComponentId, DecodeContext, EntityId, Message,
     ProtocolVersion, Registry, UserId,

@@ -15,7 +15,7 @@ use crate::tundra::{AttributeValue, ComponentId, EntityId, Message, Registry, Us
 #[test]
 fn a_native_bridge_logs_in_with_xml_and_takes_an_xml_reply() {
     let mut settings = bridge().settings.clone();
-    settings.login.transport = crate::transport::client::ClientTransport::KnetUdp;
+    settings.login.transport = crate::tundra::ClientTransport::KnetUdp;
     let (mut b, mut scene) = (Bridge::new(settings), Scene::new(Registry::builtin()));
     let t0 = Time::from_millis(1_000);
     b.handle_connected(t0);

@@ -83,9 +83,9 @@ fn edit_frame(
 }
 
 fn set_up(entities: u32, observers: usize) -> Pipeline {
-    // As the load generator's nodes: no per-client message or entity cap.
+    // As the load generator's nodes: no per-client entity cap (the message
+    // budget is the transport's, and no transport is in this pipeline).
     let mut config = ServerConfig::default();
-    config.limits.max_messages_per_second = u32::MAX;
     config.limits.max_entities_per_client = usize::MAX;
     let mut sim = Sim::with_server(2, 11, config);
     let links = sim.connect_with(

@@ -16,7 +16,7 @@ use crate::tundra::component::MAX_ATTRIBUTE_BLOCK_BYTES;
 use crate::tundra::edit_attributes::{self, AttributeEdit, AttributeEdits};
 use crate::tundra::error::{DecodeError, EncodeError};
 use crate::tundra::ids::{ComponentId, EntityId};
-use crate::tundra::json::hex_bytes;
+use crate::tundra::text_form::hex_bytes;
 
 /// One new dynamic attribute.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -15,9 +15,9 @@ use serde::{Deserialize, Serialize};
 use super::bits::{BitReader, BitWriter};
 use super::error::{DecodeError, EncodeError};
 use super::ids::{ComponentId, EntityId, ProtocolVersion};
-use super::json::hex_bytes;
 use super::registry::Registry;
 use super::rigid_body::RigidBodyUpdate;
+use super::text_form::hex_bytes;
 
 mod action;
 mod attributes;

@@ -1,0 +1,252 @@
+//! Reading peer files (`peers/*.toml`) into the peering layer's
+//! [`PeerConfig`] and [`PeerSet`].
+//!
+//! Every error names the file, the key and what is wrong, in the shape of
+//! every other configuration error; the values and their rules (name syntax,
+//! unique pins, type filters) belong to `crate::peering::peer_file`.
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::ConfigError;
+use crate::peering::fingerprint::Fingerprint;
+use crate::peering::peer_file::{PeerConfig, PeerName, PeerSet, TypeFilter};
+use crate::tundra::Registry;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPeer {
+    name: String,
+    control: Option<SocketAddr>,
+    fingerprint: Fingerprint,
+    /// Read as plain TOML and converted by [`filter`], so that a bad value
+    /// is reported under its key rather than as a bare parse error.
+    export: Option<toml::Value>,
+    accept: Option<toml::Value>,
+}
+
+/// The `export` or `accept` key: absent is `"all"`; the names are checked.
+fn filter(
+    path: &Path,
+    key: &'static str,
+    value: Option<toml::Value>,
+    registry: &Registry,
+) -> Result<TypeFilter, ConfigError> {
+    let invalid = |message: String| ConfigError::Invalid {
+        file: path.to_owned(),
+        key,
+        message,
+    };
+    let Some(value) = value else {
+        return Ok(TypeFilter::All);
+    };
+    let expected = "expected \"all\", \"none\" or a list of component type names";
+    let parsed = match value {
+        toml::Value::String(word) if word == "all" => TypeFilter::All,
+        toml::Value::String(word) if word == "none" => TypeFilter::Only(BTreeSet::new()),
+        toml::Value::Array(items) => {
+            let mut names = BTreeSet::new();
+            for item in items {
+                match item {
+                    toml::Value::String(name) => names.insert(name),
+                    other => return Err(invalid(format!("{expected}, found {other} in the list"))),
+                };
+            }
+            TypeFilter::Only(names)
+        }
+        other => return Err(invalid(format!("{expected}, found {other}"))),
+    };
+    parsed.checked(registry).map_err(invalid)
+}
+
+impl PeerConfig {
+    /// Parses one peer file's text; `path` names it in errors.
+    pub fn parse(path: &Path, text: &str) -> Result<PeerConfig, ConfigError> {
+        let raw: RawPeer =
+            toml::from_str(text).map_err(|error| super::parse_error(path, text, &error))?;
+        let name = PeerName::new(&raw.name).ok_or_else(|| ConfigError::Invalid {
+            file: path.to_owned(),
+            key: "name",
+            message: "must be 1 to 64 letters, digits, '-', '_' or '.'".to_owned(),
+        })?;
+        if let Some(control) = raw.control {
+            if control.port() == 0 || control.ip().is_unspecified() {
+                return Err(ConfigError::Invalid {
+                    file: path.to_owned(),
+                    key: "control",
+                    message: "must be a dialable address (no port 0, no 0.0.0.0 or ::)".to_owned(),
+                });
+            }
+        }
+        let registry = Registry::builtin();
+        Ok(PeerConfig {
+            source: path.to_owned(),
+            name,
+            control: raw.control,
+            fingerprint: raw.fingerprint,
+            export: filter(path, "export", raw.export, &registry)?,
+            accept: filter(path, "accept", raw.accept, &registry)?,
+        })
+    }
+}
+
+impl PeerSet {
+    /// Reads every `*.toml` file of `dir` (other files are ignored), in name order.
+    pub fn load_dir(dir: &Path) -> Result<PeerSet, ConfigError> {
+        let read_error = |source| ConfigError::Read {
+            file: dir.to_owned(),
+            source,
+        };
+        let mut paths = Vec::new();
+        for entry in std::fs::read_dir(dir).map_err(read_error)? {
+            let path = entry.map_err(read_error)?.path();
+            if path.extension().is_some_and(|ext| ext == "toml") && path.is_file() {
+                paths.push(path);
+            }
+        }
+        paths.sort();
+        let mut set = PeerSet::default();
+        for path in paths {
+            let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
+                file: path.clone(),
+                source,
+            })?;
+            set.insert(PeerConfig::parse(&path, &text)?)
+                .map_err(|duplicate| ConfigError::Invalid {
+                    file: duplicate.file,
+                    key: duplicate.key,
+                    message: format!("already used by {}", duplicate.other.display()),
+                })?;
+        }
+        Ok(set)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FINGERPRINT: &str =
+        "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+
+    fn parse(text: &str) -> Result<PeerConfig, String> {
+        PeerConfig::parse(Path::new("peers/beta.toml"), text).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn full_peer_file_parses() {
+        let text = format!(
+            "name = \"beta\"\ncontrol = \"127.0.0.1:7201\"\nfingerprint = \"{FINGERPRINT}\"\n\
+             export = [\"EC_Placeable\", \"EC_Name\"]\naccept = \"all\"\n"
+        );
+        let peer = parse(&text).unwrap();
+        assert_eq!(peer.name.as_str(), "beta");
+        assert_eq!(peer.control, Some("127.0.0.1:7201".parse().unwrap()));
+        assert_eq!(peer.fingerprint.to_string(), FINGERPRINT);
+        assert!(peer.export.allows("EC_Name"));
+        assert!(!peer.export.allows("EC_Mesh"));
+        assert!(peer.accept.allows("EC_Mesh"));
+    }
+
+    #[test]
+    fn control_is_optional_and_filters_default_to_all() {
+        let peer = parse(&format!(
+            "name = \"gamma\"\nfingerprint = \"{FINGERPRINT}\"\n"
+        ))
+        .unwrap();
+        assert_eq!(peer.control, None);
+        assert_eq!(peer.export, TypeFilter::All);
+        let none = parse(&format!(
+            "name = \"g\"\nfingerprint = \"{FINGERPRINT}\"\naccept = \"none\"\n"
+        ))
+        .unwrap();
+        assert!(!none.accept.allows("EC_Name"));
+    }
+
+    #[test]
+    fn errors_name_file_and_key() {
+        let cases = [
+            (
+                format!("name = \"b c\"\nfingerprint = \"{FINGERPRINT}\"\n"),
+                "key `name`",
+            ),
+            (
+                "name = \"b\"\nfingerprint = \"sha256:00\"\n".to_owned(),
+                "fingerprint",
+            ),
+            (
+                format!("name = \"b\"\nfingerprint = \"{FINGERPRINT}\"\nexport = \"some\"\n"),
+                "key `export`: expected \"all\", \"none\" or a list",
+            ),
+            (
+                format!("name = \"b\"\nfingerprint = \"{FINGERPRINT}\"\ncontrol = \"0.0.0.0:1\"\n"),
+                "key `control`",
+            ),
+            (
+                format!("name = \"b\"\nfingerprint = \"{FINGERPRINT}\"\nadress = 1\n"),
+                "adress",
+            ),
+            ("name = \"b\"\n".to_owned(), "fingerprint"),
+        ];
+        for (text, expected) in cases {
+            let error = parse(&text).unwrap_err();
+            assert!(error.starts_with("peers/beta.toml:"), "{error}");
+            assert!(error.contains(expected), "{text}: {error}");
+        }
+    }
+
+    #[test]
+    fn type_names_are_checked_against_the_tundra_types() {
+        let file =
+            |filter: &str| format!("name = \"b\"\nfingerprint = \"{FINGERPRINT}\"\n{filter}\n");
+        for (filter, message) in [
+            (
+                "export = [\"EC_Placable\"]",
+                "key `export`: `EC_Placable` is not a Tundra component type",
+            ),
+            (
+                "accept = [\"EC_Name\", \"EC_Mseh\"]",
+                "key `accept`: `EC_Mseh` is not a Tundra component type",
+            ),
+            (
+                "export = [\"ec_placeable\"]",
+                "key `export`: `ec_placeable` is not a component type name: did you mean `EC_Placeable`?",
+            ),
+            ("accept = [\"opaque:x\"]", "key `accept`: `opaque:x`"),
+            ("accept = [\"custom:\"]", "key `accept`: `custom:`"),
+        ] {
+            let error = parse(&file(filter)).unwrap_err();
+            assert!(error.starts_with("peers/beta.toml: "), "{error}");
+            assert!(error.contains(message), "{filter}: {error}");
+        }
+        let peer = parse(&file(
+            "export = [\"Placeable\", \"EC_Mesh\", \"custom:EC_Thing\", \"opaque:77\"]",
+        ))
+        .unwrap();
+        for allowed in ["Placeable", "EC_Mesh", "EC_Thing", "opaque:77"] {
+            assert!(peer.export.allows(allowed), "{allowed}");
+        }
+        assert!(!peer.export.allows("custom:EC_Thing"));
+    }
+
+    #[test]
+    fn duplicate_fingerprint_is_refused() {
+        let mut set = PeerSet::default();
+        let text = format!("name = \"beta\"\nfingerprint = \"{FINGERPRINT}\"\n");
+        set.insert(PeerConfig::parse(Path::new("a/beta.toml"), &text).unwrap())
+            .unwrap();
+        let other = text.replace("beta", "gamma");
+        let error = set
+            .insert(PeerConfig::parse(Path::new("a/gamma.toml"), &other).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            error,
+            "a/gamma.toml: key `fingerprint`: already used by a/beta.toml"
+        );
+        assert_eq!(set.len(), 1);
+    }
+}

@@ -1,0 +1,335 @@
+//! The architecture, checked: the protocol cores (sans-IO, explicit time)
+//! depend on no driver, on no async runtime and only on the cores below
+//! them, and the Tundra and LESS wire types never depend on their JSON
+//! forms, which are built on top of them.
+//!
+//! Every file under `src/` is parsed as Rust (syn); every path that starts
+//! with `crate`, `self`, `super` or `tokio`, in `use` items, types,
+//! expressions and attributes, is resolved to the module it names. Paths
+//! written inside macro bodies are tokens, not paths, and are not seen.
+//!
+//! Fuzz entry points (`fuzz*.rs`) are exempt: they are harnesses kept in the
+//! library so the saved corpora replay on stable Rust, and some build a
+//! whole node from the demo's worlds.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use syn::visit::{self, Visit};
+
+/// Modules that are pure protocol logic: bytes and an explicit `now` in,
+/// bytes, timeouts and events out.
+const CORES: &[&str] = &[
+    "tundra",
+    "less",
+    "knet",
+    "scene",
+    "server",
+    "federation",
+    "peering",
+    "upstream",
+];
+
+/// Modules that do I/O or read the operator's files, and build on the cores.
+const DRIVERS: &[&str] = &[
+    "config",
+    "transport",
+    "http",
+    "node",
+    "cli",
+    "loadgen",
+    "demo",
+];
+
+/// The cores each core may use; the codecs at the bottom use none above
+/// them. Support modules outside the cores (`clock`, `log_budget`,
+/// `logging`'s `RemoteText`) are open to all.
+const CORE_DEPENDENCIES: &[(&str, &[&str])] = &[
+    ("tundra", &[]),
+    ("less", &[]),
+    ("knet", &["tundra"]),
+    ("scene", &["tundra"]),
+    ("peering", &["tundra", "less"]),
+    ("server", &["tundra", "scene"]),
+    (
+        "federation",
+        &["tundra", "less", "scene", "peering", "server"],
+    ),
+    ("upstream", &["tundra", "scene", "federation"]),
+];
+
+/// One source file: its module path in the crate and the module paths it
+/// names.
+struct SourceFile {
+    path: PathBuf,
+    module: Vec<String>,
+    uses: BTreeSet<Vec<String>>,
+}
+
+impl SourceFile {
+    fn top(&self) -> &str {
+        self.module.first().map_or("", String::as_str)
+    }
+
+    fn is_fuzz_entry(&self) -> bool {
+        self.path
+            .file_stem()
+            .and_then(|stem| stem.to_str())
+            .is_some_and(|stem| stem.starts_with("fuzz"))
+    }
+
+    /// The paths this file names under `prefix` (a module path, or an
+    /// external crate's name as its first segment).
+    fn uses_under<'a>(&'a self, prefix: &'a [&str]) -> impl Iterator<Item = String> + 'a {
+        self.uses
+            .iter()
+            .filter(move |used| {
+                used.len() >= prefix.len() && used.iter().zip(prefix).all(|(a, b)| a == b)
+            })
+            .map(|used| used.join("::"))
+    }
+}
+
+/// The module a file defines: `src/a.rs` and `src/a/mod.rs` are `a`,
+/// `src/a/b.rs` is `a::b`; `lib.rs` is the crate root.
+fn module_of(relative: &Path) -> Vec<String> {
+    let mut parts: Vec<String> = relative
+        .iter()
+        .map(|part| part.to_string_lossy().into_owned())
+        .collect();
+    let file = parts.pop().unwrap_or_default();
+    let stem = file.trim_end_matches(".rs");
+    if stem != "mod" && stem != "lib" {
+        parts.push(stem.to_owned());
+    }
+    parts
+}
+
+/// Collects resolved paths while walking one file, tracking inline modules
+/// (`mod tests { ... }`) so `super` resolves as the compiler resolves it.
+struct PathCollector {
+    module: Vec<String>,
+    uses: BTreeSet<Vec<String>>,
+}
+
+impl PathCollector {
+    /// The absolute module path `segments` names, if it starts with a
+    /// keyword that can leave the current module or names `tokio`.
+    fn resolve(&self, segments: &[String]) -> Option<Vec<String>> {
+        let first = segments.first()?;
+        match first.as_str() {
+            "crate" => Some(segments[1..].to_vec()),
+            "self" => Some([self.module.as_slice(), &segments[1..]].concat()),
+            "super" => {
+                let ups = segments.iter().take_while(|s| *s == "super").count();
+                let kept = self.module.len().checked_sub(ups)?;
+                Some([&self.module[..kept], &segments[ups..]].concat())
+            }
+            "tokio" => Some(segments.to_vec()),
+            _ => None,
+        }
+    }
+
+    fn record(&mut self, segments: &[String]) {
+        if let Some(resolved) = self.resolve(segments) {
+            self.uses.insert(resolved);
+        }
+    }
+
+    fn use_tree(&mut self, prefix: &mut Vec<String>, tree: &syn::UseTree) {
+        match tree {
+            syn::UseTree::Path(path) => {
+                prefix.push(path.ident.to_string());
+                self.use_tree(prefix, &path.tree);
+                prefix.pop();
+            }
+            syn::UseTree::Name(name) => {
+                prefix.push(name.ident.to_string());
+                self.record(prefix);
+                prefix.pop();
+            }
+            syn::UseTree::Rename(rename) => {
+                prefix.push(rename.ident.to_string());
+                self.record(prefix);
+                prefix.pop();
+            }
+            syn::UseTree::Glob(_) => self.record(prefix),
+            syn::UseTree::Group(group) => {
+                for item in &group.items {
+                    self.use_tree(prefix, item);
+                }
+            }
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for PathCollector {
+    fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
+        self.use_tree(&mut Vec::new(), &item.tree);
+    }
+
+    fn visit_path(&mut self, path: &'ast syn::Path) {
+        let segments: Vec<String> = path
+            .segments
+            .iter()
+            .map(|segment| segment.ident.to_string())
+            .collect();
+        self.record(&segments);
+        visit::visit_path(self, path);
+    }
+
+    fn visit_item_mod(&mut self, item: &'ast syn::ItemMod) {
+        self.module.push(item.ident.to_string());
+        visit::visit_item_mod(self, item);
+        self.module.pop();
+    }
+}
+
+/// The resolved paths `source`, the text of the file at module `module`,
+/// names.
+fn paths_named(module: Vec<String>, source: &str) -> Result<BTreeSet<Vec<String>>, syn::Error> {
+    let file = syn::parse_file(source)?;
+    let mut collector = PathCollector {
+        module,
+        uses: BTreeSet::new(),
+    };
+    collector.visit_file(&file);
+    Ok(collector.uses)
+}
+
+fn rust_files(dir: &Path, found: &mut Vec<PathBuf>) {
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    for entry in entries {
+        let path = entry.expect("a directory entry").path();
+        if path.is_dir() {
+            rust_files(&path, found);
+        } else if path.extension().is_some_and(|ext| ext == "rs") {
+            found.push(path);
+        }
+    }
+}
+
+/// Every library source file (`main.rs` is the binary's own crate).
+fn library_sources() -> Vec<SourceFile> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut paths = Vec::new();
+    rust_files(&root, &mut paths);
+    paths.sort();
+    paths
+        .into_iter()
+        .filter(|path| path != &root.join("main.rs"))
+        .map(|path| {
+            let relative = path.strip_prefix(&root).expect("under src").to_owned();
+            let module = module_of(&relative);
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let uses = paths_named(module.clone(), &text)
+                .unwrap_or_else(|e| panic!("{}: not Rust: {e}", path.display()));
+            SourceFile {
+                path: Path::new("src").join(relative),
+                module,
+                uses,
+            }
+        })
+        .collect()
+}
+
+/// The core files, fuzz entry points left out.
+fn core_sources() -> Vec<SourceFile> {
+    let cores: Vec<SourceFile> = library_sources()
+        .into_iter()
+        .filter(|file| CORES.contains(&file.top()) && !file.is_fuzz_entry())
+        .collect();
+    assert!(cores.len() > 100, "only {} core files found", cores.len());
+    cores
+}
+
+/// `file: path` for every path a rule refuses, so a failure says what to fix.
+fn report(breaks: &[String]) -> String {
+    breaks.join("\n")
+}
+
+#[test]
+fn cores_depend_on_no_driver_and_no_runtime() {
+    let mut breaks = Vec::new();
+    for file in core_sources() {
+        for driver in DRIVERS.iter().chain(&["tokio"]) {
+            for used in file.uses_under(&[driver]) {
+                breaks.push(format!("{}: {used}", file.path.display()));
+            }
+        }
+    }
+    assert!(breaks.is_empty(), "{}", report(&breaks));
+}
+
+#[test]
+fn cores_use_only_the_cores_below_them() {
+    let mut breaks = Vec::new();
+    for file in core_sources() {
+        let (_, allowed) = CORE_DEPENDENCIES
+            .iter()
+            .find(|(core, _)| *core == file.top())
+            .expect("every core has a dependency entry");
+        for other in CORES {
+            if *other == file.top() || allowed.contains(other) {
+                continue;
+            }
+            for used in file.uses_under(&[other]) {
+                breaks.push(format!("{}: {used}", file.path.display()));
+            }
+        }
+    }
+    assert!(breaks.is_empty(), "{}", report(&breaks));
+}
+
+#[test]
+fn wire_types_do_not_depend_on_their_json_forms() {
+    let mut breaks = Vec::new();
+    for file in library_sources() {
+        for protocol in ["tundra", "less"] {
+            let json = [protocol, "json"];
+            let inside_json = file.module.len() >= 2 && file.module[..2] == json;
+            if file.top() != protocol || inside_json {
+                continue;
+            }
+            for used in file.uses_under(&json) {
+                breaks.push(format!("{}: {used}", file.path.display()));
+            }
+        }
+    }
+    assert!(breaks.is_empty(), "{}", report(&breaks));
+}
+
+/// The rules above pass vacuously if paths are not resolved; these are the
+/// forms the sources use.
+#[test]
+fn paths_resolve_against_the_module_of_the_file() {
+    let source = "
+        use super::limits::ServerLimits;
+        use crate::{clock::Time, tundra::{json, Message}};
+        use tokio::sync::mpsc;
+        #[tokio::test]
+        async fn a() { let _ = crate::config::DEFAULT_TICK_HZ; }
+        mod tests { use super::super::json::f32_exact; use self::inner::Thing; }
+    ";
+    let module = module_of(Path::new("server/core.rs"));
+    assert_eq!(module, ["server", "core"]);
+    let uses = paths_named(module, source).unwrap();
+    let expected = [
+        "server::limits::ServerLimits",
+        "clock::Time",
+        "tundra::json",
+        "tundra::Message",
+        "tokio::sync::mpsc",
+        "tokio::test",
+        "config::DEFAULT_TICK_HZ",
+        "server::json::f32_exact",
+        "server::core::tests::inner::Thing",
+    ];
+    let found: BTreeSet<String> = uses.iter().map(|used| used.join("::")).collect();
+    for path in expected {
+        assert!(found.contains(path), "{path} not in {found:?}");
+    }
+    assert_eq!(module_of(Path::new("tundra/mod.rs")), ["tundra"]);
+    assert!(module_of(Path::new("lib.rs")).is_empty());
+}
