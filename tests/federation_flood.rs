@@ -21,9 +21,8 @@ use common::TundraClient;
 use lessgate::node::status::NodeStatus;
 use lessgate::tundra::messages::{exec_type, EntityAction};
 use lessgate::tundra::Message;
-use net_common::{
-    capture, move_to, named_box, wait_observers, wait_status, Impairment, LiveNode, Observer,
-};
+use net_common::tundra_values::{move_to, named_box};
+use net_common::{capture, wait_observers, wait_status, LinkModel, LiveNode, Observer};
 use rand::{Rng, SeedableRng};
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -101,7 +100,7 @@ async fn settled(node: &LiveNode) -> NodeStatus {
 async fn a_flood_is_counted_and_bounded_and_does_not_starve_another_peer() {
     capture::install_warnings_only();
     let dir = tempfile::tempdir().unwrap();
-    let proxy = net_common::Proxy::start(3, Impairment::CLEAN, 11).await;
+    let proxy = net_common::Proxy::start(3, LinkModel::PASS_THROUGH, 11).await;
     let seats = net_common::write_nodes(
         dir.path(),
         &["a", "b", "c"],

@@ -28,7 +28,8 @@ use lessgate::less::schema::ConnectionSchema;
 use lessgate::less::signature::MacKey;
 use lessgate::node::status::NodeStatus;
 use lessgate::tundra::Registry;
-use net_common::{move_to, named_box, wait_observers, wait_status, Impairment, LiveNode, Observer};
+use net_common::tundra_values::{move_to, named_box};
+use net_common::{wait_observers, wait_status, LinkModel, LiveNode, Observer};
 
 /// A failure bound; a healthy step takes well under a second.
 const LIMIT: Duration = Duration::from_secs(20);
@@ -195,7 +196,7 @@ fn has_link(status: &NodeStatus, peer: &str) -> bool {
 async fn a_peer_breaking_the_protocol_loses_its_link_with_a_reason_and_others_carry_on() {
     keylog();
     let dir = tempfile::tempdir().unwrap();
-    let proxy = net_common::Proxy::start(3, Impairment::CLEAN, 5).await;
+    let proxy = net_common::Proxy::start(3, LinkModel::PASS_THROUGH, 5).await;
     // a - b and a - c; a dials both.
     let seats = net_common::write_nodes(
         dir.path(),

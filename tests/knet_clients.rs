@@ -23,11 +23,10 @@ use lessgate::tundra::messages::{CreateEntity, Login, RemoveEntity};
 use lessgate::tundra::{
     AttributeValue, ComponentData, ComponentId, EntityId, Message, ProtocolVersion, Registry,
 };
-use net_common::{capture, move_to, named_box, wait_observers, LiveNode, Observed, Observer};
+use net_common::patience::PATIENCE;
+use net_common::tundra_values::{move_to, named_box};
+use net_common::{capture, wait_observers, LiveNode, Observed, Observer};
 use tokio::net::UdpSocket;
-
-/// The failure bound of every wait.
-const PATIENCE: Duration = Duration::from_secs(20);
 
 /// A node with WebSocket and kNet (UDP and TCP) listeners on free ports,
 /// plus `tundra_extra` lines of its `[tundra]` section and further

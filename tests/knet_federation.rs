@@ -12,7 +12,8 @@ use std::time::Duration;
 use lessgate::config::NodeConfig;
 use lessgate::tundra::messages::RemoveEntity;
 use lessgate::tundra::{ComponentId, EntityId, Message};
-use net_common::{move_to, named_box, wait_observers, write_mesh, LiveNode, Observed, Observer};
+use net_common::tundra_values::{move_to, named_box};
+use net_common::{wait_observers, write_mesh, LiveNode, Observed, Observer};
 
 /// A failure bound only: link setup and sync take well under a second.
 const BOUND: Duration = Duration::from_secs(30);

@@ -22,7 +22,8 @@ use std::time::Duration;
 use lessgate::config::NodeConfig;
 use lessgate::tundra::messages::{EditAttributes, EditAttributesBlock, RemoveEntity};
 use lessgate::tundra::{AttributeEdit, AttributeValue, ComponentId, EntityId, Message, Registry};
-use net_common::{move_to, named_box, wait_observers, LiveNode, Observed, Observer};
+use net_common::tundra_values::{move_to, named_box};
+use net_common::{wait_observers, LiveNode, Observed, Observer};
 
 /// A failure bound only. The longest expected wait is the bridge noticing
 /// that A went away and logging in again.

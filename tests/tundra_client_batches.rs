@@ -4,30 +4,27 @@
 //! and the per-client message rate still counts every frame.
 
 mod common;
-mod net_common;
 
+use common::tundra_values::{builtin, PLACEABLE};
 use common::{TestNode, TundraClient};
 use futures_util::SinkExt;
 use lessgate::config::NodeConfig;
 use lessgate::tundra::messages::Login;
 use lessgate::tundra::{
-    AttributeValue, ComponentData, ComponentId, EntityId, Message, ProtocolVersion, Registry,
+    AttributeValue, ComponentData, ComponentId, EntityId, Message, ProtocolVersion,
 };
 use tokio_tungstenite::tungstenite::Message as WsMessage;
 
-const PLACEABLE: u32 = 20;
-
 fn placeable(x: f32) -> ComponentData {
-    let registry = Registry::builtin();
-    let schema = registry.get(PLACEABLE).unwrap();
+    let schema = builtin().get(PLACEABLE).unwrap();
     let mut values = schema.default_values();
-    values[0] = net_common::transform(x);
+    values[0] = common::tundra_values::transform(x);
     ComponentData::with_values(ComponentId(0x4000_0001), schema, values)
 }
 
 /// A client's EditAttributes frame moving the Placeable to `x`.
 fn move_to(entity: EntityId, component: ComponentId, x: f32) -> Vec<u8> {
-    net_common::move_to(entity, component, x)
+    common::tundra_values::move_to(entity, component, x)
         .encode_frame(ProtocolVersion(3))
         .unwrap()
 }
@@ -36,7 +33,7 @@ fn transform_x(message: &Message) -> Option<f32> {
     let Message::EditAttributes(edit) = message else {
         return None;
     };
-    let slots = Registry::builtin().get(PLACEABLE)?.slot_types();
+    let slots = builtin().get(PLACEABLE)?.slot_types();
     let decoded = edit.blocks.first()?.decode(&slots).ok()?;
     match &decoded.edits.first()?.value {
         AttributeValue::Transform(t) => Some(t.pos.x),
@@ -108,7 +105,10 @@ async fn a_batch_over_the_message_budget_is_slowed_and_every_frame_still_applied
     let last = alice.recv_until(|m| transform_x(m) == Some(100.0)).await;
     assert_eq!(transform_x(&last), Some(100.0));
     let marker = bob
-        .create_entity(7, vec![common::name_component(1, "still here")])
+        .create_entity(
+            7,
+            vec![common::tundra_values::name_component(1, "still here")],
+        )
         .await;
     assert!(marker.is_replicated(), "the sender is still served");
     node.stop().await;

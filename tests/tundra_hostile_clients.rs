@@ -20,7 +20,8 @@ mod net_common;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use common::{name_component, TestNode, TundraClient};
+use common::tundra_values::name_component;
+use common::{TestNode, TundraClient};
 use lessgate::config::NodeConfig;
 use lessgate::tundra::messages::{
     exec_type, CreateEntity, EditAttributes, EditAttributesBlock, EntityAction, Login, RemoveEntity,

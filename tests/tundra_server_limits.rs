@@ -3,7 +3,8 @@
 
 mod common;
 
-use common::{name_component, TestNode, TundraClient};
+use common::tundra_values::name_component;
+use common::{TestNode, TundraClient};
 use lessgate::config::NodeConfig;
 use lessgate::tundra::messages::{exec_type, EditAttributes, EditAttributesBlock, EntityAction};
 use lessgate::tundra::{AttributeEdit, AttributeValue, ComponentId, EntityId, Message, Registry};
