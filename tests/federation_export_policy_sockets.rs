@@ -4,20 +4,21 @@
 //! comes up (c does not pin a): c's client sees a's entity through b
 //! without its RigidBody, while b's client sees all of it.
 
+mod common;
 mod net_common;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use common::tundra_values::{move_to, named_box};
 use lessgate::tundra::{ComponentData, ComponentId, Registry};
-use net_common::tundra_values::{move_to, named_box};
 use net_common::{wait_observers, wait_status, LiveNode, Observer};
 
 const NAMES: [&str; 3] = ["a", "b", "c"];
 const TRIANGLE: [(usize, usize); 3] = [(0, 1), (1, 2), (0, 2)];
 /// A failure bound; a healthy run takes about a second. Three waits'
 /// worth: a round trips a triangle of nodes.
-const BOUND: Duration = net_common::patience::PATIENCE.saturating_mul(3);
+const BOUND: Duration = common::PATIENCE.saturating_mul(3);
 const PLACEABLE: u32 = 20;
 const RIGID_BODY: u32 = 23;
 const NAME: u32 = 26;

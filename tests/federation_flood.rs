@@ -17,11 +17,11 @@ mod net_common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use common::tundra_values::{move_to, named_box};
 use common::TundraClient;
 use lessgate::node::status::NodeStatus;
 use lessgate::tundra::messages::{exec_type, EntityAction};
 use lessgate::tundra::Message;
-use net_common::tundra_values::{move_to, named_box};
 use net_common::{capture, wait_observers, wait_status, LinkModel, LiveNode, Observer};
 use rand::{Rng, SeedableRng};
 

@@ -19,6 +19,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use common::tundra_values::{move_to, named_box};
 use common::TundraClient;
 use lessgate::federation::schemas::schema_registry;
 use lessgate::less::codec::{write_count, write_integer};
@@ -28,7 +29,6 @@ use lessgate::less::schema::ConnectionSchema;
 use lessgate::less::signature::MacKey;
 use lessgate::node::status::NodeStatus;
 use lessgate::tundra::Registry;
-use net_common::tundra_values::{move_to, named_box};
 use net_common::{wait_observers, wait_status, LinkModel, LiveNode, Observer};
 
 /// A failure bound; a healthy step takes well under a second.

@@ -12,10 +12,10 @@ mod net_common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use common::tundra_values::{move_to, named_box};
 use common::TundraClient;
 use lessgate::tundra::messages::{exec_type, EntityAction};
 use lessgate::tundra::Message;
-use net_common::tundra_values::{move_to, named_box};
 use net_common::{capture, wait_observers, wait_status, LinkModel, LiveNode, Observer, Proxy};
 
 const NAMES: [&str; 3] = ["a", "b", "c"];

@@ -3,13 +3,14 @@
 //! to kNet/UDP and kNet/TCP clients beside a WebSocket one, and ends on
 //! SIGTERM, telling its native clients.
 
+mod common;
 mod net_common;
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use net_common::process::{Process, TUNDRA_LINE};
-use net_common::tundra_values::named_box;
+use common::process::{Process, TUNDRA_LINE};
+use common::tundra_values::named_box;
 use net_common::{wait_observers, Observer};
 
 /// A failure bound only.

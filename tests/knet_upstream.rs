@@ -13,16 +13,17 @@
 //! client shows the bridge applies it. Other edits from A's side change the
 //! Name's description, which travels as EditAttributes on every transport.
 
+mod common;
 mod net_common;
 
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
+use common::tundra_values::{move_to, named_box};
 use lessgate::config::NodeConfig;
 use lessgate::tundra::messages::{EditAttributes, EditAttributesBlock, RemoveEntity};
 use lessgate::tundra::{AttributeEdit, AttributeValue, ComponentId, EntityId, Message, Registry};
-use net_common::tundra_values::{move_to, named_box};
 use net_common::{wait_observers, LiveNode, Observed, Observer};
 
 /// A failure bound only. The longest expected wait is the bridge noticing

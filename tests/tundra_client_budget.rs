@@ -8,17 +8,18 @@
 //! form "at most rate × elapsed + burst messages were handled" holds on any
 //! machine, since a slower machine only handles fewer.
 
+mod common;
 mod net_common;
 
 use std::time::{Duration, Instant};
 
+use common::tundra_values::{move_to, named_box};
 use futures_util::{FutureExt, SinkExt, StreamExt};
 use lessgate::config::NodeConfig;
 use lessgate::knet::ids::MessageId;
 use lessgate::knet::stream::{write_stream_message, StreamDecoder};
 use lessgate::tundra::messages::{CreateEntity, Login};
 use lessgate::tundra::{ComponentId, DecodeContext, EntityId, Message, ProtocolVersion, Registry};
-use net_common::tundra_values::{move_to, named_box};
 use net_common::{wait_observers, wait_status, LiveNode, Observer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -27,7 +28,7 @@ use tokio_tungstenite::tungstenite::Message as WsMessage;
 
 /// A failure bound for waits, never a pass criterion. Three waits' worth:
 /// these tests load the node on purpose.
-const BOUND: Duration = net_common::patience::PATIENCE.saturating_mul(3);
+const BOUND: Duration = common::PATIENCE.saturating_mul(3);
 
 /// The default config, on an ephemeral port of 127.0.0.1.
 fn local_config() -> NodeConfig {

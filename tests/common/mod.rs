@@ -1,8 +1,9 @@
 //! Shared helpers for integration tests: a node on an ephemeral port and a
 //! Tundra WebSocket client written with the project's own codec. The
-//! submodules hold one concept each; the other helper modules (tests/sim,
-//! tests/less_harness, tests/net_common, tests/peer_common) include the
-//! ones they need with `#[path]`, so each is written once.
+//! submodules hold one concept each, written once: tests/net_common uses
+//! them from here (its binaries declare `mod common;` too), and the helper
+//! modules whose binaries do not (tests/sim, tests/less_harness,
+//! tests/peer_common) include the files they need with `#[path]`.
 #![allow(dead_code)]
 
 pub mod link_model;

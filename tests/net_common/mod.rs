@@ -9,16 +9,10 @@
 //! (docs/peer-link.md 7.1), after loss, duplication and a random delay
 //! (jitter reorders). The same sockets let a test inject forged datagrams
 //! that node `i` takes to come from `j`.
+//!
+//! It builds on `tests/common` (the link model, the Tundra test values): a
+//! binary that declares `mod net_common;` declares `mod common;` too.
 #![allow(dead_code)]
-
-#[path = "../common/link_model.rs"]
-pub mod link_model;
-#[path = "../common/patience.rs"]
-pub mod patience;
-#[path = "../common/process.rs"]
-pub mod process;
-#[path = "../common/tundra_values.rs"]
-pub mod tundra_values;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -35,8 +29,8 @@ use rand_chacha::ChaCha8Rng;
 use tokio::net::UdpSocket;
 use tokio::sync::{oneshot, watch};
 
-pub use link_model::LinkModel;
-use tundra_values::{builtin, NAME, PLACEABLE};
+pub use crate::common::link_model::LinkModel;
+use crate::common::tundra_values::{builtin, NAME, PLACEABLE};
 
 /// What the proxy saw and did, over all directions.
 #[derive(Debug, Default)]
@@ -860,7 +854,7 @@ impl Observer {
 
     /// Creates an entity as a client does (unacked id `0x40000000 |
     /// unacked`) and waits for the CreateEntityReply: the entity's id and
-    /// the id of the component sent as `0x40000001` (a [`tundra_values::named_box`]'s
+    /// the id of the component sent as `0x40000001` (a [`crate::common::tundra_values::named_box`]'s
     /// Placeable).
     pub async fn create(
         &self,
