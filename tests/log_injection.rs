@@ -122,10 +122,7 @@ async fn login(url: &str, username: &str) -> TundraClient {
             protocol_version: Some(3),
         }))
         .await;
-    loop {
-        if let Message::LoginReply(reply) = client.recv().await.expect("login reply") {
-            assert!(reply.success, "login refused: {}", reply.reply_data);
-            return client;
-        }
-    }
+    let reply = client.login_reply().await;
+    assert!(reply.success, "login refused: {}", reply.reply_data);
+    client
 }

@@ -292,12 +292,7 @@ async fn log_in(client: &mut TundraClient, name: &str) {
 
 /// Waits for the LoginReply and takes the protocol it names.
 async fn login_reply(client: &mut TundraClient) {
-    let reply = client
-        .recv_until(|m| matches!(m, Message::LoginReply(_)))
-        .await;
-    let Message::LoginReply(reply) = reply else {
-        unreachable!()
-    };
+    let reply = client.login_reply().await;
     assert!(reply.success);
     client.protocol = ProtocolVersion(reply.protocol_version.unwrap_or(1));
 }

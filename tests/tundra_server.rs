@@ -108,12 +108,7 @@ async fn login_without_version_is_protocol_one() {
             protocol_version: None,
         }))
         .await;
-    let reply = client
-        .recv_until(|m| matches!(m, Message::LoginReply(_)))
-        .await;
-    let Message::LoginReply(reply) = reply else {
-        unreachable!()
-    };
+    let reply = client.login_reply().await;
     assert!(reply.success);
     assert_eq!(reply.protocol_version, Some(1));
     node.stop().await;

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use lessgate::config::NodeConfig;
-use lessgate::tundra::messages::{CreateEntity, Login};
+use lessgate::tundra::messages::{CreateEntity, Login, LoginReply};
 use lessgate::tundra::{
     ComponentData, DecodeContext, EntityId, Message, ProtocolVersion, Registry,
 };
@@ -204,6 +204,17 @@ impl TundraClient {
             if want(&message) {
                 return message;
             }
+        }
+    }
+
+    /// The next LoginReply (what comes before it is skipped).
+    pub async fn login_reply(&mut self) -> LoginReply {
+        match self
+            .recv_until(|m| matches!(m, Message::LoginReply(_)))
+            .await
+        {
+            Message::LoginReply(reply) => reply,
+            _ => unreachable!("recv_until returns a LoginReply"),
         }
     }
 

@@ -14,6 +14,8 @@
 //! binary that declares `mod net_common;` declares `mod common;` too.
 #![allow(dead_code)]
 
+pub mod star;
+
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
