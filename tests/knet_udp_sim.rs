@@ -16,7 +16,7 @@ use lessgate::knet::ids::{PacketId, ReliableNumber};
 use lessgate::knet::message::OutMessage;
 use lessgate::knet::udp::{CloseReason, Role, UdpConfig, UdpConnection, UdpEvent};
 use link_model::LinkModel;
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
