@@ -5,22 +5,13 @@
 
 mod common;
 
-use common::tundra_values::{builtin, PLACEABLE};
+use common::tundra_values::{builtin, placeable_component, transform, PLACEABLE};
 use common::{TestNode, TundraClient};
 use futures_util::SinkExt;
 use lessgate::config::NodeConfig;
 use lessgate::tundra::messages::Login;
-use lessgate::tundra::{
-    AttributeValue, ComponentData, ComponentId, EntityId, Message, ProtocolVersion,
-};
+use lessgate::tundra::{AttributeValue, ComponentId, EntityId, Message, ProtocolVersion};
 use tokio_tungstenite::tungstenite::Message as WsMessage;
-
-fn placeable(x: f32) -> ComponentData {
-    let schema = builtin().get(PLACEABLE).unwrap();
-    let mut values = schema.default_values();
-    values[0] = common::tundra_values::transform(x);
-    ComponentData::with_values(ComponentId(0x4000_0001), schema, values)
-}
 
 /// A client's EditAttributes frame moving the Placeable to `x`.
 fn move_to(entity: EntityId, component: ComponentId, x: f32) -> Vec<u8> {
@@ -47,7 +38,9 @@ async fn shared_box(
     creator: &mut TundraClient,
     observer: &mut TundraClient,
 ) -> (EntityId, ComponentId) {
-    let entity = creator.create_entity(1, vec![placeable(0.0)]).await;
+    let entity = creator
+        .create_entity(1, vec![placeable_component(1, transform(0.0))])
+        .await;
     let Message::CreateEntity(created) = observer
         .recv_until(|m| matches!(m, Message::CreateEntity(c) if c.entity_id == entity))
         .await

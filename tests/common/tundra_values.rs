@@ -1,7 +1,7 @@
 //! The Tundra values tests build and read: a Placeable transform on the x
-//! axis, a client-created box (Placeable and Name), the edit that moves it,
-//! the x an edit carries, and the entity a scene holds under a Name. Pure
-//! values: no node, socket or clock.
+//! axis, Placeable and Name components, a client-created box, a client's
+//! edit of one attribute (a move, a rename), the x an edit carries, and the
+//! entity a scene holds under a Name. Pure values: no node, socket or clock.
 
 use std::sync::OnceLock;
 
@@ -39,16 +39,19 @@ pub fn name_component(id: u32, text: &str) -> ComponentData {
     ComponentData::with_values(ComponentId(0x4000_0000 | id), schema, values)
 }
 
+/// A Placeable component under unacked id `id` placed by `placement` (a
+/// transform).
+pub fn placeable_component(id: u32, placement: AttributeValue) -> ComponentData {
+    let schema = builtin().get(PLACEABLE).expect("Placeable is built in");
+    let mut values = schema.default_values();
+    values[0] = placement;
+    ComponentData::with_values(ComponentId(0x4000_0000 | id), schema, values)
+}
+
 /// A client-created box placed by `placement` (a Placeable transform):
 /// Placeable (unacked component 1) and Name (unacked component 2).
 pub fn named_box_with(name: &str, placement: AttributeValue) -> Vec<ComponentData> {
-    let placeable = builtin().get(PLACEABLE).expect("Placeable is built in");
-    let mut values = placeable.default_values();
-    values[0] = placement;
-    vec![
-        ComponentData::with_values(ComponentId(0x4000_0001), placeable, values),
-        name_component(2, name),
-    ]
+    vec![placeable_component(1, placement), name_component(2, name)]
 }
 
 /// A client-created box at `x`.
@@ -61,18 +64,42 @@ pub fn named_box(name: &str) -> Vec<ComponentData> {
     named_box_at(name, 0.0)
 }
 
-/// A client's edit moving a box's Placeable `component` to `x`.
-pub fn move_to(entity: EntityId, component: ComponentId, x: f32) -> Message {
-    let slots = builtin().get(PLACEABLE).unwrap().slot_types();
-    let edit = AttributeEdit {
-        index: 0,
-        value: transform(x),
-    };
+/// A client's edit of one attribute: `value` at `index` of `component`, a
+/// built-in component of type `type_id`.
+pub fn attribute_edit(
+    entity: EntityId,
+    component: ComponentId,
+    type_id: u32,
+    index: u8,
+    value: AttributeValue,
+) -> Message {
+    let slots = builtin()
+        .get(type_id)
+        .expect("a built-in type")
+        .slot_types();
+    let edit = AttributeEdit { index, value };
     Message::EditAttributes(EditAttributes {
         scene_id: 0,
         entity_id: entity,
         blocks: vec![EditAttributesBlock::encode(component, &[edit], &slots).unwrap()],
     })
+}
+
+/// A client's edit moving a box's Placeable `component` to `x`.
+pub fn move_to(entity: EntityId, component: ComponentId, x: f32) -> Message {
+    attribute_edit(entity, component, PLACEABLE, 0, transform(x))
+}
+
+/// A client's edit setting a Name `component`'s attribute `index` (0: the
+/// name, 1: the description) to `text`.
+pub fn name_edit(entity: EntityId, component: ComponentId, index: u8, text: &str) -> Message {
+    attribute_edit(
+        entity,
+        component,
+        NAME,
+        index,
+        AttributeValue::String(text.to_owned()),
+    )
 }
 
 /// The Placeable x an EditAttributes for `entity` sets, if it is one.
