@@ -1,12 +1,16 @@
 //! How a simulated or proxied network treats each datagram: latency,
 //! jitter, loss, duplication and reordering, drawn from the caller's seeded
 //! PRNG. One model for the LESS session harness (tests/less_harness), the
-//! federation simulation (tests/sim) and the real-socket impairment proxy
-//! (tests/net_common); each owns its clock and its queue of datagrams.
+//! kNet UDP simulation (tests/knet_udp_sim.rs), the federation simulation
+//! (tests/sim) and the real-socket impairment proxy (tests/net_common);
+//! each owns its clock and its queue of datagrams.
 //!
 //! The draws come in a fixed order ([`LinkModel::copies`], then
 //! [`LinkModel::delay`] per copy), so a seed gives the same fates on every
-//! run: figures recorded for a seed depend on that order.
+//! run: figures recorded for a seed depend on that order. The federation
+//! simulation still draws in its own step (loss, duplication, then jitter
+//! only when it is not zero, and no reorder draw), so its recorded runs
+//! keep their streams.
 
 use std::time::Duration;
 
