@@ -5,12 +5,12 @@
 
 mod common;
 
-use common::tundra_values::{builtin, placeable_component, transform, PLACEABLE};
+use common::tundra_values::{edited_x, placeable_component, transform};
 use common::{TestNode, TundraClient};
 use futures_util::SinkExt;
 use lessgate::config::NodeConfig;
 use lessgate::tundra::messages::Login;
-use lessgate::tundra::{AttributeValue, ComponentId, EntityId, Message, ProtocolVersion};
+use lessgate::tundra::{ComponentId, EntityId, Message, ProtocolVersion};
 use tokio_tungstenite::tungstenite::Message as WsMessage;
 
 /// A client's EditAttributes frame moving the Placeable to `x`.
@@ -18,18 +18,6 @@ fn move_to(entity: EntityId, component: ComponentId, x: f32) -> Vec<u8> {
     common::tundra_values::move_to(entity, component, x)
         .encode_frame(ProtocolVersion(3))
         .unwrap()
-}
-
-fn transform_x(message: &Message) -> Option<f32> {
-    let Message::EditAttributes(edit) = message else {
-        return None;
-    };
-    let slots = builtin().get(PLACEABLE)?.slot_types();
-    let decoded = edit.blocks.first()?.decode(&slots).ok()?;
-    match &decoded.edits.first()?.value {
-        AttributeValue::Transform(t) => Some(t.pos.x),
-        _ => None,
-    }
 }
 
 /// A shared entity with a Placeable: its id and the Placeable's id as
@@ -76,8 +64,8 @@ async fn a_burst_then_close_is_applied_whole_and_in_order() {
     carol.flush().await.unwrap();
 
     // Every move was applied, the last one last.
-    let last = bob.recv_until(|m| transform_x(m) == Some(100.0)).await;
-    assert_eq!(transform_x(&last), Some(100.0));
+    let last = bob.recv_until(|m| edited_x(m, entity) == Some(100.0)).await;
+    assert_eq!(edited_x(&last, entity), Some(100.0));
     node.stop().await;
 }
 
@@ -95,8 +83,10 @@ async fn a_batch_over_the_message_budget_is_slowed_and_every_frame_still_applied
     }
     // Two seconds' worth at 50 a second: read slowly, none dropped, the
     // sender not closed.
-    let last = alice.recv_until(|m| transform_x(m) == Some(100.0)).await;
-    assert_eq!(transform_x(&last), Some(100.0));
+    let last = alice
+        .recv_until(|m| edited_x(m, entity) == Some(100.0))
+        .await;
+    assert_eq!(edited_x(&last, entity), Some(100.0));
     let marker = bob
         .create_entity(
             7,
