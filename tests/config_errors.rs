@@ -2,10 +2,13 @@
 //! through the library's loading (`NodeConfig::load` + `check_files`) and
 //! as `lessgate run` prints it before exiting non-zero.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::process::lessgate_binary;
 use lessgate::config::NodeConfig;
 use lessgate::transport::identity::generate_into;
 
@@ -322,12 +325,4 @@ fn run_exits_non_zero_naming_file_and_key() {
         stderr.contains("RUST_LOG: invalid log filter \"lessgate=loud\""),
         "{stderr}"
     );
-}
-
-/// The binary under test: this build's, or `LESSGATE_BIN` (for example a
-/// release build, or an older one to see the test fail).
-fn lessgate_binary() -> std::path::PathBuf {
-    std::env::var_os("LESSGATE_BIN")
-        .map(Into::into)
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_lessgate").into())
 }

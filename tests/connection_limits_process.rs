@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::process::{lessgate_binary, Process};
 use common::{TundraClient, PATIENCE};
 use futures_util::StreamExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -25,29 +26,14 @@ const ATTACKER: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1));
 /// A well-behaved host.
 const GOOD_HOST: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
 
-/// The binary under test: this build's, or `LESSGATE_BIN` (to re-run the
-/// attacks against a release build).
-fn lessgate_binary() -> std::path::PathBuf {
-    std::env::var_os("LESSGATE_BIN")
-        .map(Into::into)
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_lessgate").into())
-}
-
 /// A `lessgate run` process, killed when the test ends, pass or fail.
 struct Node {
-    child: std::process::Child,
+    process: Process,
     log: PathBuf,
     url: String,
     tundra: SocketAddr,
     http: SocketAddr,
     _dir: tempfile::TempDir,
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 impl Node {
@@ -98,7 +84,7 @@ impl Node {
         std::thread::spawn(move || lines.for_each(drop));
         let tundra = url.trim_start_matches("ws://").parse().unwrap();
         let mut node = Node {
-            child,
+            process: Process(child),
             log,
             url,
             tundra,
@@ -147,7 +133,7 @@ impl Node {
     }
 
     fn pid(&self) -> u32 {
-        self.child.id()
+        self.process.0.id()
     }
 }
 
@@ -366,12 +352,7 @@ async fn silent_websocket_clients_neither_take_seats_nor_stay() {
             },
         ))
         .await;
-    let refused = fifth
-        .recv_until(|m| matches!(m, lessgate::tundra::Message::LoginReply(_)))
-        .await;
-    let lessgate::tundra::Message::LoginReply(reply) = refused else {
-        unreachable!()
-    };
+    let reply = fifth.login_reply().await;
     assert!(!reply.success);
     assert!(reply.reply_data.contains("limits.max_clients"));
     // 5 refusals and 12 timeouts: a line or two each, not one per client.
@@ -610,7 +591,10 @@ async fn a_busy_client_is_served_and_a_hostile_one_grows_neither_scene_nor_log()
             grower
                 .send_create(
                     unacked,
-                    vec![common::name_component(1, &format!("g{round}"))],
+                    vec![common::tundra_values::name_component(
+                        1,
+                        &format!("g{round}"),
+                    )],
                 )
                 .await;
         }

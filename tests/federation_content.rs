@@ -16,6 +16,7 @@ use lessgate::tundra::{
     AttributeEdit, AttributeType, AttributeValue, ComponentBody, ComponentData, ComponentId,
     EntityId, Message, Registry,
 };
+use sim::tundra_values::{entity_named, name_component};
 use sim::{LinkModel, Sim};
 
 const SETTLE: Duration = Duration::from_secs(2);
@@ -28,13 +29,6 @@ fn chain(seed: u64) -> (Sim, lessgate::scene::ClientId, lessgate::scene::ClientI
     let a = sim.add_client(0);
     let c = sim.add_client(2);
     (sim, a, c)
-}
-
-fn name(registry: &Registry, id: u32, text: &str) -> ComponentData {
-    let schema = registry.get(26).unwrap();
-    let mut values = schema.default_values();
-    values[0] = AttributeValue::String(text.into());
-    ComponentData::with_values(ComponentId(id), schema, values)
 }
 
 #[test]
@@ -62,7 +56,7 @@ fn custom_component_types_federate_with_their_values_and_edits() {
     register.register(&mut registry);
     let thermostat = registry.get(register.type_id).unwrap().clone();
     let components = vec![
-        name(&registry, 0x4000_0001, "boiler"),
+        name_component(1, "boiler"),
         ComponentData::with_values(
             ComponentId(0x4000_0002),
             &thermostat,
@@ -166,7 +160,7 @@ fn opaque_components_cross_every_hop_byte_for_byte() {
             temporary: false,
             parent: None,
             components: vec![
-                name(&registry, 0x4000_0001, "mystery"),
+                name_component(1, "mystery"),
                 ComponentData {
                     id: ComponentId(0x4000_0002),
                     type_id: unknown_type,
@@ -220,17 +214,7 @@ fn a_parent_set_after_creation_is_renumbered_on_every_node() {
     );
     for node in [1, 2] {
         let scene = &sim.nodes[node].scene;
-        let by_name = |wanted: &str| {
-            scene
-                .entities()
-                .find(|e| {
-                    e.component_of_type(26)
-                        .and_then(|c| c.attribute(0))
-                        .is_some_and(|a| a.value == AttributeValue::String(wanted.into()))
-                })
-                .map(|e| e.id)
-                .unwrap()
-        };
+        let by_name = |wanted: &str| entity_named(scene, wanted).unwrap();
         let (shelf, vase) = (by_name("shelf"), by_name("vase"));
         assert_eq!(
             scene.entity(vase).unwrap().parent,
@@ -304,14 +288,9 @@ fn a_client_removing_remote_content_asks_the_authority_which_removes_it_everywhe
     );
     sim.run(SETTLE);
     for node in 0..3 {
-        let crate_here = sim.nodes[node]
-            .scene
-            .entities()
-            .find(|e| {
-                e.component_of_type(26)
-                    .and_then(|c| c.attribute(0))
-                    .is_some_and(|a| a.value == AttributeValue::String("crate".into()))
-            })
+        let scene = &sim.nodes[node].scene;
+        let crate_here = entity_named(scene, "crate")
+            .and_then(|id| scene.entity(id))
             .expect("the crate stays");
         assert!(
             crate_here.component_of_type(20).is_none(),

@@ -9,53 +9,27 @@
 mod common;
 mod net_common;
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{name_component, TundraClient};
+use common::process::Process;
+use common::tundra_values::name_component;
+use common::TundraClient;
 use net_common::{wait_observers, write_mesh, Observed, Observer};
 
 /// A failure bound: liveness (2 s here) plus reconnect backoff is the
 /// expected time; this only stops a broken run.
 const BOUND: Duration = Duration::from_secs(60);
 
-struct Process(std::process::Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Starts `lessgate run` on a node file; returns it and its Tundra URL.
 async fn start(config: &std::path::Path) -> (Process, String) {
-    let mut child = Process(
+    let mut child = Process::spawn(
         Command::new(env!("CARGO_BIN_EXE_lessgate"))
             .args(["run", "--config"])
             .arg(config)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("binary starts"),
+            .stderr(Stdio::null()),
     );
-    let stdout = child.0.stdout.take().unwrap();
-    let url = tokio::task::spawn_blocking(move || {
-        let mut lines = BufReader::new(stdout).lines();
-        loop {
-            let line = lines
-                .next()
-                .expect("the node prints its address")
-                .expect("readable");
-            if let Some(url) = line.strip_prefix("lessgate: Tundra clients connect to ") {
-                std::thread::spawn(move || for _ in lines {});
-                return url.to_owned();
-            }
-        }
-    })
-    .await
-    .unwrap();
+    let url = child.tundra_url().await;
     (child, url)
 }
 

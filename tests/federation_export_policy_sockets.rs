@@ -4,18 +4,21 @@
 //! comes up (c does not pin a): c's client sees a's entity through b
 //! without its RigidBody, while b's client sees all of it.
 
+mod common;
 mod net_common;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use common::tundra_values::{move_to, named_box};
 use lessgate::tundra::{ComponentData, ComponentId, Registry};
-use net_common::{move_to, named_box, wait_observers, wait_status, LiveNode, Observer};
+use net_common::{wait_observers, wait_status, LiveNode, Observer};
 
 const NAMES: [&str; 3] = ["a", "b", "c"];
 const TRIANGLE: [(usize, usize); 3] = [(0, 1), (1, 2), (0, 2)];
-/// A failure bound; a healthy run takes about a second.
-const PATIENCE: Duration = Duration::from_secs(60);
+/// A failure bound; a healthy run takes about a second. Three waits'
+/// worth: a round trips a triangle of nodes.
+const BOUND: Duration = common::PATIENCE.saturating_mul(3);
 const PLACEABLE: u32 = 20;
 const RIGID_BODY: u32 = 23;
 const NAME: u32 = 26;
@@ -38,7 +41,7 @@ async fn a_relay_does_not_forward_what_the_origin_withholds_from_the_destination
     for seat in &seats {
         nodes.push(LiveNode::start(seat).await);
     }
-    wait_status(&[&nodes[1]], PATIENCE, "b linked to a and c", |s| {
+    wait_status(&[&nodes[1]], BOUND, "b linked to a and c", |s| {
         s.links.len() == 2
     })
     .await;
@@ -57,7 +60,7 @@ async fn a_relay_does_not_forward_what_the_origin_withholds_from_the_destination
     ));
     let (entity, placeable) = writer.create(1, components).await;
 
-    wait_observers(&[&at_b, &at_c], PATIENCE, "crate on b and c", |seen| {
+    wait_observers(&[&at_b, &at_c], BOUND, "crate on b and c", |seen| {
         seen.iter().all(|o| o.view.find("crate").is_some())
     })
     .await;
@@ -66,7 +69,7 @@ async fn a_relay_does_not_forward_what_the_origin_withholds_from_the_destination
     writer
         .send(&move_to(entity, placeable.expect("a Placeable"), 7.0))
         .await;
-    wait_observers(&[&at_b, &at_c], PATIENCE, "the move on b and c", |seen| {
+    wait_observers(&[&at_b, &at_c], BOUND, "the move on b and c", |seen| {
         seen.iter()
             .all(|o| o.view.find("crate").is_some_and(|(_, s)| s.x == Some(7.0)))
     })

@@ -17,18 +17,15 @@ mod net_common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use common::TundraClient;
+use common::tundra_values::move_to;
 use lessgate::node::status::NodeStatus;
 use lessgate::tundra::messages::{exec_type, EntityAction};
 use lessgate::tundra::Message;
-use net_common::{
-    capture, move_to, named_box, wait_observers, wait_status, Impairment, LiveNode, Observer,
-};
+use net_common::star::{Star, A, B};
+use net_common::{capture, wait_observers, LiveNode};
 use rand::{Rng, SeedableRng};
 
 const LIMIT: Duration = Duration::from_secs(30);
-const A: usize = 0;
-const B: usize = 1;
 /// Datagrams of the first, smaller flood and of the second from b's address.
 const SMALL_FLOOD: usize = 50_000;
 const FLOOD: usize = 200_000;
@@ -100,39 +97,17 @@ async fn settled(node: &LiveNode) -> NodeStatus {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_is_counted_and_bounded_and_does_not_starve_another_peer() {
     capture::install_warnings_only();
-    let dir = tempfile::tempdir().unwrap();
-    let proxy = net_common::Proxy::start(3, Impairment::CLEAN, 11).await;
-    let seats = net_common::write_nodes(
-        dir.path(),
-        &["a", "b", "c"],
-        &[(0, 1), (0, 2)],
-        Some(&proxy),
-        "",
-    );
-    let mut nodes = Vec::new();
-    for seat in &seats {
-        nodes.push(LiveNode::start(seat).await);
-    }
-    wait_status(&[&nodes[0]], LIMIT, "a linked with b and c", |s| {
-        s.links.len() == 2
-    })
-    .await;
-    let watch_a = Observer::join(&nodes[0].url, "watch_a").await;
-    let watch_c = Observer::join(&nodes[2].url, "watch_c").await;
-    let (mut writer_b, _) = TundraClient::login(&nodes[1].url, "writer_b", 3).await;
-    writer_b.create_entity(1, named_box("b0")).await;
-    let (mut writer_c, _) = TundraClient::login(&nodes[2].url, "writer_c", 3).await;
-    writer_c.create_entity(1, named_box("c0")).await;
-    wait_observers(&[&watch_a, &watch_c], LIMIT, "b0 and c0 seen", |seen| {
-        seen.iter()
-            .all(|o| o.view.find("b0").is_some() && o.view.find("c0").is_some())
-    })
-    .await;
-    let (c0, c0_placeable) = {
-        let view = watch_c.snapshot().view;
-        let (id, seen) = view.find("c0").unwrap();
-        (id, seen.placeable.unwrap())
-    };
+    let Star {
+        dir: _dir,
+        proxy,
+        files,
+        nodes,
+        watch_a,
+        watch_c,
+        writer_b,
+        mut writer_c,
+        c0: (c0, c0_placeable),
+    } = Star::start(11, LIMIT).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let before = nodes[0].status();
     let b0_before = watch_a.snapshot().view.find("b0").map(|(_, s)| s.clone());
@@ -146,7 +121,7 @@ async fn a_flood_is_counted_and_bounded_and_does_not_starve_another_peer() {
     // The measured flood, from b's address and from a stranger, while c's
     // client sends numbered actions and moves.
     let flood = tokio::spawn(flood_from_b(proxy.clone(), FLOOD, 2));
-    let target = seats[A].data;
+    let target = files[A].data;
     let stranger = tokio::spawn(async move {
         let socket = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
         let bytes = vec![0x5a; 600];

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use common::TundraClient;
+use common::tundra_values::move_to;
 use lessgate::federation::schemas::schema_registry;
 use lessgate::less::codec::{write_count, write_integer};
 use lessgate::less::json::{decode_frame, Framing, Schemas, SignatureCheck, SpaceKnowledge};
@@ -28,7 +28,8 @@ use lessgate::less::schema::ConnectionSchema;
 use lessgate::less::signature::MacKey;
 use lessgate::node::status::NodeStatus;
 use lessgate::tundra::Registry;
-use net_common::{move_to, named_box, wait_observers, wait_status, Impairment, LiveNode, Observer};
+use net_common::star::{has_link, Star, A, B};
+use net_common::{wait_observers, wait_status};
 
 /// A failure bound; a healthy step takes well under a second.
 const LIMIT: Duration = Duration::from_secs(20);
@@ -37,9 +38,6 @@ const LIMIT: Duration = Duration::from_secs(20);
 /// number in between, making ours a duplicate).
 const ATTEMPT: Duration = Duration::from_secs(3);
 const ATTEMPTS: usize = 3;
-/// Index of each node in the proxy.
-const A: usize = 0;
-const B: usize = 1;
 const ENTITY_TYPE: &str = "urn:lessgate:tundra:entity:1";
 
 /// The key log of this test binary, set before any node starts.
@@ -187,47 +185,20 @@ fn ends(status: &NodeStatus, code: &str) -> u64 {
     status.link_ends.by_code.get(code).copied().unwrap_or(0)
 }
 
-fn has_link(status: &NodeStatus, peer: &str) -> bool {
-    status.links.iter().any(|l| l.peer == peer)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_peer_breaking_the_protocol_loses_its_link_with_a_reason_and_others_carry_on() {
     keylog();
-    let dir = tempfile::tempdir().unwrap();
-    let proxy = net_common::Proxy::start(3, Impairment::CLEAN, 5).await;
-    // a - b and a - c; a dials both.
-    let seats = net_common::write_nodes(
-        dir.path(),
-        &["a", "b", "c"],
-        &[(0, 1), (0, 2)],
-        Some(&proxy),
-        "",
-    );
-    let mut nodes = Vec::new();
-    for seat in &seats {
-        nodes.push(LiveNode::start(seat).await);
-    }
-    wait_status(&[&nodes[0]], LIMIT, "a linked with b and c", |s| {
-        has_link(s, "b") && has_link(s, "c")
-    })
-    .await;
-    let watch_a = Observer::join(&nodes[0].url, "watch_a").await;
-    let watch_c = Observer::join(&nodes[2].url, "watch_c").await;
-    let (mut writer_b, _) = TundraClient::login(&nodes[1].url, "writer_b", 3).await;
-    writer_b.create_entity(1, named_box("b0")).await;
-    let (mut writer_c, _) = TundraClient::login(&nodes[2].url, "writer_c", 3).await;
-    writer_c.create_entity(1, named_box("c0")).await;
-    wait_observers(&[&watch_a, &watch_c], LIMIT, "b0 and c0 seen", |seen| {
-        seen.iter()
-            .all(|o| o.view.find("b0").is_some() && o.view.find("c0").is_some())
-    })
-    .await;
-    let (c0, c0_placeable) = {
-        let view = watch_c.snapshot().view;
-        let (id, seen) = view.find("c0").unwrap();
-        (id, seen.placeable.unwrap())
-    };
+    let Star {
+        dir: _dir,
+        proxy,
+        files: _,
+        nodes,
+        watch_a,
+        watch_c,
+        mut writer_b,
+        mut writer_c,
+        c0: (c0, c0_placeable),
+    } = Star::start(5, LIMIT).await;
 
     let breaches = [
         Breach::UnknownType,

@@ -12,12 +12,11 @@ mod net_common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use common::tundra_values::{move_to, named_box};
 use common::TundraClient;
 use lessgate::tundra::messages::{exec_type, EntityAction};
 use lessgate::tundra::Message;
-use net_common::{
-    capture, move_to, named_box, wait_observers, wait_status, Impairment, LiveNode, Observer, Proxy,
-};
+use net_common::{capture, wait_observers, wait_status, LinkModel, LiveNode, Observer, Proxy};
 
 const NAMES: [&str; 3] = ["a", "b", "c"];
 const BOXES: usize = 4;
@@ -58,7 +57,7 @@ struct Mesh {
 const TRIANGLE: [(usize, usize); 3] = [(0, 1), (1, 2), (0, 2)];
 const LINE: [(usize, usize); 2] = [(0, 1), (1, 2)];
 
-async fn mesh(model: Impairment, seed: u64, pairs: &[(usize, usize)]) -> Mesh {
+async fn mesh(model: LinkModel, seed: u64, pairs: &[(usize, usize)]) -> Mesh {
     let dir = tempfile::tempdir().unwrap();
     let proxy = Proxy::start(NAMES.len(), model, seed).await;
     let seats = net_common::write_nodes(dir.path(), &NAMES, pairs, Some(&proxy), "");
@@ -105,7 +104,7 @@ async fn lossy_run(run: &str, pairs: &[(usize, usize)], seed: u64) {
         proxy,
         nodes,
         observers,
-    } = mesh(Impairment::HOSTILE, seed, pairs).await;
+    } = mesh(LinkModel::LOSSY_PROXY, seed, pairs).await;
     let observer_refs: Vec<&Observer> = observers.iter().collect();
 
     // Every node's writer creates its boxes.
@@ -258,7 +257,7 @@ async fn injected_replayed_tampered_truncated_and_forged_datagrams_are_rejected(
         proxy,
         nodes,
         observers,
-    } = mesh(Impairment::CLEAN, 9, &LINE).await;
+    } = mesh(LinkModel::PASS_THROUGH, 9, &LINE).await;
     let observer_refs: Vec<&Observer> = observers.iter().collect();
     let (mut writer, _) = TundraClient::login(&nodes[1].url, "writer", 3).await;
     writer.create_entity(1, named_box("b0")).await;

@@ -6,79 +6,27 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
+use common::process::Process;
+use common::tundra_values::{edited_x, move_to, named_box_at};
 use common::TundraClient;
-use lessgate::tundra::messages::{EditAttributes, EditAttributesBlock, RemoveEntity};
-use lessgate::tundra::values::{Float3, Transform};
-use lessgate::tundra::{
-    AttributeEdit, AttributeValue, ComponentData, ComponentId, EntityId, Message, Registry,
-};
-
-struct Node(std::process::Child);
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use lessgate::tundra::messages::RemoveEntity;
+use lessgate::tundra::{AttributeValue, ComponentId, EntityId, Message};
 
 /// Starts one example node and waits until it listens for Tundra clients.
-async fn start(name: &str) -> (Node, String) {
+async fn start(name: &str) -> (Process, String) {
     let config = format!(
         "{}/peers/example/{name}/node.toml",
         env!("CARGO_MANIFEST_DIR")
     );
-    let mut child = Node(
+    let mut child = Process::spawn(
         Command::new(env!("CARGO_BIN_EXE_lessgate"))
             .args(["run", "--config", &config])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("binary starts"),
+            .stderr(Stdio::null()),
     );
-    let stdout = child.0.stdout.take().unwrap();
-    let url = tokio::task::spawn_blocking(move || {
-        let mut lines = BufReader::new(stdout).lines();
-        loop {
-            let line = lines
-                .next()
-                .expect("the node prints its address")
-                .expect("readable");
-            if let Some(url) = line.strip_prefix("lessgate: Tundra clients connect to ") {
-                // Keep draining so the child never blocks on a full pipe.
-                std::thread::spawn(move || for _ in lines {});
-                return url.to_owned();
-            }
-        }
-    })
-    .await
-    .unwrap();
+    let url = child.tundra_url().await;
     (child, url)
-}
-
-fn transform(x: f32) -> AttributeValue {
-    AttributeValue::Transform(Transform {
-        pos: Float3::new(x, 0.0, 0.0),
-        rot: Float3::new(0.0, 0.0, 0.0),
-        scale: Float3::new(1.0, 1.0, 1.0),
-    })
-}
-
-fn named_box(name: &str) -> Vec<ComponentData> {
-    let registry = Registry::builtin();
-    let placeable = registry.get(20).unwrap();
-    let mut values = placeable.default_values();
-    values[0] = transform(1.0);
-    let name_schema = registry.get(26).unwrap();
-    let mut names = name_schema.default_values();
-    names[0] = AttributeValue::String(name.to_owned());
-    vec![
-        ComponentData::with_values(ComponentId(0x4000_0001), placeable, values),
-        ComponentData::with_values(ComponentId(0x4000_0002), name_schema, names),
-    ]
 }
 
 fn is_named(message: &Message, name: &str) -> Option<(EntityId, ComponentId)> {
@@ -95,21 +43,6 @@ fn is_named(message: &Message, name: &str) -> Option<(EntityId, ComponentId)> {
     named.then_some((create.entity_id, placeable))
 }
 
-fn x_of_edit(message: &Message, entity: EntityId) -> Option<f32> {
-    let Message::EditAttributes(edit) = message else {
-        return None;
-    };
-    if edit.entity_id != entity {
-        return None;
-    }
-    let slots = Registry::builtin().get(20)?.slot_types();
-    let decoded = edit.blocks.first()?.decode(&slots).ok()?;
-    match &decoded.edits.first()?.value {
-        AttributeValue::Transform(t) => Some(t.pos.x),
-        _ => None,
-    }
-}
-
 #[tokio::test]
 async fn three_processes_share_one_scene() {
     let (_alpha, alpha_url) = start("alpha").await;
@@ -117,7 +50,9 @@ async fn three_processes_share_one_scene() {
     let (gamma, gamma_url) = start("gamma").await;
 
     let (mut at_alpha, _) = TundraClient::login(&alpha_url, "ann", 3).await;
-    let entity_at_alpha = at_alpha.create_entity(1, named_box("lantern")).await;
+    let entity_at_alpha = at_alpha
+        .create_entity(1, named_box_at("lantern", 1.0))
+        .await;
 
     let (mut at_gamma, _) = TundraClient::login(&gamma_url, "gil", 3).await;
     let (entity, placeable) = loop {
@@ -128,31 +63,20 @@ async fn three_processes_share_one_scene() {
     };
 
     // Gamma's client moves it; alpha applies it and every copy follows.
-    let slots = Registry::builtin().get(20).unwrap().slot_types();
-    let edit = AttributeEdit {
-        index: 0,
-        value: transform(42.0),
-    };
-    at_gamma
-        .send(&Message::EditAttributes(EditAttributes {
-            scene_id: 0,
-            entity_id: entity,
-            blocks: vec![EditAttributesBlock::encode(placeable, &[edit], &slots).unwrap()],
-        }))
-        .await;
+    at_gamma.send(&move_to(entity, placeable, 42.0)).await;
     let moved = at_alpha
-        .recv_until(|m| x_of_edit(m, entity_at_alpha).is_some())
+        .recv_until(|m| edited_x(m, entity_at_alpha).is_some())
         .await;
     assert_eq!(
-        x_of_edit(&moved, entity_at_alpha),
+        edited_x(&moved, entity_at_alpha),
         Some(42.0),
         "alpha applied gamma's edit"
     );
     let echoed = at_gamma
-        .recv_until(|m| x_of_edit(m, entity).is_some() || is_named(m, "lantern").is_some())
+        .recv_until(|m| edited_x(m, entity).is_some() || is_named(m, "lantern").is_some())
         .await;
     assert_eq!(
-        x_of_edit(&echoed, entity),
+        edited_x(&echoed, entity),
         Some(42.0),
         "and gamma sees it as state, not a second copy"
     );

@@ -5,6 +5,7 @@ mod sim;
 
 use std::time::Duration;
 
+use sim::tundra_values::entity_named;
 use sim::{LinkModel, Sim};
 
 const SETTLE: Duration = Duration::from_secs(2);
@@ -342,17 +343,7 @@ fn parents_references_and_dynamic_attributes_are_renumbered() {
     );
     sim.run(SETTLE);
     let scene = &sim.nodes[2].scene;
-    let by_name = |wanted: &str| {
-        scene
-            .entities()
-            .find(|e| {
-                e.component_of_type(26)
-                    .and_then(|c| c.attribute(0))
-                    .is_some_and(|a| a.value == AttributeValue::String(wanted.into()))
-            })
-            .map(|e| e.id)
-            .unwrap()
-    };
+    let by_name = |wanted: &str| entity_named(scene, wanted).unwrap();
     let (table, cup) = (by_name("table"), by_name("cup"));
     assert_ne!(table, table_at_a, "ids differ between the nodes");
     let cup = scene.entity(cup).unwrap();

@@ -10,12 +10,15 @@
 //! Nothing passes on timing: every wait is for a condition, with a generous
 //! deadline that only fails.
 
+mod common;
 mod net_common;
 
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
+use common::tundra_values::{move_to, named_box};
+use common::PATIENCE;
 use lessgate::clock::Time;
 use lessgate::config::NodeConfig;
 use lessgate::knet::udp::{Role, UdpConfig, UdpConnection, UdpEvent};
@@ -23,11 +26,8 @@ use lessgate::tundra::messages::{CreateEntity, Login, RemoveEntity};
 use lessgate::tundra::{
     AttributeValue, ComponentData, ComponentId, EntityId, Message, ProtocolVersion, Registry,
 };
-use net_common::{capture, move_to, named_box, wait_observers, LiveNode, Observed, Observer};
+use net_common::{capture, wait_observers, LiveNode, Observed, Observer};
 use tokio::net::UdpSocket;
-
-/// The failure bound of every wait.
-const PATIENCE: Duration = Duration::from_secs(20);
 
 /// A node with WebSocket and kNet (UDP and TCP) listeners on free ports,
 /// plus `tundra_extra` lines of its `[tundra]` section and further

@@ -5,14 +5,16 @@
 //! RigidBodyUpdate) and their removal, and move each other's entities
 //! through the entity's authority.
 
+mod common;
 mod net_common;
 
 use std::time::Duration;
 
+use common::tundra_values::{move_to, named_box};
 use lessgate::config::NodeConfig;
 use lessgate::tundra::messages::RemoveEntity;
 use lessgate::tundra::{ComponentId, EntityId, Message};
-use net_common::{move_to, named_box, wait_observers, write_mesh, LiveNode, Observed, Observer};
+use net_common::{wait_observers, write_mesh, LiveNode, Observed, Observer};
 
 /// A failure bound only: link setup and sync take well under a second.
 const BOUND: Duration = Duration::from_secs(30);

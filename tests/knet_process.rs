@@ -3,35 +3,26 @@
 //! to kNet/UDP and kNet/TCP clients beside a WebSocket one, and ends on
 //! SIGTERM, telling its native clients.
 
+mod common;
 mod net_common;
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use net_common::{named_box, wait_observers, Observer};
+use common::process::{Process, TUNDRA_LINE};
+use common::tundra_values::named_box;
+use net_common::{wait_observers, Observer};
 
 /// A failure bound only.
 const BOUND: Duration = Duration::from_secs(20);
 
-/// Kills the child when the test ends, pass or fail.
-struct Child(std::process::Child);
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-const WS_LINE: &str = "lessgate: Tundra clients connect to ";
 const KNET_LINE: &str = "lessgate: native Tundra clients connect to ";
 
 /// Starts `lessgate run` with native listeners on a free port; the child,
 /// its WebSocket URL and the printed native line. `None` when the line
 /// names UDP only (the TCP port was taken, as `LiveNode::start_knet` explains).
-async fn start(scene: &'static str) -> Option<(Child, String, String)> {
-    let mut child = Child(
+async fn start(scene: &'static str) -> Option<(Process, String, String)> {
+    let mut child = Process::spawn(
         Command::new(env!("CARGO_BIN_EXE_lessgate"))
             .args([
                 "run",
@@ -42,32 +33,21 @@ async fn start(scene: &'static str) -> Option<(Child, String, String)> {
                 "--scene",
                 scene,
             ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("binary starts"),
+            .stderr(Stdio::null()),
     );
-    let stdout = child.0.stdout.take().unwrap();
-    let (ws_url, knet_line) = tokio::task::spawn_blocking(move || {
-        let mut lines = BufReader::new(stdout).lines();
-        let mut ws = None;
-        loop {
-            let line = lines
-                .next()
-                .expect("the node prints its addresses")
-                .expect("readable");
-            if let Some(url) = line.strip_prefix(WS_LINE) {
+    let mut ws = None;
+    let (ws_url, knet_line) = child
+        .read_stdout_until(move |line| {
+            if let Some(url) = line.strip_prefix(TUNDRA_LINE) {
                 ws = Some(url.to_owned());
             }
-            if let Some(rest) = line.strip_prefix(KNET_LINE) {
-                // Keep draining so the child never blocks on a full pipe.
-                std::thread::spawn(move || for _ in lines {});
-                return (ws.expect("the WebSocket line comes first"), rest.to_owned());
-            }
-        }
-    })
-    .await
-    .unwrap();
+            let rest = line.strip_prefix(KNET_LINE)?;
+            Some((
+                ws.clone().expect("the WebSocket line comes first"),
+                rest.to_owned(),
+            ))
+        })
+        .await;
     knet_line
         .contains(" and ")
         .then_some((child, ws_url, knet_line))

@@ -3,6 +3,10 @@
 //! Every scenario is deterministic and runs in well under a second of real
 //! time.
 
+#[allow(dead_code)] // the presets serve the other simulations
+#[path = "common/link_model.rs"]
+mod link_model;
+
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -11,6 +15,7 @@ use lessgate::clock::Time;
 use lessgate::knet::ids::{PacketId, ReliableNumber};
 use lessgate::knet::message::OutMessage;
 use lessgate::knet::udp::{CloseReason, Role, UdpConfig, UdpConnection, UdpEvent};
+use link_model::LinkModel;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -23,9 +28,7 @@ enum Side {
 /// The link: datagrams in flight with their delivery times.
 struct Link {
     rng: ChaCha8Rng,
-    loss: f64,
-    duplicate: f64,
-    delay_ms: (u64, u64),
+    model: LinkModel,
     /// (deliver at, sequence, destination, bytes)
     flying: Vec<(Time, u64, Side, Vec<u8>)>,
     seq: u64,
@@ -33,19 +36,10 @@ struct Link {
 
 impl Link {
     fn send(&mut self, now: Time, to: Side, bytes: &[u8]) {
-        if self.rng.gen_bool(self.loss) {
-            return;
-        }
-        let copies = if self.rng.gen_bool(self.duplicate) {
-            2
-        } else {
-            1
-        };
-        for _ in 0..copies {
-            let delay = self.rng.gen_range(self.delay_ms.0..=self.delay_ms.1);
+        for _ in 0..self.model.copies(&mut self.rng) {
             self.seq += 1;
             self.flying.push((
-                now + Duration::from_millis(delay),
+                now + self.model.delay(&mut self.rng),
                 self.seq,
                 to,
                 bytes.to_vec(),
@@ -90,9 +84,13 @@ impl Sim {
             now: Time::ZERO,
             link: Link {
                 rng: ChaCha8Rng::seed_from_u64(seed),
-                loss,
-                duplicate,
-                delay_ms: (5, 60),
+                // 5-60 ms: datagrams overtake each other.
+                model: LinkModel {
+                    loss,
+                    duplicate,
+                    jitter: Duration::from_millis(55),
+                    ..LinkModel::clean(Duration::from_millis(5))
+                },
                 flying: Vec::new(),
                 seq: 0,
             },
@@ -225,8 +223,8 @@ fn lossy_link_delivers_every_reliable_message_exactly_once() {
     sim.client.start_counters_at(near_wrap, ReliableNumber(0));
     sim.server_counters = Some((near_wrap, ReliableNumber(0)));
     connect(&mut sim);
-    sim.link.loss = 0.2;
-    sim.link.duplicate = 0.1;
+    sim.link.model.loss = 0.2;
+    sim.link.model.duplicate = 0.1;
 
     let mut rng = ChaCha8Rng::seed_from_u64(7);
     let mut expected: HashMap<&'static str, Vec<(u32, Bytes)>> = HashMap::new();
@@ -313,7 +311,7 @@ fn silence_times_out_on_both_sides() {
     let mut sim = Sim::new(3, 0.0, 0.0);
     connect(&mut sim);
     sim.run_until(secs(10));
-    sim.link.loss = 1.0;
+    sim.link.model.loss = 1.0;
     sim.run_until(secs(60));
     for side in ["client", "server"] {
         let (at, reason) = sim.closed(side).expect("closed");

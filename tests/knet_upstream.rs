@@ -13,16 +13,18 @@
 //! client shows the bridge applies it. Other edits from A's side change the
 //! Name's description, which travels as EditAttributes on every transport.
 
+mod common;
 mod net_common;
 
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
+use common::tundra_values::{move_to, name_edit, named_box};
 use lessgate::config::NodeConfig;
-use lessgate::tundra::messages::{EditAttributes, EditAttributesBlock, RemoveEntity};
-use lessgate::tundra::{AttributeEdit, AttributeValue, ComponentId, EntityId, Message, Registry};
-use net_common::{move_to, named_box, wait_observers, LiveNode, Observed, Observer};
+use lessgate::tundra::messages::RemoveEntity;
+use lessgate::tundra::{ComponentId, EntityId, Message};
+use net_common::{wait_observers, LiveNode, Observed, Observer};
 
 /// A failure bound only. The longest expected wait is the bridge noticing
 /// that A went away and logging in again.
@@ -67,16 +69,7 @@ fn describe(observer: &Observer, name: &str, text: &str) -> Message {
     let seen = observer.snapshot();
     let (entity, known) = seen.view.find(name).expect("entity seen");
     let component: ComponentId = known.name_component.expect("has a Name");
-    let slots = Registry::builtin().get(26).unwrap().slot_types();
-    let edit = AttributeEdit {
-        index: 1,
-        value: AttributeValue::String(text.to_owned()),
-    };
-    Message::EditAttributes(EditAttributes {
-        scene_id: 0,
-        entity_id: entity,
-        blocks: vec![EditAttributesBlock::encode(component, &[edit], &slots).unwrap()],
-    })
+    name_edit(entity, component, 1, text)
 }
 
 fn id_of(observer: &Observer, name: &str) -> EntityId {

@@ -109,8 +109,8 @@ fn run_crates(seed: u64, model: LinkModel, bulk: bool) -> (Stats, Stats) {
 
 #[test]
 fn introductions_travel_in_bulk_packets() {
-    let (bulk_a, bulk_b) = run_crates(1, LinkModel::perfect(), true);
-    let (plain_a, plain_b) = run_crates(1, LinkModel::perfect(), false);
+    let (bulk_a, bulk_b) = run_crates(1, LinkModel::PERFECT, true);
+    let (plain_a, plain_b) = run_crates(1, LinkModel::PERFECT, false);
     assert!(bulk_a.bulk_packets_sent > 0, "{bulk_a:?}");
     assert_eq!(bulk_b.bulk_packets_received, bulk_a.bulk_packets_sent);
     assert_eq!(
@@ -136,7 +136,7 @@ fn introductions_travel_in_bulk_packets() {
 
 #[test]
 fn without_agreement_introductions_use_datagrams() {
-    let (a, b) = run_crates(2, LinkModel::perfect(), false);
+    let (a, b) = run_crates(2, LinkModel::PERFECT, false);
     assert_eq!(a.bulk_packets_sent, 0);
     assert_eq!(a.stream_frames_sent, 0);
     assert_eq!(b.bulk_packets_received, 0);
@@ -145,7 +145,7 @@ fn without_agreement_introductions_use_datagrams() {
 #[test]
 fn bulk_packets_cross_a_lossy_link() {
     for seed in seeds(3) {
-        let (a, b) = run_crates(seed, LinkModel::hostile(), true);
+        let (a, b) = run_crates(seed, LinkModel::HOSTILE, true);
         assert!(a.bulk_packets_sent > 0, "seed {seed}");
         assert_eq!(b.bulk_packets_received, a.bulk_packets_sent, "seed {seed}");
         // A refused stream datagram would never be re-sent.
@@ -155,7 +155,7 @@ fn bulk_packets_cross_a_lossy_link() {
 
 #[test]
 fn few_introductions_keep_the_datagram_path() {
-    let mut sim = sim(3, LinkModel::perfect(), true);
+    let mut sim = sim(3, LinkModel::PERFECT, true);
     let truth = introduce_crates(&mut sim, 40);
     sim.run_for(Duration::from_secs(2));
     assert_converged(&sim, &truth, "40 crates");
@@ -166,7 +166,7 @@ fn few_introductions_keep_the_datagram_path() {
 
 #[test]
 fn an_oversized_bulk_body_ends_the_session() {
-    let mut sim = sim(4, LinkModel::perfect(), true);
+    let mut sim = sim(4, LinkModel::PERFECT, true);
     sim.run_for(Duration::from_secs(1));
     // Signed with A's key: authentic, but 2 MiB decompressed.
     let keys = SessionKeys::derive(&[9u8; 32], LinkRole::Initiator);
@@ -238,7 +238,7 @@ fn component_values(owner: ObjectId<Local>, attributes: &[AttributeValue]) -> Ve
 fn tundra_introductions(count: u64, bulk: bool) -> (u64, u64, Stats) {
     let mut sim = Sim::with_configs(
         5,
-        LinkModel::perfect(),
+        LinkModel::PERFECT,
         tundra_config(LinkRole::Initiator, bulk),
         tundra_config(LinkRole::Acceptor, bulk),
     );

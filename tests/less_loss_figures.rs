@@ -12,17 +12,6 @@ use lessgate::less::session::FramingMode;
 
 const TICK: Duration = Duration::from_millis(33);
 
-/// A introduces one entity; returns it.
-fn introduce_one(sim: &mut Sim) -> ObjectId<Local> {
-    let type_id = crate_type(&mut sim.a);
-    let entity = sim.a.session.allocate_object_id();
-    sim.a
-        .session
-        .introduce_entity(entity, type_id, entity_values(0, 0.0))
-        .unwrap();
-    entity
-}
-
 /// A updates `entity` every tick, for ticks `ticks`.
 fn stream_updates(sim: &mut Sim, entity: ObjectId<Local>, ticks: std::ops::Range<i64>) {
     for tick in ticks {
@@ -39,11 +28,11 @@ fn stream_updates(sim: &mut Sim, entity: ObjectId<Local>, ticks: std::ops::Range
 #[test]
 fn reported_loss_matches_the_real_drop_rate() {
     for seed in 0..3u64 {
-        let mut model = LinkModel::perfect();
+        let mut model = LinkModel::PERFECT;
         model.latency = Duration::from_millis(30);
         model.loss = 0.18;
         let mut sim = Sim::new(seed, model, FramingMode::Datagram);
-        let entity = introduce_one(&mut sim);
+        let entity = introduce_crate(&mut sim.a);
         stream_updates(&mut sim, entity, 1..1500);
         let stats = sim.a.session.stats();
         assert_eq!(sim.a.model.closed, None, "seed {seed}: A closed");
@@ -79,8 +68,8 @@ fn reported_loss_matches_the_real_drop_rate() {
 /// re-sends packets that had arrived. None of that is loss.
 #[test]
 fn spurious_re_sends_on_a_lossless_link_are_not_loss() {
-    let mut sim = Sim::new(7, LinkModel::perfect(), FramingMode::Datagram);
-    let entity = introduce_one(&mut sim);
+    let mut sim = Sim::new(7, LinkModel::PERFECT, FramingMode::Datagram);
+    let entity = introduce_crate(&mut sim.a);
     stream_updates(&mut sim, entity, 1..100);
     sim.model.latency = Duration::from_millis(600);
     stream_updates(&mut sim, entity, 100..400);
@@ -106,12 +95,12 @@ fn spurious_re_sends_on_a_lossless_link_are_not_loss() {
 #[test]
 fn reported_loss_follows_the_drop_rate_on_a_deeply_reordering_link() {
     for seed in 0..3u64 {
-        let mut model = LinkModel::perfect();
+        let mut model = LinkModel::PERFECT;
         model.latency = Duration::from_millis(5);
         model.jitter = Duration::from_millis(100);
         model.loss = 0.18;
         let mut sim = Sim::new(seed, model, FramingMode::Datagram);
-        let entity = introduce_one(&mut sim);
+        let entity = introduce_crate(&mut sim.a);
         stream_updates(&mut sim, entity, 1..1500);
         let stats = sim.a.session.stats();
         assert_eq!(sim.a.model.closed, None, "seed {seed}: A closed");

@@ -28,7 +28,7 @@ fn tolerant_b() -> SessionConfig {
 fn converged_sim(seed: u64) -> Sim {
     let mut sim = Sim::with_configs(
         seed,
-        LinkModel::perfect(),
+        LinkModel::PERFECT,
         config(LinkRole::Initiator, FramingMode::Datagram),
         tolerant_b(),
     );
@@ -119,17 +119,12 @@ fn forged_datagrams_are_rejected() {
 fn replays_from_earlier_laps_have_no_effect() {
     let mut sim = Sim::with_configs(
         3,
-        LinkModel::hostile(),
+        LinkModel::HOSTILE,
         config(LinkRole::Initiator, FramingMode::Datagram),
         tolerant_b(),
     );
     let mut rng = ChaCha8Rng::seed_from_u64(3);
-    let type_id = crate_type(&mut sim.a);
-    let entity = sim.a.session.allocate_object_id();
-    sim.a
-        .session
-        .introduce_entity(entity, type_id, entity_values(0, 0.0))
-        .unwrap();
+    let entity = introduce_crate(&mut sim.a);
     let mut round = 0i64;
     while sim.a.session.stats().packets_sent < 2000 {
         round += 1;

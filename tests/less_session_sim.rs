@@ -77,7 +77,7 @@ fn random_values(rng: &mut ChaCha8Rng, counter_value: i64) -> Vec<PropertyValue>
 #[test]
 fn converges_under_loss_duplication_and_reordering() {
     for seed in seeds(24) {
-        let mut sim = Sim::new(seed, LinkModel::hostile(), FramingMode::Datagram);
+        let mut sim = Sim::new(seed, LinkModel::HOSTILE, FramingMode::Datagram);
         let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xabcdef);
         let mut truth = Truth::new();
         sim.a.model.refuse_multiple_of = Some(7);
@@ -180,7 +180,7 @@ fn converges_under_loss_duplication_and_reordering() {
 #[test]
 fn sequence_wraps_with_sparse_traffic() {
     for seed in 0..3u64 {
-        let mut model = LinkModel::hostile();
+        let mut model = LinkModel::HOSTILE;
         model.loss = 0.1;
         let mut sim = Sim::new(seed, model, FramingMode::Datagram);
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -210,7 +210,7 @@ fn sequence_wraps_with_sparse_traffic() {
 #[test]
 fn sequence_wraps_with_bursts() {
     for seed in 0..2u64 {
-        let mut sim = Sim::new(seed, LinkModel::hostile(), FramingMode::Datagram);
+        let mut sim = Sim::new(seed, LinkModel::HOSTILE, FramingMode::Datagram);
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let mut truth = Truth::new();
         let type_id = crate_type(&mut sim.a);
@@ -247,7 +247,7 @@ fn sequence_wraps_with_bursts() {
 #[test]
 fn object_ids_are_reused_after_removal() {
     for seed in seeds(8) {
-        let mut sim = Sim::new(seed, LinkModel::hostile(), FramingMode::Datagram);
+        let mut sim = Sim::new(seed, LinkModel::HOSTILE, FramingMode::Datagram);
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let mut truth = Truth::new();
         let type_id = crate_type(&mut sim.a);
@@ -290,7 +290,7 @@ fn object_ids_are_reused_after_removal() {
 #[test]
 fn entities_larger_than_the_mtu_cross() {
     for seed in seeds(6) {
-        let mut sim = Sim::new(seed, LinkModel::hostile(), FramingMode::Datagram);
+        let mut sim = Sim::new(seed, LinkModel::HOSTILE, FramingMode::Datagram);
         let mut truth = Truth::new();
         let type_id = crate_type(&mut sim.a);
         let tags = Value::List(
@@ -343,7 +343,7 @@ fn entities_larger_than_the_mtu_cross() {
 #[test]
 fn introductions_in_a_burst_carry_every_value() {
     for seed in seeds(6) {
-        let mut sim = Sim::new(seed, LinkModel::hostile(), FramingMode::Datagram);
+        let mut sim = Sim::new(seed, LinkModel::HOSTILE, FramingMode::Datagram);
         let mut truth = Truth::new();
         let type_id = crate_type(&mut sim.a);
         sim.run_for(Duration::from_secs(1));
@@ -378,7 +378,7 @@ fn introductions_in_a_burst_carry_every_value() {
 /// A whole link on one reliable ordered stream.
 #[test]
 fn stream_mode_converges() {
-    let mut sim = Sim::new(5, LinkModel::perfect(), FramingMode::Stream);
+    let mut sim = Sim::new(5, LinkModel::PERFECT, FramingMode::Stream);
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     let mut truth = Truth::new();
     let type_id = crate_type(&mut sim.a);
@@ -425,7 +425,7 @@ fn stream_mode_converges() {
 /// The receiver's update-rate request bounds what the sender transmits.
 #[test]
 fn update_rate_is_honoured() {
-    let mut sim = Sim::new(1, LinkModel::perfect(), FramingMode::Datagram);
+    let mut sim = Sim::new(1, LinkModel::PERFECT, FramingMode::Datagram);
     let mut truth = Truth::new();
     let type_id = crate_type(&mut sim.a);
     let entity = introduce(&mut sim, &mut truth, type_id, entity_values(0, 0.0));
@@ -449,7 +449,7 @@ fn update_rate_is_honoured() {
 /// entities and subscribing again brings them back.
 #[test]
 fn subscription_changes_control_what_crosses() {
-    let mut model = LinkModel::hostile();
+    let mut model = LinkModel::HOSTILE;
     model.loss = 0.1;
     let mut sim = Sim::new(11, model, FramingMode::Datagram);
     sim.b.model.auto_subscribe = false;
@@ -498,7 +498,7 @@ fn subscription_changes_control_what_crosses() {
 fn interactions_and_connection_control_arrive() {
     use lessgate::less::ids::{InteractionId, PropertyId};
     use lessgate::less::property_list::FieldValue;
-    let mut sim = Sim::new(12, LinkModel::perfect(), FramingMode::Datagram);
+    let mut sim = Sim::new(12, LinkModel::PERFECT, FramingMode::Datagram);
     let values = vec![
         FieldValue {
             id: PropertyId(1),

@@ -10,19 +10,10 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use common::process::{lessgate_binary, Process};
 use common::TundraClient;
 use lessgate::tundra::messages::Login;
 use lessgate::tundra::Message;
-
-/// Kills the child when the test ends, pass or fail.
-struct Child(std::process::Child);
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// Login data travels with a u16 length (reference section 4.1).
 const LONG_USERNAME_BYTES: usize = 60_000;
@@ -45,28 +36,14 @@ fn is_log_line(line: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hostile_username_cannot_forge_log_lines_or_reach_the_terminal() {
-    let mut child = Child(
+    let mut child = Process::spawn(
         Command::new(lessgate_binary())
             .args(["run", "--tundra-listen", "127.0.0.1:0"])
             .env_remove("RUST_LOG")
             .env_remove("NO_COLOR")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("binary starts"),
+            .stderr(Stdio::piped()),
     );
-    let stdout = child.0.stdout.take().unwrap();
-    let url = tokio::task::spawn_blocking(move || {
-        let mut lines = BufReader::new(stdout).lines();
-        loop {
-            let line = lines.next().expect("a line").expect("readable");
-            if let Some(url) = line.strip_prefix("lessgate: Tundra clients connect to ") {
-                return url.to_owned();
-            }
-        }
-    })
-    .await
-    .unwrap();
+    let url = child.tundra_url().await;
     // stderr as raw lines (bytes, so an ESC or bad UTF-8 is seen as it is).
     let stderr = child.0.stderr.take().unwrap();
     let (lines_tx, lines_rx) = mpsc::channel::<Vec<u8>>();
@@ -145,18 +122,7 @@ async fn login(url: &str, username: &str) -> TundraClient {
             protocol_version: Some(3),
         }))
         .await;
-    loop {
-        if let Message::LoginReply(reply) = client.recv().await.expect("login reply") {
-            assert!(reply.success, "login refused: {}", reply.reply_data);
-            return client;
-        }
-    }
-}
-
-/// The binary under test: this build's, or `LESSGATE_BIN` (for example a
-/// release build, or an older one to see the test fail).
-fn lessgate_binary() -> std::path::PathBuf {
-    std::env::var_os("LESSGATE_BIN")
-        .map(Into::into)
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_lessgate").into())
+    let reply = client.login_reply().await;
+    assert!(reply.success, "login refused: {}", reply.reply_data);
+    client
 }

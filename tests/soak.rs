@@ -20,8 +20,9 @@ mod net_common;
 
 use std::time::Duration;
 
+use common::tundra_values::{move_to, named_box};
 use common::TundraClient;
-use net_common::{capture, move_to, named_box, wait_observers, wait_status, LiveNode, Observer};
+use net_common::{capture, wait_observers, wait_status, LiveNode, Observer};
 
 fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name)

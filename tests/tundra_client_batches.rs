@@ -4,44 +4,20 @@
 //! and the per-client message rate still counts every frame.
 
 mod common;
-mod net_common;
 
+use common::tundra_values::{edited_x, placeable_component, transform};
 use common::{TestNode, TundraClient};
 use futures_util::SinkExt;
 use lessgate::config::NodeConfig;
 use lessgate::tundra::messages::Login;
-use lessgate::tundra::{
-    AttributeValue, ComponentData, ComponentId, EntityId, Message, ProtocolVersion, Registry,
-};
+use lessgate::tundra::{ComponentId, EntityId, Message, ProtocolVersion};
 use tokio_tungstenite::tungstenite::Message as WsMessage;
-
-const PLACEABLE: u32 = 20;
-
-fn placeable(x: f32) -> ComponentData {
-    let registry = Registry::builtin();
-    let schema = registry.get(PLACEABLE).unwrap();
-    let mut values = schema.default_values();
-    values[0] = net_common::transform(x);
-    ComponentData::with_values(ComponentId(0x4000_0001), schema, values)
-}
 
 /// A client's EditAttributes frame moving the Placeable to `x`.
 fn move_to(entity: EntityId, component: ComponentId, x: f32) -> Vec<u8> {
-    net_common::move_to(entity, component, x)
+    common::tundra_values::move_to(entity, component, x)
         .encode_frame(ProtocolVersion(3))
         .unwrap()
-}
-
-fn transform_x(message: &Message) -> Option<f32> {
-    let Message::EditAttributes(edit) = message else {
-        return None;
-    };
-    let slots = Registry::builtin().get(PLACEABLE)?.slot_types();
-    let decoded = edit.blocks.first()?.decode(&slots).ok()?;
-    match &decoded.edits.first()?.value {
-        AttributeValue::Transform(t) => Some(t.pos.x),
-        _ => None,
-    }
 }
 
 /// A shared entity with a Placeable: its id and the Placeable's id as
@@ -50,7 +26,9 @@ async fn shared_box(
     creator: &mut TundraClient,
     observer: &mut TundraClient,
 ) -> (EntityId, ComponentId) {
-    let entity = creator.create_entity(1, vec![placeable(0.0)]).await;
+    let entity = creator
+        .create_entity(1, vec![placeable_component(1, transform(0.0))])
+        .await;
     let Message::CreateEntity(created) = observer
         .recv_until(|m| matches!(m, Message::CreateEntity(c) if c.entity_id == entity))
         .await
@@ -86,8 +64,8 @@ async fn a_burst_then_close_is_applied_whole_and_in_order() {
     carol.flush().await.unwrap();
 
     // Every move was applied, the last one last.
-    let last = bob.recv_until(|m| transform_x(m) == Some(100.0)).await;
-    assert_eq!(transform_x(&last), Some(100.0));
+    let last = bob.recv_until(|m| edited_x(m, entity) == Some(100.0)).await;
+    assert_eq!(edited_x(&last, entity), Some(100.0));
     node.stop().await;
 }
 
@@ -105,10 +83,15 @@ async fn a_batch_over_the_message_budget_is_slowed_and_every_frame_still_applied
     }
     // Two seconds' worth at 50 a second: read slowly, none dropped, the
     // sender not closed.
-    let last = alice.recv_until(|m| transform_x(m) == Some(100.0)).await;
-    assert_eq!(transform_x(&last), Some(100.0));
+    let last = alice
+        .recv_until(|m| edited_x(m, entity) == Some(100.0))
+        .await;
+    assert_eq!(edited_x(&last, entity), Some(100.0));
     let marker = bob
-        .create_entity(7, vec![common::name_component(1, "still here")])
+        .create_entity(
+            7,
+            vec![common::tundra_values::name_component(1, "still here")],
+        )
         .await;
     assert!(marker.is_replicated(), "the sender is still served");
     node.stop().await;

@@ -8,24 +8,27 @@
 //! form "at most rate × elapsed + burst messages were handled" holds on any
 //! machine, since a slower machine only handles fewer.
 
+mod common;
 mod net_common;
 
 use std::time::{Duration, Instant};
 
+use common::tundra_values::{move_to, named_box};
 use futures_util::{FutureExt, SinkExt, StreamExt};
 use lessgate::config::NodeConfig;
 use lessgate::knet::ids::MessageId;
 use lessgate::knet::stream::{write_stream_message, StreamDecoder};
 use lessgate::tundra::messages::{CreateEntity, Login};
 use lessgate::tundra::{ComponentId, DecodeContext, EntityId, Message, ProtocolVersion, Registry};
-use net_common::{move_to, named_box, wait_observers, wait_status, LiveNode, Observer};
+use net_common::{wait_observers, wait_status, LiveNode, Observer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::Message as WsMessage;
 
-/// A failure bound for waits, never a pass criterion.
-const PATIENCE: Duration = Duration::from_secs(60);
+/// A failure bound for waits, never a pass criterion. Three waits' worth:
+/// these tests load the node on purpose.
+const BOUND: Duration = common::PATIENCE.saturating_mul(3);
 
 /// The default config, on an ephemeral port of 127.0.0.1.
 fn local_config() -> NodeConfig {
@@ -47,7 +50,7 @@ async fn create_boxes(client: &Observer, count: u32) -> Vec<(EntityId, Component
         };
         client.send(&Message::CreateEntity(create)).await;
     }
-    let deadline = tokio::time::Instant::now() + PATIENCE;
+    let deadline = tokio::time::Instant::now() + BOUND;
     loop {
         let seen = client.snapshot();
         if seen.replies.len() >= count as usize {
@@ -130,7 +133,7 @@ async fn flood_against_a_small_budget(extra: Vec<WsMessage>) -> f64 {
     let (mut flooder, flooder_end) = raw_client(&node.url, "flooder").await;
     // Frames the node handled before the flood: the three logins and the
     // two creations.
-    wait_status(&[&node], PATIENCE, "logins and creations handled", |s| {
+    wait_status(&[&node], BOUND, "logins and creations handled", |s| {
         s.server.frames_in == 5
     })
     .await;
@@ -163,7 +166,7 @@ async fn flood_against_a_small_budget(extra: Vec<WsMessage>) -> f64 {
     }
     wait_observers(
         &[&watcher],
-        PATIENCE,
+        BOUND,
         "the calm client's moves arrive",
         |seen| seen[0].view.entities.get(&calm_box).and_then(|s| s.x) == Some(20.0),
     )
@@ -304,7 +307,7 @@ async fn an_oversize_message_is_closed_with_1009_and_counted() {
     let mut frame = vec![120u8, 0];
     frame.resize(10_000, 0);
     sink.send(WsMessage::Binary(frame.into())).await.unwrap();
-    let close = tokio::time::timeout(PATIENCE, async {
+    let close = tokio::time::timeout(BOUND, async {
         while let Some(next) = stream.next().await {
             match next {
                 Ok(WsMessage::Close(frame)) => return Some(frame),
@@ -324,7 +327,7 @@ async fn an_oversize_message_is_closed_with_1009_and_counted() {
         "{}",
         close.reason.as_str()
     );
-    wait_status(&[&node], PATIENCE, "the violation is counted", |s| {
+    wait_status(&[&node], BOUND, "the violation is counted", |s| {
         s.server.clients_closed_for_misbehaviour == 1
     })
     .await;
@@ -347,7 +350,7 @@ async fn websocket_login_reply(
         registry: &registry,
     };
     let mut reply = None;
-    let closed = tokio::time::timeout(PATIENCE, async {
+    let closed = tokio::time::timeout(BOUND, async {
         while let Some(next) = stream.next().await {
             match next {
                 Ok(WsMessage::Binary(frame)) => {
@@ -421,7 +424,7 @@ async fn a_malformed_native_login_gets_a_failed_reply_saying_why_then_a_close() 
         let mut decoder = StreamDecoder::new(1 << 20);
         let mut buf = vec![0u8; 4096];
         let mut reply = None;
-        let closed = tokio::time::timeout(PATIENCE, async {
+        let closed = tokio::time::timeout(BOUND, async {
             loop {
                 let n = stream.read(&mut buf).await.unwrap_or(0);
                 if n == 0 {
@@ -477,7 +480,7 @@ async fn reconnecting_cannot_grow_the_scene_past_the_per_address_bound() {
         }
         sent += 100;
         // Every creation answered or refused before the client leaves.
-        let deadline = tokio::time::Instant::now() + PATIENCE;
+        let deadline = tokio::time::Instant::now() + BOUND;
         while node.status().server.frames_in < sent + round + 1 {
             assert!(
                 tokio::time::Instant::now() < deadline,

@@ -20,14 +20,12 @@ mod net_common;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use common::{name_component, TestNode, TundraClient};
+use common::tundra_values::{name_component, name_edit};
+use common::{TestNode, TundraClient};
 use lessgate::config::NodeConfig;
-use lessgate::tundra::messages::{
-    exec_type, CreateEntity, EditAttributes, EditAttributesBlock, EntityAction, Login, RemoveEntity,
-};
+use lessgate::tundra::messages::{exec_type, CreateEntity, EntityAction, Login, RemoveEntity};
 use lessgate::tundra::{
-    AttributeEdit, AttributeValue, ComponentId, DecodeContext, DecodeError, EntityId, Message,
-    ProtocolVersion, Registry,
+    ComponentId, DecodeContext, DecodeError, EntityId, Message, ProtocolVersion, Registry,
 };
 use net_common::{capture, Observer};
 
@@ -103,19 +101,6 @@ fn corpus_expectations_match_the_decoder() {
     }
 }
 
-fn name_edit(entity: EntityId, text: &str) -> Message {
-    let slots = Registry::builtin().get(26).unwrap().slot_types();
-    let edit = AttributeEdit {
-        index: 0,
-        value: AttributeValue::String(text.to_owned()),
-    };
-    Message::EditAttributes(EditAttributes {
-        scene_id: 0,
-        entity_id: entity,
-        blocks: vec![EditAttributesBlock::encode(ComponentId(1), &[edit], &slots).unwrap()],
-    })
-}
-
 fn create(name: &str) -> Message {
     Message::CreateEntity(CreateEntity {
         scene_id: 0,
@@ -154,7 +139,7 @@ fn write_corpus() {
     ] {
         out.push(("after", "close", what.into(), created[..cut].to_vec()));
     }
-    let edit = frame(&name_edit(EntityId(1), "hostile"));
+    let edit = frame(&name_edit(EntityId(1), ComponentId(1), 0, "hostile"));
     out.push((
         "after",
         "close",
@@ -225,7 +210,7 @@ fn write_corpus() {
         "after",
         "kept",
         "edit-unknown-entity".into(),
-        frame(&name_edit(EntityId(0x7777), "ghost")),
+        frame(&name_edit(EntityId(0x7777), ComponentId(1), 0, "ghost")),
     ));
     out.push((
         "after",
@@ -291,12 +276,7 @@ async fn log_in(client: &mut TundraClient, name: &str) {
 
 /// Waits for the LoginReply and takes the protocol it names.
 async fn login_reply(client: &mut TundraClient) {
-    let reply = client
-        .recv_until(|m| matches!(m, Message::LoginReply(_)))
-        .await;
-    let Message::LoginReply(reply) = reply else {
-        unreachable!()
-    };
+    let reply = client.login_reply().await;
     assert!(reply.success);
     client.protocol = ProtocolVersion(reply.protocol_version.unwrap_or(1));
 }
@@ -341,7 +321,9 @@ async fn each_hostile_frame_costs_only_its_own_connection() {
             );
         }
         // The bystander keeps receiving: the writer renames the lamp.
-        writer.send(&name_edit(lamp, &format!("lamp{n}"))).await;
+        writer
+            .send(&name_edit(lamp, ComponentId(1), 0, &format!("lamp{n}")))
+            .await;
         let want = format!("lamp{n}");
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         loop {

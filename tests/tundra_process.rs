@@ -2,45 +2,21 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
+use common::process::Process;
 use common::TundraClient;
 use lessgate::tundra::Message;
-
-/// Kills the child when the test ends, pass or fail.
-struct Child(std::process::Child);
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 #[tokio::test]
 async fn run_serves_a_scene_file_to_a_client() {
     let scene = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/scenes/nested.txml");
-    let mut child = Child(
+    let mut child = Process::spawn(
         Command::new(env!("CARGO_BIN_EXE_lessgate"))
             .args(["run", "--tundra-listen", "127.0.0.1:0", "--scene", scene])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("binary starts"),
+            .stderr(Stdio::null()),
     );
-    let stdout = child.0.stdout.take().unwrap();
-    let url = tokio::task::spawn_blocking(move || {
-        let mut lines = BufReader::new(stdout).lines();
-        loop {
-            let line = lines.next().expect("a line").expect("readable");
-            if let Some(url) = line.strip_prefix("lessgate: Tundra clients connect to ") {
-                return url.to_owned();
-            }
-        }
-    })
-    .await
-    .unwrap();
+    let url = child.tundra_url().await;
     let (mut client, _) = TundraClient::login(&url, "visitor", 3).await;
     let mut created = Vec::new();
     while created.len() < 2 {

@@ -4,7 +4,9 @@
 //! count too). Inputs are random frames and mutations of the saved fuzz
 //! corpus, which reach deep into valid messages.
 
-use std::path::PathBuf;
+mod fuzz_corpus;
+
+use std::sync::OnceLock;
 
 use lessgate::tundra::bits::{BitReader, BitWriter};
 use lessgate::tundra::edit_attributes::{self, AttributeEdit, EditRef, IndexingMethod};
@@ -12,14 +14,16 @@ use lessgate::tundra::messages::{DecodeContext, Message};
 use lessgate::tundra::{AttributeType, AttributeValue, ProtocolVersion, Registry};
 use proptest::prelude::*;
 
-fn corpus() -> Vec<Vec<u8>> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz/corpus/tundra_frame");
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    files.iter().map(|p| std::fs::read(p).unwrap()).collect()
+/// The saved `tundra_frame` corpus, read once per test binary (every case
+/// picks from it).
+fn frames() -> &'static [Vec<u8>] {
+    static FRAMES: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
+    FRAMES.get_or_init(|| {
+        fuzz_corpus::corpus("tundra_frame")
+            .into_iter()
+            .map(|(_, bytes)| bytes)
+            .collect()
+    })
 }
 
 fn message_id() -> impl Strategy<Value = u16> {
@@ -48,8 +52,8 @@ proptest! {
         cut in any::<prop::sample::Index>(),
         truncate in any::<bool>(),
     ) {
-        let corpus = corpus();
-        let mut data = pick.get(&corpus).clone();
+        let corpus = frames();
+        let mut data = pick.get(corpus).clone();
         for (at, byte) in edits {
             let len = data.len();
             if len > 3 {
@@ -67,8 +71,8 @@ proptest! {
     #[test]
     fn canonical_frames_are_byte_identical(pick in any::<prop::sample::Index>(), protocol in 1u32..=4) {
         let registry = Registry::builtin();
-        let corpus = corpus();
-        let data = pick.get(&corpus);
+        let corpus = frames();
+        let data = pick.get(corpus);
         let ctx = DecodeContext { protocol_version: ProtocolVersion(protocol), registry: &registry };
         if let Ok(m) = Message::decode_frame(&data[1..], &ctx) {
             if let Ok(y) = m.encode_frame(ProtocolVersion(protocol)) {

@@ -3,61 +3,17 @@
 
 mod common;
 
-use common::{name_component, TestNode, TundraClient};
+use common::tundra_values::{
+    edited_x, move_to, name_component, placeable_component, transform, PLACEABLE,
+};
+use common::{TestNode, TundraClient};
 use lessgate::config::NodeConfig;
 use lessgate::tundra::messages::{
-    exec_type, EditAttributes, EditAttributesBlock, EntityAction, RegisterComponentType,
-    RegisteredAttribute, RemoveEntity,
+    exec_type, EntityAction, RegisterComponentType, RegisteredAttribute, RemoveEntity,
 };
-use lessgate::tundra::values::{Float3, Transform};
 use lessgate::tundra::{
-    AttributeEdit, AttributeType, AttributeValue, ComponentData, ComponentId, EntityId, Message,
-    Registry,
+    AttributeType, AttributeValue, ComponentData, ComponentId, EntityId, Message,
 };
-
-const PLACEABLE: u32 = 20;
-
-fn placeable(id: u32, x: f32) -> ComponentData {
-    let registry = Registry::builtin();
-    let schema = registry.get(PLACEABLE).unwrap();
-    let mut values = schema.default_values();
-    values[0] = AttributeValue::Transform(Transform {
-        pos: Float3::new(x, 0.0, 0.0),
-        rot: Float3::new(0.0, 0.0, 0.0),
-        scale: Float3::new(1.0, 1.0, 1.0),
-    });
-    ComponentData::with_values(ComponentId(0x4000_0000 | id), schema, values)
-}
-
-fn move_to(entity: EntityId, component: ComponentId, x: f32) -> Message {
-    let registry = Registry::builtin();
-    let slots = registry.get(PLACEABLE).unwrap().slot_types();
-    let edit = AttributeEdit {
-        index: 0,
-        value: AttributeValue::Transform(Transform {
-            pos: Float3::new(x, 0.0, 0.0),
-            rot: Float3::new(0.0, 0.0, 0.0),
-            scale: Float3::new(1.0, 1.0, 1.0),
-        }),
-    };
-    Message::EditAttributes(EditAttributes {
-        scene_id: 0,
-        entity_id: entity,
-        blocks: vec![EditAttributesBlock::encode(component, &[edit], &slots).unwrap()],
-    })
-}
-
-fn transform_x(message: &Message, registry: &Registry) -> Option<f32> {
-    let Message::EditAttributes(edit) = message else {
-        return None;
-    };
-    let slots = registry.get(PLACEABLE)?.slot_types();
-    let decoded = edit.blocks.first()?.decode(&slots).ok()?;
-    match &decoded.edits.first()?.value {
-        AttributeValue::Transform(t) => Some(t.pos.x),
-        _ => None,
-    }
-}
 
 #[tokio::test]
 async fn login_order_matches_tundra() {
@@ -107,12 +63,7 @@ async fn login_without_version_is_protocol_one() {
             protocol_version: None,
         }))
         .await;
-    let reply = client
-        .recv_until(|m| matches!(m, Message::LoginReply(_)))
-        .await;
-    let Message::LoginReply(reply) = reply else {
-        unreachable!()
-    };
+    let reply = client.login_reply().await;
     assert!(reply.success);
     assert_eq!(reply.protocol_version, Some(1));
     node.stop().await;
@@ -167,7 +118,13 @@ async fn create_edit_remove_propagate_without_echo() {
         .await;
 
     let entity = alice
-        .create_entity(1, vec![placeable(1, 1.0), name_component(2, "box")])
+        .create_entity(
+            1,
+            vec![
+                placeable_component(1, transform(1.0)),
+                name_component(2, "box"),
+            ],
+        )
         .await;
     assert!(entity.is_replicated());
 
@@ -191,7 +148,7 @@ async fn create_edit_remove_propagate_without_echo() {
     let edit = bob
         .recv_until(|m| matches!(m, Message::EditAttributes(_)))
         .await;
-    assert_eq!(transform_x(&edit, &bob.registry), Some(7.5));
+    assert_eq!(edited_x(&edit, entity), Some(7.5));
 
     // Bob's edit reaches Alice (protocol 4: as a RigidBodyUpdate, 11.8
     // fixed point); Alice's own edit never came back to her.
@@ -265,7 +222,9 @@ async fn late_joiner_gets_full_scene_and_custom_types_first() {
             AttributeValue::Int(42),
         ],
     );
-    let first = alice.create_entity(1, vec![placeable(1, 3.0), my]).await;
+    let first = alice
+        .create_entity(1, vec![placeable_component(1, transform(3.0)), my])
+        .await;
     let second = alice
         .create_entity(2, vec![name_component(2, "second")])
         .await;

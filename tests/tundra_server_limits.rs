@@ -3,25 +3,11 @@
 
 mod common;
 
-use common::{name_component, TestNode, TundraClient};
+use common::tundra_values::{name_component, name_edit};
+use common::{TestNode, TundraClient};
 use lessgate::config::NodeConfig;
-use lessgate::tundra::messages::{exec_type, EditAttributes, EditAttributesBlock, EntityAction};
-use lessgate::tundra::{AttributeEdit, AttributeValue, ComponentId, EntityId, Message, Registry};
-
-const NAME: u32 = 26;
-
-fn rename_component(entity: EntityId, component: ComponentId, text: String) -> Message {
-    let slots = Registry::builtin().get(NAME).unwrap().slot_types();
-    let edit = AttributeEdit {
-        index: 0,
-        value: AttributeValue::String(text),
-    };
-    Message::EditAttributes(EditAttributes {
-        scene_id: 0,
-        entity_id: entity,
-        blocks: vec![EditAttributesBlock::encode(component, &[edit], &slots).unwrap()],
-    })
-}
+use lessgate::tundra::messages::{exec_type, EntityAction};
+use lessgate::tundra::{ComponentId, Message};
 
 #[tokio::test]
 async fn client_that_stops_reading_is_dropped_and_others_carry_on() {
@@ -50,7 +36,7 @@ async fn client_that_stops_reading_is_dropped_and_others_carry_on() {
             .collect();
         for entity in &entities {
             writer
-                .send(&rename_component(*entity, ComponentId(1), text.clone()))
+                .send(&name_edit(*entity, ComponentId(1), 0, &text))
                 .await;
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;

@@ -13,15 +13,13 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use common::TundraClient;
+use common::tundra_values::{edited_x, move_to, named_box_at};
+use common::{TestNode, TundraClient};
 use lessgate::config::NodeConfig;
-use lessgate::tundra::messages::{EditAttributes, EditAttributesBlock, EntityAction, RemoveEntity};
-use lessgate::tundra::values::{Float3, Transform};
+use lessgate::tundra::messages::{EntityAction, RemoveEntity};
 use lessgate::tundra::{
-    AttributeEdit, AttributeValue, ComponentBody, ComponentData, ComponentId, EntityId, Message,
-    Registry,
+    AttributeValue, ComponentBody, ComponentData, ComponentId, EntityId, Message,
 };
-use tokio::sync::oneshot;
 
 /// Ports no other test file uses: W's Tundra port (fixed so it can restart
 /// on the same address) and the peer-link ports of U and F.
@@ -30,37 +28,6 @@ const U_CONTROL: &str = "127.0.0.1:7611";
 const U_DATA: &str = "127.0.0.1:7612";
 const F_CONTROL: &str = "127.0.0.1:7621";
 const F_DATA: &str = "127.0.0.1:7622";
-
-struct Running {
-    url: String,
-    stop: Option<oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Running {
-    async fn start(config: NodeConfig) -> Running {
-        let running = lessgate::node::runtime::start(config)
-            .await
-            .expect("node starts");
-        let url = running.tundra_url();
-        let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(running.run(async {
-            let _ = stopped.await;
-        }));
-        Running {
-            url,
-            stop: Some(stop),
-            task,
-        }
-    }
-
-    async fn stop(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        let _ = self.task.await;
-    }
-}
 
 fn example(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -201,53 +168,6 @@ async fn create_at(
     }
 }
 
-fn transform(x: f32) -> AttributeValue {
-    AttributeValue::Transform(Transform {
-        pos: Float3::new(x, 0.0, 0.0),
-        rot: Float3::new(0.0, 0.0, 0.0),
-        scale: Float3::new(1.0, 1.0, 1.0),
-    })
-}
-
-fn x_of(message: &Message, entity: EntityId) -> Option<f32> {
-    let Message::EditAttributes(edit) = message else {
-        return None;
-    };
-    if edit.entity_id != entity {
-        return None;
-    }
-    let slots = Registry::builtin().get(20)?.slot_types();
-    let decoded = edit.blocks.first()?.decode(&slots).ok()?;
-    decoded.edits.iter().find_map(|e| match &e.value {
-        AttributeValue::Transform(t) if e.index == 0 => Some(t.pos.x),
-        _ => None,
-    })
-}
-
-fn move_message(entity: EntityId, placeable: ComponentId, x: f32) -> Message {
-    let slots = Registry::builtin().get(20).unwrap().slot_types();
-    let edit = AttributeEdit {
-        index: 0,
-        value: transform(x),
-    };
-    Message::EditAttributes(EditAttributes {
-        scene_id: 0,
-        entity_id: entity,
-        blocks: vec![EditAttributesBlock::encode(placeable, &[edit], &slots).unwrap()],
-    })
-}
-
-fn named_box(name: &str) -> Vec<ComponentData> {
-    let registry = Registry::builtin();
-    let placeable = registry.get(20).unwrap();
-    let mut values = placeable.default_values();
-    values[0] = transform(1.0);
-    vec![
-        ComponentData::with_values(ComponentId(0x4000_0001), placeable, values),
-        common::name_component(0x4000_0002, name),
-    ]
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_world_server_bridged_into_the_federation() {
     let _ = tracing_subscriber::fmt()
@@ -256,13 +176,13 @@ async fn a_world_server_bridged_into_the_federation() {
         .try_init();
     let dir = std::env::temp_dir().join(format!("lessgate-upstream-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let world = Running::start(world_config()).await;
+    let world = TestNode::start_as_configured(world_config()).await;
     let upstream_section = format!(
         "[upstream]\nurl = \"{}\"\nreconnect_min_ms = 100\nreconnect_max_ms = 500\n\
          settle_ms = 300\ngrace_secs = 60\n[upstream.login]\nusername = \"bridge\"\n",
         world.url
     );
-    let u = Running::start(peered_config(
+    let u = TestNode::start_as_configured(peered_config(
         &dir,
         "u",
         "alpha",
@@ -272,7 +192,7 @@ async fn a_world_server_bridged_into_the_federation() {
         &upstream_section,
     ))
     .await;
-    let f = Running::start(peered_config(
+    let f = TestNode::start_as_configured(peered_config(
         &dir,
         "f",
         "beta",
@@ -305,22 +225,26 @@ async fn a_world_server_bridged_into_the_federation() {
     assert_eq!(table_w, EntityId(10), "W keeps its TXML ids");
 
     // F's client moves the table: W applies it, and it comes back to F.
-    at_f.send(&move_message(table_f, placeable_f, 42.0)).await;
+    at_f.send(&move_to(table_f, placeable_f, 42.0)).await;
     let moved = w_view
-        .until(&mut at_w, |_, m| x_of(m, table_w).is_some())
+        .until(&mut at_w, |_, m| edited_x(m, table_w).is_some())
         .await;
     assert_eq!(
-        x_of(&moved, table_w),
+        edited_x(&moved, table_w),
         Some(42.0),
         "W's client sees F's edit"
     );
     let back = f_view
-        .until(&mut at_f, |_, m| x_of(m, table_f).is_some())
+        .until(&mut at_f, |_, m| edited_x(m, table_f).is_some())
         .await;
-    assert_eq!(x_of(&back, table_f), Some(42.0), "the edit comes back to F");
+    assert_eq!(
+        edited_x(&back, table_f),
+        Some(42.0),
+        "the edit comes back to F"
+    );
 
     // An entity F's client creates appears in W once.
-    let visitor_f = create_at(&mut f_view, &mut at_f, 1, named_box("visitor")).await;
+    let visitor_f = create_at(&mut f_view, &mut at_f, 1, named_box_at("visitor", 1.0)).await;
     w_view
         .until(&mut at_w, |v, _| v.ids.contains_key("visitor"))
         .await;
@@ -361,15 +285,15 @@ async fn a_world_server_bridged_into_the_federation() {
     // W when the client removes it.
     let (mut at_u, _) = TundraClient::login(&u.url, "ula", 3).await;
     let mut u_view = View::default();
-    let home_u = create_at(&mut u_view, &mut at_u, 1, named_box("homegrown")).await;
+    let home_u = create_at(&mut u_view, &mut at_u, 1, named_box_at("homegrown", 1.0)).await;
     w_view
         .until(&mut at_w, |v, _| v.ids.contains_key("homegrown"))
         .await;
     let home_w = w_view.ids["homegrown"];
-    at_w.send(&move_message(home_w, w_view.placeable[&home_w], 5.0))
+    at_w.send(&move_to(home_w, w_view.placeable[&home_w], 5.0))
         .await;
     u_view
-        .until(&mut at_u, |_, m| x_of(m, home_u) == Some(5.0))
+        .until(&mut at_u, |_, m| edited_x(m, home_u) == Some(5.0))
         .await;
     at_u.send(&Message::RemoveEntity(RemoveEntity {
         scene_id: 0,
@@ -387,7 +311,7 @@ async fn a_world_server_bridged_into_the_federation() {
     drop(at_u);
 
     // A second one stays through W's restart.
-    create_at(&mut f_view, &mut at_f, 2, named_box("guest")).await;
+    create_at(&mut f_view, &mut at_f, 2, named_box_at("guest", 1.0)).await;
     w_view
         .until(&mut at_w, |v, _| v.ids.contains_key("guest"))
         .await;
@@ -397,7 +321,7 @@ async fn a_world_server_bridged_into_the_federation() {
 
     // W restarts (same address, scene from its file again).
     world.stop().await;
-    let world = Running::start(world_config()).await;
+    let world = TestNode::start_as_configured(world_config()).await;
     let (mut again, _) = TundraClient::login(&world.url, "wes", 3).await;
     let mut again_view = View::default();
     again_view
@@ -409,7 +333,7 @@ async fn a_world_server_bridged_into_the_federation() {
         .await;
     // A barrier through the whole path: anything duplicated by the
     // reconnect would have reached W before this marker does.
-    create_at(&mut f_view, &mut at_f, 3, named_box("marker")).await;
+    create_at(&mut f_view, &mut at_f, 3, named_box_at("marker", 1.0)).await;
     again_view
         .until(&mut again, |v, _| v.ids.contains_key("marker"))
         .await;
@@ -425,9 +349,9 @@ async fn a_world_server_bridged_into_the_federation() {
     // And F kept its view: the table was updated in place, not recreated.
     let table_w = again_view.ids["table"];
     let placeable_w = again_view.placeable[&table_w];
-    again.send(&move_message(table_w, placeable_w, 7.0)).await;
+    again.send(&move_to(table_w, placeable_w, 7.0)).await;
     f_view
-        .until(&mut at_f, |_, m| x_of(m, table_f) == Some(7.0))
+        .until(&mut at_f, |_, m| edited_x(m, table_f) == Some(7.0))
         .await;
     assert!(
         !f_view.removed.contains(&table_f),
@@ -487,7 +411,9 @@ async fn a_world_server_that_never_answers_the_login_is_redialled() {
          [upstream]\nurl = \"ws://{address}\"\nlogin_timeout_ms = 200\n\
          reconnect_min_ms = 50\nreconnect_max_ms = 100\n"
     );
-    let node = Running::start(NodeConfig::parse(Path::new("hung.toml"), &text).unwrap()).await;
+    let node =
+        TestNode::start_as_configured(NodeConfig::parse(Path::new("hung.toml"), &text).unwrap())
+            .await;
     let mut seen = Vec::new();
     while !seen.contains(&(1, "frame 64".to_owned())) {
         let report = tokio::time::timeout(std::time::Duration::from_secs(20), reports.recv())

@@ -16,10 +16,11 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
+use common::tundra_values::named_box_with;
 use common::TundraClient;
 use lessgate::config::NodeConfig;
 use lessgate::tundra::values::{Float3, Transform};
-use lessgate::tundra::{AttributeValue, ComponentData, ComponentId, Registry};
+use lessgate::tundra::{AttributeValue, ComponentData};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::oneshot;
 
@@ -66,21 +67,14 @@ async fn start(name: &str) -> Node {
 
 /// A placed, named entity at (x, 0, z).
 fn named_box(name: &str, x: f32, z: f32) -> Vec<ComponentData> {
-    let registry = Registry::builtin();
-    let placeable = registry.get(20).unwrap();
-    let mut values = placeable.default_values();
-    values[0] = AttributeValue::Transform(Transform {
-        pos: Float3::new(x, 0.0, z),
-        rot: Float3::new(0.0, 0.0, 0.0),
-        scale: Float3::new(1.0, 1.0, 1.0),
-    });
-    let name_schema = registry.get(26).unwrap();
-    let mut names = name_schema.default_values();
-    names[0] = AttributeValue::String(name.to_owned());
-    vec![
-        ComponentData::with_values(ComponentId(0x4000_0001), placeable, values),
-        ComponentData::with_values(ComponentId(0x4000_0002), name_schema, names),
-    ]
+    named_box_with(
+        name,
+        AttributeValue::Transform(Transform {
+            pos: Float3::new(x, 0.0, z),
+            rot: Float3::new(0.0, 0.0, 0.0),
+            scale: Float3::new(1.0, 1.0, 1.0),
+        }),
+    )
 }
 
 async fn http_get(addr: SocketAddr, path: &str) -> String {

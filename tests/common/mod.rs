@@ -1,12 +1,21 @@
 //! Shared helpers for integration tests: a node on an ephemeral port and a
-//! Tundra WebSocket client written with the project's own codec.
+//! Tundra WebSocket client written with the project's own codec. The
+//! submodules hold one concept each, written once: tests/net_common uses
+//! them from here (its binaries declare `mod common;` too), and the helper
+//! modules whose binaries do not (tests/sim, tests/less_harness,
+//! tests/peer_common) include the files they need with `#[path]`.
 #![allow(dead_code)]
+
+pub mod link_model;
+pub mod patience;
+pub mod process;
+pub mod tundra_values;
 
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use lessgate::config::NodeConfig;
-use lessgate::tundra::messages::{CreateEntity, Login};
+use lessgate::tundra::messages::{CreateEntity, Login, LoginReply};
 use lessgate::tundra::{
     ComponentData, DecodeContext, EntityId, Message, ProtocolVersion, Registry,
 };
@@ -15,9 +24,7 @@ use tokio::sync::oneshot;
 use tokio_tungstenite::tungstenite::Message as WsMessage;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
-/// How long a test waits for something that should arrive (a failure, not
-/// a pass criterion: nothing passes because of timing).
-pub const PATIENCE: Duration = Duration::from_secs(10);
+pub use patience::PATIENCE;
 
 /// A node running in this process on 127.0.0.1 with an ephemeral port.
 pub struct TestNode {
@@ -27,8 +34,14 @@ pub struct TestNode {
 }
 
 impl TestNode {
+    /// Starts `config` with the Tundra listener on an ephemeral port.
     pub async fn start(mut config: NodeConfig) -> TestNode {
         config.tundra.listen = "127.0.0.1:0".parse().unwrap();
+        TestNode::start_as_configured(config).await
+    }
+
+    /// Starts `config` on the addresses it names.
+    pub async fn start_as_configured(config: NodeConfig) -> TestNode {
         let running = lessgate::node::runtime::start(config)
             .await
             .expect("node starts");
@@ -66,7 +79,7 @@ impl TundraClient {
         TundraClient {
             socket,
             protocol: ProtocolVersion::ORIGINAL,
-            registry: Registry::builtin(),
+            registry: tundra_values::builtin().clone(),
             user: 0,
         }
     }
@@ -194,6 +207,17 @@ impl TundraClient {
         }
     }
 
+    /// The next LoginReply (what comes before it is skipped).
+    pub async fn login_reply(&mut self) -> LoginReply {
+        match self
+            .recv_until(|m| matches!(m, Message::LoginReply(_)))
+            .await
+        {
+            Message::LoginReply(reply) => reply,
+            _ => unreachable!("recv_until returns a LoginReply"),
+        }
+    }
+
     /// Whether the server closes this connection (reading until it does).
     pub async fn closed(&mut self) -> bool {
         loop {
@@ -241,17 +265,4 @@ impl TundraClient {
             _ => unreachable!(),
         }
     }
-}
-
-/// A Name component under unacked id `id` holding `text`.
-pub fn name_component(id: u32, text: &str) -> ComponentData {
-    let registry = Registry::builtin();
-    let schema = registry.get(26).expect("Name is a built-in type");
-    let mut values = schema.default_values();
-    values[0] = lessgate::tundra::AttributeValue::String(text.to_owned());
-    ComponentData::with_values(
-        lessgate::tundra::ComponentId(0x4000_0000 | id),
-        schema,
-        values,
-    )
 }

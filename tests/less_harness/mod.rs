@@ -4,6 +4,9 @@
 
 #![allow(dead_code)]
 
+#[path = "../common/link_model.rs"]
+mod link_model;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,8 +20,10 @@ use lessgate::less::schema_toml::types_from_toml;
 use lessgate::less::session::{Event, FramingMode, Path, Session, SessionConfig, Transmit};
 use lessgate::less::signature::{LinkRole, SessionKeys};
 use lessgate::less::value::Value;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+
+pub use link_model::LinkModel;
 
 pub const CRATE: &str = "urn:lessgate:test:crate";
 pub const LAMP: &str = "urn:lessgate:test:lamp";
@@ -45,38 +50,6 @@ pub fn blob() -> PropertyKey {
 }
 pub fn poke() -> PropertyKey {
     key(2, 8)
-}
-
-/// Link behaviour, per direction.
-#[derive(Clone, Copy, Debug)]
-pub struct LinkModel {
-    pub latency: Duration,
-    pub jitter: Duration,
-    pub loss: f64,
-    pub duplicate: f64,
-    /// Probability that a datagram is held back by an extra 0..4 x latency.
-    pub reorder: f64,
-}
-
-impl LinkModel {
-    pub fn perfect() -> LinkModel {
-        LinkModel {
-            latency: Duration::from_millis(20),
-            jitter: Duration::ZERO,
-            loss: 0.0,
-            duplicate: 0.0,
-            reorder: 0.0,
-        }
-    }
-    pub fn hostile() -> LinkModel {
-        LinkModel {
-            latency: Duration::from_millis(30),
-            jitter: Duration::from_millis(20),
-            loss: 0.2,
-            duplicate: 0.1,
-            reorder: 0.1,
-        }
-    }
 }
 
 /// What one node's application has seen.
@@ -345,21 +318,12 @@ impl Sim {
             self.captured_a.push(transmit.bytes.clone());
         }
         self.datagrams_offered[usize::from(to_b)] += 1;
-        if self.rng.gen_bool(model.loss) {
+        let copies = model.copies(&mut self.rng);
+        if copies == 0 {
             self.datagrams_dropped[usize::from(to_b)] += 1;
-            return;
         }
-        let copies = if self.rng.gen_bool(model.duplicate) {
-            2
-        } else {
-            1
-        };
         for _ in 0..copies {
-            let jitter = model.jitter.mul_f64(self.rng.gen::<f64>());
-            let mut at = self.now + model.latency + jitter;
-            if self.rng.gen_bool(model.reorder) {
-                at += model.latency.mul_f64(4.0 * self.rng.gen::<f64>());
-            }
+            let at = self.now + model.delay(&mut self.rng);
             self.push(at, to_b, transmit.clone());
         }
     }
@@ -458,13 +422,24 @@ impl Sim {
 
     /// Clears the link model (for convergence after a lossy phase).
     pub fn heal(&mut self) {
-        self.model = LinkModel::perfect();
+        self.model = LinkModel::PERFECT;
     }
 }
 
 /// Introduces the crate type on a node's session.
 pub fn crate_type(node: &mut Node) -> TypeId<Local> {
     node.session.introduce_type(CRATE).unwrap()
+}
+
+/// Introduces the crate type and one crate (counter 0, at the origin) on a
+/// node's session; returns the crate.
+pub fn introduce_crate(node: &mut Node) -> ObjectId<Local> {
+    let type_id = crate_type(node);
+    let entity = node.session.allocate_object_id();
+    node.session
+        .introduce_entity(entity, type_id, entity_values(0, 0.0))
+        .unwrap();
+    entity
 }
 
 pub fn entity_values(counter_value: i64, x: f32) -> Vec<PropertyValue> {

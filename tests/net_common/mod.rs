@@ -9,7 +9,12 @@
 //! (docs/peer-link.md 7.1), after loss, duplication and a random delay
 //! (jitter reorders). The same sockets let a test inject forged datagrams
 //! that node `i` takes to come from `j`.
+//!
+//! It builds on `tests/common` (the link model, the Tundra test values): a
+//! binary that declares `mod net_common;` declares `mod common;` too.
 #![allow(dead_code)]
+
+pub mod star;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -20,43 +25,14 @@ use std::time::Duration;
 
 use lessgate::config::NodeConfig;
 use lessgate::node::status::NodeStatus;
-use lessgate::tundra::messages::{EditAttributes, EditAttributesBlock};
-use lessgate::tundra::values::{Float3, Transform};
-use lessgate::tundra::{
-    AttributeEdit, AttributeValue, ComponentData, ComponentId, EntityId, Message, Registry,
-};
-use rand::{Rng, SeedableRng};
+use lessgate::tundra::{AttributeValue, ComponentData, ComponentId, EntityId, Message, Registry};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use tokio::net::UdpSocket;
 use tokio::sync::{oneshot, watch};
 
-/// What the proxy does to each datagram.
-#[derive(Debug, Clone, Copy)]
-pub struct Impairment {
-    pub loss: f64,
-    pub duplicate: f64,
-    /// Fixed one-way delay.
-    pub latency: Duration,
-    /// Extra delay drawn uniformly from `0..jitter` per copy; datagrams
-    /// overtake each other when it exceeds their spacing.
-    pub jitter: Duration,
-}
-
-impl Impairment {
-    pub const CLEAN: Impairment = Impairment {
-        loss: 0.0,
-        duplicate: 0.0,
-        latency: Duration::ZERO,
-        jitter: Duration::ZERO,
-    };
-    /// The figure: 20% loss, 5% duplication, 100 ms jitter.
-    pub const HOSTILE: Impairment = Impairment {
-        loss: 0.2,
-        duplicate: 0.05,
-        latency: Duration::from_millis(5),
-        jitter: Duration::from_millis(100),
-    };
-}
+pub use crate::common::link_model::LinkModel;
+use crate::common::tundra_values::{builtin, NAME, PLACEABLE};
 
 /// What the proxy saw and did, over all directions.
 #[derive(Debug, Default)]
@@ -75,7 +51,7 @@ const CAPTURE: usize = 256;
 
 struct ProxyState {
     rng: ChaCha8Rng,
-    model: Impairment,
+    model: LinkModel,
     /// Each node's bound data address, once known.
     real: Vec<Option<SocketAddr>>,
     /// (from, to) → recent datagrams, oldest first.
@@ -96,7 +72,7 @@ pub struct Proxy {
 
 impl Proxy {
     /// Binds `nodes` sockets on 127.0.0.1 and starts forwarding.
-    pub async fn start(nodes: usize, model: Impairment, seed: u64) -> Proxy {
+    pub async fn start(nodes: usize, model: LinkModel, seed: u64) -> Proxy {
         let mut sockets = Vec::new();
         for _ in 0..nodes {
             sockets.push(Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap()));
@@ -129,7 +105,7 @@ impl Proxy {
         self.state.lock().unwrap().real[node] = Some(address);
     }
 
-    pub fn set_model(&self, model: Impairment) {
+    pub fn set_model(&self, model: LinkModel) {
         self.state.lock().unwrap().model = model;
     }
 
@@ -172,16 +148,9 @@ impl Proxy {
                 state.received_serial += 1;
                 let serial = state.received_serial;
                 let model = state.model;
-                let copies = if state.rng.gen_bool(model.loss) {
-                    0
-                } else if state.rng.gen_bool(model.duplicate) {
-                    2
-                } else {
-                    1
-                };
-                let delays: Vec<Duration> = (0..copies)
-                    .map(|_| model.latency + model.jitter.mul_f64(state.rng.gen::<f64>()))
-                    .collect();
+                let copies = model.copies(&mut state.rng);
+                let delays: Vec<Duration> =
+                    (0..copies).map(|_| model.delay(&mut state.rng)).collect();
                 (from, target, serial, delays)
             };
             let (from, target, serial, delays) = plan;
@@ -224,8 +193,8 @@ pub fn free_udp_port() -> u16 {
         .port()
 }
 
-/// One node's files and addresses.
-pub struct Seat {
+/// One node's files and addresses, as [`write_nodes`] wrote them.
+pub struct NodeFiles {
     pub name: String,
     pub dir: PathBuf,
     pub control: SocketAddr,
@@ -236,7 +205,12 @@ pub struct Seat {
 /// Writes identities, peer files and node files for a full mesh of `names`
 /// in `root`: node `i` dials every node after it. With a proxy, each node
 /// announces its proxy socket as its data address.
-pub fn write_mesh(root: &Path, names: &[&str], proxy: Option<&Proxy>, extra: &str) -> Vec<Seat> {
+pub fn write_mesh(
+    root: &Path,
+    names: &[&str],
+    proxy: Option<&Proxy>,
+    extra: &str,
+) -> Vec<NodeFiles> {
     let mut pairs = Vec::new();
     for i in 0..names.len() {
         for j in i + 1..names.len() {
@@ -254,14 +228,14 @@ pub fn write_nodes(
     pairs: &[(usize, usize)],
     proxy: Option<&Proxy>,
     extra: &str,
-) -> Vec<Seat> {
+) -> Vec<NodeFiles> {
     let mut seats = Vec::new();
     for name in names {
         let dir = root.join(name);
         let (_, _, fingerprint) =
             lessgate::transport::identity::generate_into(&dir.join("identity"), "node", true)
                 .unwrap();
-        seats.push(Seat {
+        seats.push(NodeFiles {
             name: (*name).to_owned(),
             dir,
             control: SocketAddr::from(([127, 0, 0, 1], free_udp_port())),
@@ -328,7 +302,7 @@ pub struct LiveNode {
 }
 
 impl LiveNode {
-    pub async fn start(seat: &Seat) -> LiveNode {
+    pub async fn start(seat: &NodeFiles) -> LiveNode {
         let config = NodeConfig::load(&seat.dir.join("node.toml")).expect("node file loads");
         LiveNode::start_config(&seat.name, config).await
     }
@@ -438,13 +412,10 @@ pub struct SceneView {
     pub entities: BTreeMap<EntityId, Seen>,
 }
 
-const PLACEABLE: u32 = 20;
-const NAME: u32 = 26;
-
 impl SceneView {
     /// Applies one message the node sent.
     pub fn apply(&mut self, message: &Message) {
-        let registry = Registry::builtin();
+        let registry = builtin();
         match message {
             Message::CreateEntity(create) => {
                 let mut seen = Seen {
@@ -885,7 +856,7 @@ impl Observer {
 
     /// Creates an entity as a client does (unacked id `0x40000000 |
     /// unacked`) and waits for the CreateEntityReply: the entity's id and
-    /// the id of the component sent as `0x40000001` (a [`named_box`]'s
+    /// the id of the component sent as `0x40000001` (a [`crate::common::tundra_values::named_box`]'s
     /// Placeable).
     pub async fn create(
         &self,
@@ -969,42 +940,4 @@ pub async fn wait_observers(
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-}
-
-/// A Placeable transform at `x` on the x axis.
-pub fn transform(x: f32) -> AttributeValue {
-    AttributeValue::Transform(Transform {
-        pos: Float3::new(x, 0.0, 0.0),
-        rot: Float3::new(0.0, 0.0, 0.0),
-        scale: Float3::new(1.0, 1.0, 1.0),
-    })
-}
-
-/// A client-created box: Placeable and Name, unacked component ids.
-pub fn named_box(name: &str) -> Vec<ComponentData> {
-    let registry = Registry::builtin();
-    let placeable = registry.get(20).unwrap();
-    let mut values = placeable.default_values();
-    values[0] = transform(0.0);
-    let name_schema = registry.get(26).unwrap();
-    let mut names = name_schema.default_values();
-    names[0] = AttributeValue::String(name.to_owned());
-    vec![
-        ComponentData::with_values(ComponentId(0x4000_0001), placeable, values),
-        ComponentData::with_values(ComponentId(0x4000_0002), name_schema, names),
-    ]
-}
-
-/// A client's edit moving a box's Placeable to `x`.
-pub fn move_to(entity: lessgate::tundra::EntityId, component: ComponentId, x: f32) -> Message {
-    let slots = Registry::builtin().get(20).unwrap().slot_types();
-    let edit = AttributeEdit {
-        index: 0,
-        value: transform(x),
-    };
-    Message::EditAttributes(EditAttributes {
-        scene_id: 0,
-        entity_id: entity,
-        blocks: vec![EditAttributesBlock::encode(component, &[edit], &slots).unwrap()],
-    })
 }

@@ -3,6 +3,9 @@
 
 #![allow(dead_code)]
 
+#[path = "../common/patience.rs"]
+mod patience;
+
 use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -22,9 +25,9 @@ use lessgate::transport::identity::{self, NodeIdentity};
 use lessgate::transport::peer::{PeerEvent, PeerLink, PeerNode, PeerNodeConfig, SessionOwnership};
 use tokio::sync::mpsc;
 
+pub use patience::PATIENCE;
+
 pub const CRATE: &str = "urn:lessgate:test:crate";
-/// Generous bound on waiting for an event; a healthy run takes milliseconds.
-pub const PATIENCE: Duration = Duration::from_secs(20);
 
 pub fn name_key() -> PropertyKey {
     PropertyKey::new(2, 1)

@@ -4,6 +4,11 @@
 //! clients that keep their own copy of the scene from what they are sent.
 #![allow(dead_code)]
 
+#[path = "../common/link_model.rs"]
+mod link_model;
+#[path = "../common/tundra_values.rs"]
+pub mod tundra_values;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,31 +34,11 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use uuid::Uuid;
 
+pub use link_model::LinkModel;
+use tundra_values::named_box_at;
+pub use tundra_values::transform;
+
 pub const STEP: Duration = Duration::from_millis(5);
-
-/// How a simulated network treats datagrams.
-#[derive(Debug, Clone, Copy)]
-pub struct LinkModel {
-    pub latency: Duration,
-    pub jitter: Duration,
-    pub loss: f64,
-    pub duplicate: f64,
-}
-
-impl LinkModel {
-    pub const CLEAN: LinkModel = LinkModel {
-        latency: Duration::from_millis(10),
-        jitter: Duration::ZERO,
-        loss: 0.0,
-        duplicate: 0.0,
-    };
-    pub const LOSSY: LinkModel = LinkModel {
-        latency: Duration::from_millis(30),
-        jitter: Duration::from_millis(100),
-        loss: 0.2,
-        duplicate: 0.05,
-    };
-}
 
 /// What one client has been told: entity → component → (type, values).
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -100,8 +85,7 @@ pub struct Sim {
 
 /// The built-in registry, parsed once per test binary.
 fn registry() -> Registry {
-    static BUILTIN: std::sync::OnceLock<Registry> = std::sync::OnceLock::new();
-    BUILTIN.get_or_init(Registry::builtin).clone()
+    tundra_values::builtin().clone()
 }
 
 impl Sim {
@@ -283,19 +267,11 @@ impl Sim {
         x: f32,
         extra: &[u32],
     ) {
-        let registry = registry();
-        let placeable = registry.get(20).unwrap();
-        let mut values = placeable.default_values();
-        values[0] = transform(x);
-        let name_schema = registry.get(26).unwrap();
-        let mut names = name_schema.default_values();
-        names[0] = AttributeValue::String(name.to_owned());
-        let mut components = vec![
-            ComponentData::with_values(ComponentId(0x4000_0001), placeable, values),
-            ComponentData::with_values(ComponentId(0x4000_0002), name_schema, names),
-        ];
+        let mut components = named_box_at(name, x);
         for (n, type_id) in extra.iter().enumerate() {
-            let schema = registry.get(*type_id).expect("a registry type");
+            let schema = tundra_values::builtin()
+                .get(*type_id)
+                .expect("a registry type");
             let values = schema.default_values();
             components.push(ComponentData::with_values(
                 ComponentId(0x4000_0003 + n as u32),
@@ -534,15 +510,6 @@ impl Sim {
                 _ => None,
             })
     }
-}
-
-pub fn transform(x: f32) -> AttributeValue {
-    use lessgate::tundra::values::{Float3, Transform};
-    AttributeValue::Transform(Transform {
-        pos: Float3::new(x, 0.0, 0.0),
-        rot: Float3::new(0.0, 0.0, 0.0),
-        scale: Float3::new(1.0, 1.0, 1.0),
-    })
 }
 
 /// A client applies what its node sends, as a Tundra client's scene does.
