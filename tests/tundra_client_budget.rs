@@ -232,7 +232,7 @@ async fn native_flood_against_a_small_budget(scheme: &str) {
     let (target, target_placeable) = boxes[0];
     let (calm_box, calm_placeable) = boxes[1];
     let flooder = std::sync::Arc::new(Observer::join(&node.knet_url(scheme), "flooder").await);
-    wait_status(&[&node], PATIENCE, "logins and creations handled", |s| {
+    wait_status(&[&node], BOUND, "logins and creations handled", |s| {
         s.server.frames_in == 5
     })
     .await;
@@ -250,7 +250,7 @@ async fn native_flood_against_a_small_budget(scheme: &str) {
     }
     wait_observers(
         &[&watcher],
-        PATIENCE,
+        BOUND,
         "the calm client's moves arrive",
         |seen| seen[0].view.entities.get(&calm_box).and_then(|s| s.x) == Some(20.0),
     )

@@ -77,6 +77,8 @@ pub struct UdpDriver {
     datagram: Vec<u8>,
     /// Frames received and not yet handed over.
     frames: Vec<Bytes>,
+    /// Why the connection ended, once its Closed event was collected.
+    close_reason: Option<CloseReason>,
 }
 
 impl UdpDriver {
@@ -105,6 +107,7 @@ impl UdpDriver {
             origin,
             datagram: Vec::with_capacity(crate::knet::datagram::MAX_SEND_DATAGRAM),
             frames: Vec::new(),
+            close_reason: None,
         }
     }
 
@@ -133,9 +136,10 @@ impl UdpDriver {
         }
     }
 
-    /// Moves the connection's events into `frames`; the close reason, if
-    /// the connection is over.
-    fn collect(&mut self) -> Option<CloseReason> {
+    /// Moves the connection's events into `frames`, and its close reason
+    /// into `close_reason`. Run after every datagram, so a batch counts the
+    /// messages it brought against the client's budget.
+    fn collect(&mut self) {
         while let Some(event) = self.connection.poll_event() {
             match event {
                 UdpEvent::Connected => debug!("server answered"),
@@ -151,17 +155,19 @@ impl UdpDriver {
                     }
                     Err(_) => trace!(id = id.0, "message id beyond Tundra's range dropped"),
                 },
-                UdpEvent::Closed { reason } => return Some(reason),
+                UdpEvent::Closed { reason } => {
+                    self.close_reason.get_or_insert(reason);
+                }
             }
         }
-        None
     }
 
     /// Moves the events into `frames`; the close reason once the
     /// connection is over. A closed connection has queued its Closed event;
     /// the fallback only guards against spinning if it ever did not.
     fn take_close_reason(&mut self) -> Option<CloseReason> {
-        self.collect().or_else(|| {
+        self.collect();
+        self.close_reason.take().or_else(|| {
             self.connection
                 .is_closed()
                 .then_some(CloseReason::LocalDisconnect)
@@ -178,6 +184,7 @@ impl UdpDriver {
     fn handle(&mut self, datagram: &[u8]) {
         let now = self.now();
         self.connection.handle_datagram(now, datagram);
+        self.collect();
     }
 
     /// Takes `first` and whatever else is queued, up to a batch or until
@@ -218,7 +225,7 @@ impl UdpDriver {
                     Some(datagram) => {
                         self.handle(&datagram);
                         if self.connection.is_closed() {
-                            let reason = self.collect();
+                            let reason = self.close_reason.take();
                             return Err(reason.map_or(DriverEnd::NodeStopped, DriverEnd::Closed));
                         }
                         return Ok(());
