@@ -24,6 +24,7 @@ pub mod demo;
 pub mod federation;
 pub mod http;
 pub mod knet;
+pub mod link_id;
 pub mod less;
 pub mod loadgen;
 pub mod log_budget;

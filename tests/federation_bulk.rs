@@ -45,7 +45,7 @@ fn world(count: usize) -> String {
 fn run(features_0: &[String], features_1: &[String], model: LinkModel) -> (u64, usize) {
     let mut sim = Sim::new(2, 11);
     let file = lessgate::tundra::txml::load(&world(ENTITIES), &Registry::builtin()).unwrap();
-    sim.nodes[0].scene.import_txml(&file);
+    sim.nodes[0].scene_mut().import_txml(&file);
     let (link, _) = sim.connect_with(0, 1, model, features_0, features_1);
     sim.run(Duration::from_secs(10));
     let names: std::collections::BTreeSet<String> = sim.nodes[1]

@@ -179,7 +179,7 @@ fn opaque_components_cross_every_hop_byte_for_byte() {
     sim.run(SETTLE);
     let found = sim.find(2, c, "mystery");
     assert_eq!(found.len(), 1);
-    let entity = sim.nodes[2].scene.entity(found[0]).unwrap();
+    let entity = sim.nodes[2].scene().entity(found[0]).unwrap();
     let component = entity
         .component_of_type(unknown_type)
         .expect("the opaque component reached C");
@@ -215,11 +215,11 @@ fn a_parent_set_after_creation_is_renumbered_on_every_node() {
     );
     sim.run(SETTLE);
     assert_eq!(
-        sim.nodes[0].scene.entity(vase_a).unwrap().parent,
+        sim.nodes[0].scene().entity(vase_a).unwrap().parent,
         Some(shelf_a)
     );
     for node in [1, 2] {
-        let scene = &sim.nodes[node].scene;
+        let scene = sim.nodes[node].scene();
         let by_name = |wanted: &str| {
             scene
                 .entities()
@@ -272,11 +272,11 @@ fn the_answer_to_an_action_comes_back_to_the_sending_node_only() {
         vec!["On".to_owned(), "Off".to_owned()],
         "in order"
     );
-    let answers: Vec<_> = sim.nodes[2].action_results.drain(..).collect();
+    let answers: Vec<_> = sim.action_results[2].drain(..).collect();
     assert_eq!(answers.len(), 2, "one method-result per call, back at C");
     assert!(answers.iter().all(|(status, _)| status.0 == 0), "success");
     assert!(
-        sim.nodes[1].action_results.is_empty() && sim.nodes[0].action_results.is_empty(),
+        sim.action_results[1].is_empty() && sim.action_results[0].is_empty(),
         "the middle node forwards the answer, the authority only sends it"
     );
 }
@@ -352,7 +352,7 @@ fn a_whole_world_crosses_a_triangle_once_per_entity() {
     let mut sim = Sim::new(3, 26);
     let world = &lessgate::demo::worlds::WORLDS[0];
     let file = lessgate::tundra::txml::load(world.txml, &Registry::builtin()).unwrap();
-    sim.nodes[0].scene.import_txml(&file);
+    sim.nodes[0].scene_mut().import_txml(&file);
     let replicated = sim.nodes[0]
         .scene
         .entities()
@@ -364,7 +364,7 @@ fn a_whole_world_crosses_a_triangle_once_per_entity() {
     sim.run(SETTLE * 3);
     for node in [1, 2] {
         assert_eq!(
-            sim.nodes[node].scene.len(),
+            sim.nodes[node].scene().len(),
             replicated,
             "node {node} presents every replicated entity of the world"
         );
