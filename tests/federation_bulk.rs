@@ -49,7 +49,7 @@ fn run(features_0: &[String], features_1: &[String], model: LinkModel) -> (u64, 
     let (link, _) = sim.connect_with(0, 1, model, features_0, features_1);
     sim.run(Duration::from_secs(10));
     let names: std::collections::BTreeSet<String> = sim.nodes[1]
-        .scene
+        .scene()
         .entities()
         .filter_map(|e| match e.component_of_type(26)?.attribute(0)?.value {
             AttributeValue::String(ref name) => Some(name.clone()),
@@ -59,7 +59,7 @@ fn run(features_0: &[String], features_1: &[String], model: LinkModel) -> (u64, 
     assert_eq!(names.len(), ENTITIES, "every entity crossed with its name");
     assert!(names.contains("object-1") && names.contains(&format!("object-{ENTITIES}")));
     let bulk = sim.nodes[0]
-        .federation
+        .federation()
         .link(link)
         .map(|l| l.session.stats().bulk_packets_sent)
         .unwrap();

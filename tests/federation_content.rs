@@ -130,7 +130,7 @@ fn custom_component_types_federate_with_their_values_and_edits() {
     );
     sim.run(SETTLE);
     let entity_a = sim.nodes[0]
-        .scene
+        .scene()
         .entities()
         .find(|e| e.component_of_type(register.type_id).is_some())
         .expect("A holds the boiler");
@@ -262,8 +262,7 @@ fn the_answer_to_an_action_comes_back_to_the_sending_node_only() {
         );
     }
     sim.run(SETTLE);
-    let executed: Vec<String> = sim.nodes[0]
-        .executed_actions
+    let executed: Vec<String> = sim.executed_actions[0]
         .drain(..)
         .map(|(_, action)| action.name)
         .collect();
@@ -305,7 +304,7 @@ fn a_client_removing_remote_content_asks_the_authority_which_removes_it_everywhe
     sim.run(SETTLE);
     for node in 0..3 {
         let crate_here = sim.nodes[node]
-            .scene
+            .scene()
             .entities()
             .find(|e| {
                 e.component_of_type(26)
@@ -334,7 +333,7 @@ fn a_client_removing_remote_content_asks_the_authority_which_removes_it_everywhe
     );
     for node in 0..3 {
         let names: Vec<_> = sim.nodes[node]
-            .scene
+            .scene()
             .entities()
             .filter(|e| {
                 e.component_of_type(26)
@@ -354,7 +353,7 @@ fn a_whole_world_crosses_a_triangle_once_per_entity() {
     let file = lessgate::tundra::txml::load(world.txml, &Registry::builtin()).unwrap();
     sim.nodes[0].scene_mut().import_txml(&file);
     let replicated = sim.nodes[0]
-        .scene
+        .scene()
         .entities()
         .filter(|e| e.is_replicated())
         .count();

@@ -26,7 +26,12 @@ fn after_lost_final_update(refresh_rate: u32) -> (Option<f32>, u64) {
     let entity = sim.find(0, a, "crate")[0];
     sim.move_entity(0, a, entity, 6.0);
     sim.run(SETTLE);
-    let remote = sim.nodes[1].scene().entities().next().map(|e| e.id).unwrap();
+    let remote = sim.nodes[1]
+        .scene()
+        .entities()
+        .next()
+        .map(|e| e.id)
+        .unwrap();
     assert_eq!(sim.scene_x(1, remote), Some(6.0), "the link works");
 
     // The final move is lost on the wire.

@@ -44,7 +44,12 @@ fn chain_presents_each_entity_once_and_edits_go_through_the_authority() {
         Some(9.0),
         "and it came back as state"
     );
-    let at_b = sim.nodes[1].scene().entities().next().map(|e| e.id).unwrap();
+    let at_b = sim.nodes[1]
+        .scene()
+        .entities()
+        .next()
+        .map(|e| e.id)
+        .unwrap();
     assert_eq!(sim.scene_x(1, at_b), Some(9.0));
 
     // Removal at the origin removes it everywhere.
@@ -472,8 +477,7 @@ fn calls_to_one_entity_stay_in_order_when_the_route_changes() {
             sim.run(Duration::from_millis(20));
         }
         sim.run(Duration::from_secs(10));
-        let executed: Vec<String> = sim.nodes[0]
-            .executed_actions
+        let executed: Vec<String> = sim.executed_actions[0]
             .iter()
             .map(|(_, action)| action.name.clone())
             .collect();

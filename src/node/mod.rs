@@ -152,8 +152,7 @@ impl Node {
     /// This node's export lists, one per peer file; relays apply them to
     /// its entities too (docs/federation.md section 4.1).
     pub fn set_configured_exports(&mut self, filters: Vec<TypeFilter>) {
-        self.federation
-            .set_configured_exports(filters, &self.scene);
+        self.federation.set_configured_exports(filters, &self.scene);
     }
 
     // ----- accessors -----
@@ -348,10 +347,7 @@ impl Node {
     pub fn poll_event(&mut self) -> Option<Event> {
         self.apply_received();
         if let Some(event) = self.events.pop_front() {
-            if matches!(
-                event,
-                Event::ActionExecuted(..) | Event::ActionAnswered(..)
-            ) {
+            if matches!(event, Event::ActionExecuted(..) | Event::ActionAnswered(..)) {
                 self.queued_actions -= 1;
             }
             return Some(event);

@@ -40,7 +40,11 @@ fn log_in(node: &mut Node, client: ClientId, now: Time) {
         login_data: "{\"username\":\"test\"}".into(),
         protocol_version: Some(3),
     });
-    node.handle_client_frame(client, now, &login.encode_frame(ProtocolVersion(1)).unwrap());
+    node.handle_client_frame(
+        client,
+        now,
+        &login.encode_frame(ProtocolVersion(1)).unwrap(),
+    );
     while node.poll_transmit(now).is_some() {}
 }
 
@@ -48,11 +52,8 @@ fn log_in(node: &mut Node, client: ClientId, now: Time) {
 fn create_entity(tag: u32) -> Vec<u8> {
     let registry = Registry::builtin();
     let schema = registry.get(26).unwrap();
-    let component = ComponentData::with_values(
-        ComponentId(0x4000_0001),
-        schema,
-        schema.default_values(),
-    );
+    let component =
+        ComponentData::with_values(ComponentId(0x4000_0001), schema, schema.default_values());
     Message::CreateEntity(CreateEntity {
         scene_id: 0,
         entity_id: EntityId(0x4000_0000 | tag),
@@ -100,7 +101,11 @@ fn link(a: &mut Node, b: &mut Node, now: Time) -> (LinkId, LinkId) {
 #[test]
 fn an_idle_node_wakes_only_for_its_tick() {
     let mut node = node(1);
-    assert_eq!(node.poll_timeout(), Some(Time::ZERO), "the first tick is due at once");
+    assert_eq!(
+        node.poll_timeout(),
+        Some(Time::ZERO),
+        "the first tick is due at once"
+    );
     node.handle_timeout(Time::ZERO, &no_backlog);
     assert_eq!(node.poll_timeout(), Some(Time::ZERO + TICK));
     // A late wake-up is not caught up with a burst of ticks.
@@ -207,5 +212,9 @@ fn a_silent_link_is_closed_by_its_idle_timeout() {
             .find(|event| matches!(event, Event::CloseLink(..)));
     }
     assert_eq!(closed, Some(Event::CloseLink(la, CloseReason::IdleTimeout)));
-    assert_eq!(a.federation().links().count(), 0, "the node dropped the link");
+    assert_eq!(
+        a.federation().links().count(),
+        0,
+        "the node dropped the link"
+    );
 }

@@ -124,7 +124,12 @@ fn set_up(entities: u32, observers: usize) -> Pipeline {
             (*id, placeable)
         })
         .collect();
-    let slots = sim.nodes[0].scene().registry().get(20).unwrap().slot_types();
+    let slots = sim.nodes[0]
+        .scene()
+        .registry()
+        .get(20)
+        .unwrap()
+        .slot_types();
     let frames = (0..8)
         .flat_map(|step| {
             let slots = &slots;

@@ -14,11 +14,11 @@ use std::time::Duration;
 use lessgate::clock::Time;
 use lessgate::federation::{schemas::schema_registry, LinkId, LinkPolicy};
 use lessgate::less::encoding::LinkEncodings;
-use lessgate::less::schema::ConnectionSchema;
 use lessgate::less::message::MethodStatus;
+use lessgate::less::schema::ConnectionSchema;
 use lessgate::less::session::{FramingMode, Path, SessionConfig};
-use lessgate::less::value::Value;
 use lessgate::less::signature::{LinkRole, SessionKeys};
+use lessgate::less::value::Value;
 use lessgate::node::{Event, LinkUp, Node, Transmit};
 use lessgate::scene::{ClientId, Scene};
 use lessgate::server::{ServerConfig, TundraServer};
@@ -506,11 +506,12 @@ impl Sim {
             self.in_flight.insert(
                 (at, self.sent_packets),
                 Packet {
-                to_node: peer,
-                link: peer_link,
-                path: transmit.path,
-                bytes: transmit.bytes.clone(),
-            });
+                    to_node: peer,
+                    link: peer_link,
+                    path: transmit.path,
+                    bytes: transmit.bytes.clone(),
+                },
+            );
         }
     }
 

@@ -383,7 +383,7 @@ impl Running {
                 }
                 Event::CloseLink(link, reason) => {
                     if let Some(peer) = links.remove(&link) {
-                        peer.close(Reason::new(ReasonCode::PROTOCOL_ERROR, reason.to_string()));
+                        peer.close_for_session(&reason);
                     }
                 }
                 Event::Upstream(command) => {
@@ -419,4 +419,3 @@ async fn next_peer_event(events: &mut Option<mpsc::Receiver<PeerEvent>>) -> Opti
         None => std::future::pending().await,
     }
 }
-

@@ -184,4 +184,3 @@ mod tests {
         assert!(workers >= 1);
     }
 }
-

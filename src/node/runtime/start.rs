@@ -121,7 +121,6 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
     })
 }
 
-
 /// Seeds the upstream backoff jitter from the node's identity, so nodes
 /// bridging the same world server do not redial in lockstep.
 pub(super) fn id_seed(config: &NodeConfig) -> u64 {
@@ -179,4 +178,3 @@ pub(super) fn client_budget(config: &NodeConfig) -> BudgetConfig {
         burst: config.limits.max_message_burst,
     }
 }
-

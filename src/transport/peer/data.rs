@@ -27,6 +27,15 @@ const STREAM_CHUNK: usize = 16 * 1024;
 /// cannot starve acknowledgements.
 const DATAGRAM_BATCH: usize = 64;
 
+/// How long the link waits for any frame from the peer before it ends the
+/// link itself. The application's session ends a silent link first (its idle
+/// timeout is the liveness timeout, and it tells a valid packet from noise);
+/// this later fallback only acts for an application that stopped running
+/// its session.
+fn liveness_fallback(liveness_timeout: std::time::Duration) -> std::time::Duration {
+    liveness_timeout + liveness_timeout / 2
+}
+
 /// Writes one transmit; datagram errors are logged and left to LESS
 /// re-sends, stream errors end the link.
 struct Outputs {
@@ -159,10 +168,10 @@ pub(super) async fn run(
     let mut last_inbound = shared.now();
     let closure = loop {
         // Outputs first: everything the application's session queued. The
-        // only timer here is the liveness fallback: no frame at all from
-        // the peer for the liveness timeout (the session has its own).
+        // only timer here is the liveness fallback (see `liveness_fallback`).
         let transmits: Vec<Transmit> = lock(&link_shared.outbox).drain(..).collect();
-        let timeout = Some(last_inbound + shared.config.liveness_timeout);
+        let fallback = liveness_fallback(shared.config.liveness_timeout);
+        let timeout = Some(last_inbound + fallback);
         let mut end = None;
         // Once a Goodbye has gone out or come in (superseded by the other
         // connection of a simultaneous dial, shut down, ended by the peer),
@@ -260,10 +269,10 @@ pub(super) async fn run(
             }
             _ = link_shared.wake.notified() => {}
             _ = async { tokio::time::sleep_until(deadline?).await; Some(()) }, if deadline.is_some() => {
-                if shared.now() >= last_inbound + shared.config.liveness_timeout {
+                if shared.now() >= last_inbound + fallback {
                     control.handshake.goodbye(Reason::new(
                         ReasonCode::LIVENESS_TIMEOUT,
-                        format!("no frame for {} ms", shared.config.liveness_timeout.as_millis()),
+                        format!("no frame for {} ms", fallback.as_millis()),
                     ));
                 }
             }

@@ -13,12 +13,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::Notify;
 
-use crate::less::session::{SessionConfig, Stats, Transmit};
+use crate::less::session::{CloseReason, SessionConfig, Stats, Transmit};
 use crate::peering::hello::{Hello, NodeId};
 use crate::peering::keys::Role;
 use crate::peering::negotiate::LinkFraming;
 use crate::peering::peer_file::{PeerConfig, PeerName};
-use crate::peering::reason::Reason;
+use crate::peering::reason::{Reason, ReasonCode};
 
 pub use crate::link_id::LinkId;
 
@@ -51,6 +51,9 @@ pub(super) struct Traffic {
 pub(super) struct LinkShared {
     /// The configuration the application's session is built from.
     pub(super) handed: Mutex<Option<SessionConfig>>,
+    /// The session's idle timeout (the link's liveness timeout), for the
+    /// reason a link ends with when its session timed out.
+    pub(super) idle_timeout: std::time::Duration,
     /// Frames the application's session asked to send.
     pub(super) outbox: Mutex<VecDeque<Transmit>>,
     /// Session counters an application reports for the stats line.
@@ -80,6 +83,7 @@ impl LinkShared {
     /// State for a link whose session is built from `config`.
     pub(super) fn new(config: SessionConfig) -> LinkShared {
         LinkShared {
+            idle_timeout: config.idle_timeout,
             handed: Mutex::new(Some(config)),
             outbox: Mutex::new(VecDeque::new()),
             reported: Mutex::new(None),
@@ -174,6 +178,24 @@ impl PeerLink {
     pub fn close(&self, reason: Reason) {
         *lock(&self.shared.close_request) = Some(reason);
         self.shared.wake.notify_one();
+    }
+
+    /// Ends the link because its session closed, with the Goodbye reason
+    /// the session's end calls for: an idle timeout is a liveness timeout, a
+    /// local close a shutdown, anything else the peer's protocol error.
+    pub fn close_for_session(&self, reason: &CloseReason) {
+        let reason = match reason {
+            CloseReason::Local => Reason::new(ReasonCode::SHUTDOWN, "session closed locally"),
+            CloseReason::IdleTimeout => Reason::new(
+                ReasonCode::LIVENESS_TIMEOUT,
+                format!(
+                    "no valid packet for {} ms",
+                    self.shared.idle_timeout.as_millis()
+                ),
+            ),
+            other => Reason::new(ReasonCode::PROTOCOL_ERROR, other.to_string()),
+        };
+        self.close(reason);
     }
 
     /// Reports how many entities cross the link each way (shown on the
