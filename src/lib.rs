@@ -14,7 +14,12 @@
 //! ```
 //!
 //! The protocol modules (`tundra`, `less`) are pure: bytes and an explicit
-//! `now` in, bytes, timeouts and events out. Only `transport` does I/O.
+//! `now` in, bytes, timeouts and events out. [`node::Node`] joins the cores
+//! of one node (scene, Tundra server, federation, upstream bridge) into one
+//! such core with a poll API; its driver (`node::runtime`) owns the sockets
+//! and the one clock, sleeps until the node's next deadline or input, and
+//! drains the node's outputs. The simulation tests drive the same `Node`
+//! under fake time. Only `transport` and that driver do I/O.
 #![forbid(unsafe_code)]
 
 pub mod cli;

@@ -10,7 +10,7 @@ use crate::clock::Time;
 use crate::federation::schemas::schema_registry;
 use crate::federation::LinkPolicy;
 use crate::less::schema::ConnectionSchema;
-use crate::less::session::{CloseReason, Path, SessionConfig};
+use crate::less::session::{CloseReason, SessionConfig};
 use crate::less::signature::{LinkRole, SessionKeys};
 use crate::link_id::LinkId;
 use crate::scene::{ClientId, Scene};
@@ -191,11 +191,11 @@ fn a_link_datagram_is_acknowledged_before_it_is_applied() {
         for datagram in link_packets(&mut a, now) {
             b.handle_link_datagram(now, lb, &datagram);
         }
-        let empty_before = b.scene().len() == 0;
+        let empty_before = b.scene().is_empty();
         // By the acknowledgement delay an acknowledgement is due.
         let due = now + Duration::from_millis(20);
         let first = b.poll_transmit(due);
-        let empty_after_first = b.scene().len() == 0;
+        let empty_after_first = b.scene().is_empty();
         let mut back: Vec<Vec<u8>> = Vec::new();
         for transmit in first
             .iter()
