@@ -94,8 +94,9 @@ fn drain(node: &mut Node, now: Time) -> u64 {
 /// `tundra_server_frames`: the first byte picks the two clients' protocol
 /// versions (bits 0-1 and 2-3, versions 1-4). Then operations: a byte whose
 /// low 2 bits are 0 or 1 sends a frame from client slot 0 or 1 (then a u16
-/// LE length and that many bytes: message id and payload); 2 ticks, after
-/// `op >> 2` times 10 ms; 3 disconnects slot `op >> 2 & 1` and logs a new
+/// LE length and that many bytes: message id and payload); 2 advances the
+/// time by `op >> 2` times 10 ms and runs the node's timers (the tick, when
+/// one is due: every 50 ms); 3 disconnects slot `op >> 2 & 1` and logs a new
 /// client in its place.
 ///
 /// Invariants: every frame the server sends decodes under the receiving
