@@ -101,9 +101,8 @@ impl Running {
         let timer = tokio::time::sleep_until(clock.instant(Time::ZERO));
         tokio::pin!(shutdown, timer);
         loop {
-            if let Some(deadline) = self.node.poll_timeout() {
-                timer.as_mut().reset(clock.instant(deadline));
-            }
+            let deadline = self.node.poll_timeout().unwrap_or(Time::MAX);
+            timer.as_mut().reset(clock.instant(deadline));
             // Peer datagrams carry the acknowledgements that open the LESS
             // send window. Handled one per wake-up behind batches of client
             // frames, they arrived late, the peer declared packets lost and

@@ -83,9 +83,14 @@ impl Clock {
         Time::from_micros(u64::try_from(self.0.elapsed().as_micros()).unwrap_or(u64::MAX))
     }
 
-    /// The instant a protocol time falls on, for the driver's timer.
+    /// The instant a protocol time falls on, for the driver's timer; a
+    /// time beyond what the platform's clock holds is a year away.
     pub fn instant(&self, at: Time) -> tokio::time::Instant {
-        tokio::time::Instant::from_std(self.0 + std::time::Duration::from_micros(at.as_micros()))
+        let since_start = std::time::Duration::from_micros(at.as_micros());
+        match self.0.checked_add(since_start) {
+            Some(instant) => tokio::time::Instant::from_std(instant),
+            None => tokio::time::Instant::now() + std::time::Duration::from_secs(365 * 86_400),
+        }
     }
 }
 
@@ -168,6 +173,16 @@ mod tests {
             let workers = tokio::runtime::Handle::current().metrics().num_workers();
             (here == there, workers)
         })
+    }
+
+    #[test]
+    fn protocol_times_fall_on_instants_from_the_start() {
+        let clock = Clock::start();
+        let start = tokio::time::Instant::from_std(clock.0);
+        let at = clock.instant(Time::from_millis(5));
+        assert_eq!(at - start, std::time::Duration::from_millis(5));
+        // A deadline past any real clock is far away, not a panic.
+        assert!(clock.instant(Time::MAX) > start + std::time::Duration::from_secs(86_400));
     }
 
     #[test]
