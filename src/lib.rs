@@ -29,12 +29,15 @@
 //! - behaviour: `server` (what a Tundra server does for its clients),
 //!   `federation` (id maps, translation Tundra <-> LESS, routing; it runs the
 //!   LESS sessions), `upstream` (a world server's scene bridged in);
-//! - `node::Node` joins them over one scene.
+//! - `node::Node` joins them over one scene into one core with a poll API
+//!   (inputs with `now`; `poll_transmit`, `poll_event`, `poll_timeout`
+//!   out); the simulation tests drive the same `Node` under fake time.
 //!
 //! Two `tundra` loaders read a file (`txml::load_file`, `Registry::from_dir`)
 //! for the drivers to call at start-up; the codecs behind them take text.
 //!
-//! Support open to every layer: `clock` (protocol time), `log_budget` (rate
+//! Support open to every layer: `clock` (protocol time), `link_id` (the one
+//! id of a peer link), `log_budget` (rate
 //! limits on log lines a remote party can cause) and `logging`'s
 //! `RemoteText` (how every layer quotes what a remote party sent); the rest
 //! of `logging` sets up tracing output on stderr for the drivers.
@@ -43,8 +46,9 @@
 //! - `transport`: the sockets, TLS and timers of clients, peer links and the
 //!   upstream connection; it drives the `knet` connections and the `peering`
 //!   handshake, and moves frames and events to and from the node;
-//! - `node::runtime`: the tokio driver that owns a `Node`, feeds it what the
-//!   transports receive and the time, and hands its output back;
+//! - `node::runtime`: the tokio driver that owns a `Node` and the one clock,
+//!   sleeps until the node's next deadline or input, feeds it what the
+//!   transports receive, and hands its output back;
 //! - `http`: the operator endpoint (web viewer, `/status`, `/metrics`), fed
 //!   snapshots by the runtime;
 //! - `config`: the node file and the peer files, read and validated once
@@ -63,6 +67,7 @@ pub mod federation;
 pub mod http;
 pub mod knet;
 pub mod less;
+pub mod link_id;
 pub mod loadgen;
 pub mod log_budget;
 pub mod logging;

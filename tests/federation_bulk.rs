@@ -45,11 +45,11 @@ fn world(count: usize) -> String {
 fn run(features_0: &[String], features_1: &[String], model: LinkModel) -> (u64, usize) {
     let mut sim = Sim::new(2, 11);
     let file = lessgate::tundra::txml::load(&world(ENTITIES), &Registry::builtin()).unwrap();
-    sim.nodes[0].scene.import_txml(&file);
+    sim.nodes[0].scene_mut().import_txml(&file);
     let (link, _) = sim.connect_with(0, 1, model, features_0, features_1);
     sim.run(Duration::from_secs(10));
     let names: std::collections::BTreeSet<String> = sim.nodes[1]
-        .scene
+        .scene()
         .entities()
         .filter_map(|e| match e.component_of_type(26)?.attribute(0)?.value {
             AttributeValue::String(ref name) => Some(name.clone()),
@@ -59,7 +59,7 @@ fn run(features_0: &[String], features_1: &[String], model: LinkModel) -> (u64, 
     assert_eq!(names.len(), ENTITIES, "every entity crossed with its name");
     assert!(names.contains("object-1") && names.contains(&format!("object-{ENTITIES}")));
     let bulk = sim.nodes[0]
-        .federation
+        .federation()
         .link(link)
         .map(|l| l.session.stats().bulk_packets_sent)
         .unwrap();

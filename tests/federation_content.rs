@@ -124,7 +124,7 @@ fn custom_component_types_federate_with_their_values_and_edits() {
     );
     sim.run(SETTLE);
     let entity_a = sim.nodes[0]
-        .scene
+        .scene()
         .entities()
         .find(|e| e.component_of_type(register.type_id).is_some())
         .expect("A holds the boiler");
@@ -173,7 +173,7 @@ fn opaque_components_cross_every_hop_byte_for_byte() {
     sim.run(SETTLE);
     let found = sim.find(2, c, "mystery");
     assert_eq!(found.len(), 1);
-    let entity = sim.nodes[2].scene.entity(found[0]).unwrap();
+    let entity = sim.nodes[2].scene().entity(found[0]).unwrap();
     let component = entity
         .component_of_type(unknown_type)
         .expect("the opaque component reached C");
@@ -209,11 +209,11 @@ fn a_parent_set_after_creation_is_renumbered_on_every_node() {
     );
     sim.run(SETTLE);
     assert_eq!(
-        sim.nodes[0].scene.entity(vase_a).unwrap().parent,
+        sim.nodes[0].scene().entity(vase_a).unwrap().parent,
         Some(shelf_a)
     );
     for node in [1, 2] {
-        let scene = &sim.nodes[node].scene;
+        let scene = sim.nodes[node].scene();
         let by_name = |wanted: &str| entity_named(scene, wanted).unwrap();
         let (shelf, vase) = (by_name("shelf"), by_name("vase"));
         assert_eq!(
@@ -246,8 +246,7 @@ fn the_answer_to_an_action_comes_back_to_the_sending_node_only() {
         );
     }
     sim.run(SETTLE);
-    let executed: Vec<String> = sim.nodes[0]
-        .executed_actions
+    let executed: Vec<String> = sim.executed_actions[0]
         .drain(..)
         .map(|(_, action)| action.name)
         .collect();
@@ -256,11 +255,11 @@ fn the_answer_to_an_action_comes_back_to_the_sending_node_only() {
         vec!["On".to_owned(), "Off".to_owned()],
         "in order"
     );
-    let answers: Vec<_> = sim.nodes[2].action_results.drain(..).collect();
+    let answers: Vec<_> = sim.action_results[2].drain(..).collect();
     assert_eq!(answers.len(), 2, "one method-result per call, back at C");
     assert!(answers.iter().all(|(status, _)| status.0 == 0), "success");
     assert!(
-        sim.nodes[1].action_results.is_empty() && sim.nodes[0].action_results.is_empty(),
+        sim.action_results[1].is_empty() && sim.action_results[0].is_empty(),
         "the middle node forwards the answer, the authority only sends it"
     );
 }
@@ -288,7 +287,7 @@ fn a_client_removing_remote_content_asks_the_authority_which_removes_it_everywhe
     );
     sim.run(SETTLE);
     for node in 0..3 {
-        let scene = &sim.nodes[node].scene;
+        let scene = sim.nodes[node].scene();
         let crate_here = entity_named(scene, "crate")
             .and_then(|id| scene.entity(id))
             .expect("the crate stays");
@@ -313,7 +312,7 @@ fn a_client_removing_remote_content_asks_the_authority_which_removes_it_everywhe
     );
     for node in 0..3 {
         let names: Vec<_> = sim.nodes[node]
-            .scene
+            .scene()
             .entities()
             .filter(|e| {
                 e.component_of_type(26)
@@ -331,9 +330,9 @@ fn a_whole_world_crosses_a_triangle_once_per_entity() {
     let mut sim = Sim::new(3, 26);
     let world = &lessgate::demo::worlds::WORLDS[0];
     let file = lessgate::tundra::txml::load(world.txml, &Registry::builtin()).unwrap();
-    sim.nodes[0].scene.import_txml(&file);
+    sim.nodes[0].scene_mut().import_txml(&file);
     let replicated = sim.nodes[0]
-        .scene
+        .scene()
         .entities()
         .filter(|e| e.is_replicated())
         .count();
@@ -343,7 +342,7 @@ fn a_whole_world_crosses_a_triangle_once_per_entity() {
     sim.run(SETTLE * 3);
     for node in [1, 2] {
         assert_eq!(
-            sim.nodes[node].scene.len(),
+            sim.nodes[node].scene().len(),
             replicated,
             "node {node} presents every replicated entity of the world"
         );

@@ -44,7 +44,12 @@ fn run(features_0: &[String], features_1: &[String]) -> (usize, Transform, Trans
     let AttributeValue::Transform(last) = last else {
         unreachable!()
     };
-    let remote = sim.nodes[1].scene.entities().next().map(|e| e.id).unwrap();
+    let remote = sim.nodes[1]
+        .scene()
+        .entities()
+        .next()
+        .map(|e| e.id)
+        .unwrap();
     (sent, last, sim.scene_transform(1, remote).unwrap())
 }
 

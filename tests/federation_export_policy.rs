@@ -32,7 +32,7 @@ fn scenery_only() -> LinkPolicy {
 /// Tells a node the export lists of all its peer files.
 fn peer_files(sim: &mut Sim, node: usize, exports: Vec<TypeFilter>) {
     let node = &mut sim.nodes[node];
-    node.federation.set_configured_exports(exports, &node.scene);
+    node.set_configured_exports(exports);
 }
 
 /// The component types a client sees on the one entity called `name`.
@@ -53,7 +53,7 @@ fn types_seen(sim: &Sim, node: usize, client: ClientId, name: &str) -> BTreeSet<
 /// The link through which `node` presents the entity called `name`.
 fn route(sim: &Sim, node: usize, client: ClientId, name: &str) -> LinkId {
     let entity = sim.find(node, client, name)[0];
-    let federation = &sim.nodes[node].federation;
+    let federation = sim.nodes[node].federation();
     let global = federation.global_of(entity).expect("a federated entity");
     federation.route_of(global).expect("a route").0
 }

@@ -54,7 +54,7 @@ fn rejected_from(status: &NodeStatus, peer: &str) -> u64 {
         .sum()
 }
 
-fn link_ids(status: &NodeStatus) -> BTreeMap<String, u32> {
+fn link_ids(status: &NodeStatus) -> BTreeMap<String, u64> {
     status
         .links
         .iter()

@@ -115,7 +115,7 @@ fn a_split_triangle_heals_into_one_scene() {
                 "seed {seed}: node {n}'s client after healing"
             );
             assert_eq!(
-                sim.nodes[n].scene.len(),
+                sim.nodes[n].scene().len(),
                 want.len(),
                 "seed {seed}: node {n}'s scene"
             );

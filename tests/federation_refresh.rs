@@ -19,14 +19,19 @@ fn after_lost_final_update(refresh_rate: u32) -> (Option<f32>, u64) {
     let mut sim = Sim::new(2, 11);
     sim.stream_mode = true;
     let (link, _) = sim.connect(0, 1, LinkModel::CLEAN);
-    sim.nodes[0].federation.set_refresh_rate(refresh_rate);
+    sim.nodes[0].set_refresh_rate(refresh_rate);
     let a = sim.add_client(0);
     sim.create_box(0, a, 1, "crate", 5.0);
     sim.run(SETTLE);
     let entity = sim.find(0, a, "crate")[0];
     sim.move_entity(0, a, entity, 6.0);
     sim.run(SETTLE);
-    let remote = sim.nodes[1].scene.entities().next().map(|e| e.id).unwrap();
+    let remote = sim.nodes[1]
+        .scene()
+        .entities()
+        .next()
+        .map(|e| e.id)
+        .unwrap();
     assert_eq!(sim.scene_x(1, remote), Some(6.0), "the link works");
 
     // The final move is lost on the wire.
@@ -37,7 +42,7 @@ fn after_lost_final_update(refresh_rate: u32) -> (Option<f32>, u64) {
     assert_eq!(sim.scene_x(1, remote), Some(6.0), "the update was lost");
     sim.run(Duration::from_secs(5));
     let refreshed = sim.nodes[0]
-        .federation
+        .federation()
         .link(link)
         .unwrap()
         .refresh

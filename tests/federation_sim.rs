@@ -45,7 +45,12 @@ fn chain_presents_each_entity_once_and_edits_go_through_the_authority() {
         Some(9.0),
         "and it came back as state"
     );
-    let at_b = sim.nodes[1].scene.entities().next().map(|e| e.id).unwrap();
+    let at_b = sim.nodes[1]
+        .scene()
+        .entities()
+        .next()
+        .map(|e| e.id)
+        .unwrap();
     assert_eq!(sim.scene_x(1, at_b), Some(9.0));
 
     // Removal at the origin removes it everywhere.
@@ -167,7 +172,7 @@ fn triangle_reroutes_around_a_failed_link_without_ghosts() {
         "updates arrive over the new route"
     );
     // A leaves the federation entirely: nothing of it remains anywhere.
-    let links: Vec<_> = sim.nodes[0].federation.links().map(|l| l.id).collect();
+    let links: Vec<_> = sim.nodes[0].federation().links().map(|l| l.id).collect();
     for link in links {
         sim.disconnect(0, link);
     }
@@ -281,14 +286,14 @@ fn actions_reach_the_authority_across_hops() {
         }),
     );
     sim.run(SETTLE);
-    let executed: Vec<_> = sim.nodes[0].executed_actions.drain(..).collect();
+    let executed: Vec<_> = sim.executed_actions[0].drain(..).collect();
     assert_eq!(executed.len(), 1, "executed once, at the authority");
     let at_a = sim.find(0, a, "door")[0];
     assert_eq!(executed[0].0, at_a, "renumbered into the authority's ids");
     assert_eq!(executed[0].1.name, "Open");
     assert_eq!(executed[0].1.parameters, vec!["wide".to_owned()]);
     assert!(
-        sim.nodes[1].executed_actions.is_empty(),
+        sim.executed_actions[1].is_empty(),
         "the middle node only forwards"
     );
 }
@@ -342,7 +347,7 @@ fn parents_references_and_dynamic_attributes_are_renumbered() {
         }),
     );
     sim.run(SETTLE);
-    let scene = &sim.nodes[2].scene;
+    let scene = sim.nodes[2].scene();
     let by_name = |wanted: &str| entity_named(scene, wanted).unwrap();
     let (table, cup) = (by_name("table"), by_name("cup"));
     assert_ne!(table, table_at_a, "ids differ between the nodes");
@@ -463,8 +468,7 @@ fn calls_to_one_entity_stay_in_order_when_the_route_changes() {
             sim.run(Duration::from_millis(20));
         }
         sim.run(Duration::from_secs(10));
-        let executed: Vec<String> = sim.nodes[0]
-            .executed_actions
+        let executed: Vec<String> = sim.executed_actions[0]
             .iter()
             .map(|(_, action)| action.name.clone())
             .collect();

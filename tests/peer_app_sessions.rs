@@ -1,6 +1,7 @@
-//! An application that runs its own LESS sessions (as the federation core
-//! does) on one node, the driver-run sessions on the other: the driver only
-//! moves frames, and the two interoperate.
+//! The application runs each link's LESS session (as the node core does);
+//! the transport only moves frames. One node's session is run by hand here,
+//! step by step with its own clock; the other's by the shared `Sessions`
+//! helper. The settings are handed over once, and the two interoperate.
 
 mod peer_common;
 
@@ -9,28 +10,35 @@ use lessgate::config::PeerLinkMode;
 use lessgate::less::property_list::PropertyValue;
 use lessgate::less::session::{Event, Session};
 use lessgate::less::value::Value;
-use lessgate::transport::peer::{Frame, PeerEvent, SessionOwnership};
+use lessgate::transport::peer::{Frame, PeerEvent, PeerNode};
 use peer_common::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_application_run_session_talks_to_a_driver_run_one() {
+async fn a_session_run_by_hand_talks_to_one_run_by_the_helper() {
     logs();
     let alpha = Seat::new("alpha", 0xa1, PeerLinkMode::Udp);
     let beta = Seat::new("beta", 0xb2, PeerLinkMode::Udp);
-    let mut alpha_config = config(&alpha, vec![beta.as_peer(true)], PeerLinkMode::Udp);
-    alpha_config.sessions = SessionOwnership::Application;
+    let alpha_config = config(&alpha, vec![beta.as_peer(true)], PeerLinkMode::Udp);
     let beta_config = config(&beta, vec![alpha.as_peer(false)], PeerLinkMode::Udp);
-    let (alpha_node, mut alpha_events) = start(alpha, alpha_config).await;
+    // alpha's events are read raw, beta's through the helper.
+    let (alpha_node, mut alpha_events) =
+        PeerNode::start_on(alpha_config, alpha.control, alpha.data)
+            .await
+            .unwrap();
     let (beta_node, mut beta_events) = start(beta, beta_config).await;
 
     // alpha's application: its own clock, its own session.
     let origin = tokio::time::Instant::now();
     let now = move || Time::from_micros(origin.elapsed().as_micros() as u64);
-    let link = link_up(&mut alpha_events, "beta").await;
-    assert!(
-        link.with_session(|_| ()).is_err(),
-        "the driver does not run this session"
-    );
+    let link = loop {
+        let event = tokio::time::timeout(PATIENCE, alpha_events.recv())
+            .await
+            .expect("alpha's link up")
+            .expect("events");
+        if let PeerEvent::LinkUp(link) = event {
+            break link;
+        }
+    };
     let mut session = Session::new(link.take_session_config().unwrap(), now()).unwrap();
     assert!(link.take_session_config().is_none(), "handed over once");
     let to_alpha = link_up(&mut beta_events, "alpha").await;
@@ -47,10 +55,10 @@ async fn an_application_run_session_talks_to_a_driver_run_one() {
             }],
         )
         .unwrap();
-    offer_crate(&to_alpha, "run by the driver");
+    offer_crate(&mut beta_events, &to_alpha, "run by the helper");
 
     // alpha's loop: frames in, timers, transmits out, until it has seen
-    // beta's entity; beta's side runs in the driver meanwhile.
+    // beta's entity; beta's side runs in the helper meanwhile.
     let beta_side = tokio::spawn(async move {
         accept_crate(&mut beta_events, &to_alpha, "alpha").await;
         let name = introduced_name(&mut beta_events, "alpha").await;
@@ -89,13 +97,12 @@ async fn an_application_run_session_talks_to_a_driver_run_one() {
             event = alpha_events.recv() => match event.expect("events") {
                 PeerEvent::Frame { frame: Frame::Datagram(bytes), .. } => session.handle_datagram(now(), &bytes),
                 PeerEvent::Frame { frame: Frame::Stream(bytes), .. } => session.handle_stream_frame(now(), &bytes),
-                PeerEvent::Session { .. } => panic!("no driver-run events for this link"),
                 _ => {}
             },
             _ = tokio::time::sleep_until(wake) => session.handle_timeout(now()),
         }
     }
-    assert_eq!(seen.as_deref(), Some("run by the driver"));
+    assert_eq!(seen.as_deref(), Some("run by the helper"));
     link.report_stats(session.stats());
     let (name, _beta_events, _to_alpha) = beta_side.await.unwrap();
     assert_eq!(name, "run by alpha");

@@ -29,13 +29,15 @@ async fn a_backlog_of_introductions_crosses_in_bulk_packets() {
     let (beta_node, mut beta_events) = start(beta, beta_config).await;
     let to_beta = link_up(&mut alpha_events, "beta").await;
     let to_alpha = link_up(&mut beta_events, "alpha").await;
-    assert!(to_beta.with_session(|s| s.config().bulk_packets).unwrap());
+    assert!(alpha_events
+        .with_session(&to_beta, |s| s.config().bulk_packets)
+        .unwrap());
 
-    let type_id = offer_crate(&to_beta, "crate 0");
+    let type_id = offer_crate(&mut alpha_events, &to_beta, "crate 0");
     accept_crate(&mut beta_events, &to_alpha, "alpha").await;
     assert_eq!(introduced_name(&mut beta_events, "alpha").await, "crate 0");
-    to_beta
-        .with_session(|session| {
+    alpha_events
+        .with_session(&to_beta, |session| {
             for i in 1..=CRATES {
                 let entity = session.allocate_object_id();
                 let values = vec![PropertyValue {
@@ -65,8 +67,8 @@ async fn a_backlog_of_introductions_crosses_in_bulk_packets() {
         }
     }
     assert!(names.contains(&format!("crate {CRATES} of a large world")));
-    let sent = to_beta.with_session(|s| s.stats()).unwrap();
-    let received = to_alpha.with_session(|s| s.stats()).unwrap();
+    let sent = alpha_events.with_session(&to_beta, |s| s.stats()).unwrap();
+    let received = beta_events.with_session(&to_alpha, |s| s.stats()).unwrap();
     assert!(sent.bulk_packets_sent > 0, "{sent:?}");
     assert_eq!(received.bulk_packets_received, sent.bulk_packets_sent);
     assert!(sent.bulk_bytes_compressed_sent < sent.bulk_bytes_uncompressed_sent);

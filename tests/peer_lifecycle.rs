@@ -32,14 +32,14 @@ async fn a_restarted_peer_is_redialled_and_resynchronised() {
 
     let first = link_up(&mut alpha_events, "beta").await;
     let first_on_beta = link_up(&mut beta_events, "alpha").await;
-    offer_crate(&first, "before restart");
+    offer_crate(&mut alpha_events, &first, "before restart");
     accept_crate(&mut beta_events, &first_on_beta, "alpha").await;
     assert_eq!(
         introduced_name(&mut beta_events, "alpha").await,
         "before restart"
     );
-    let first_key = first
-        .with_session(|s| s.config().keys.send.clone())
+    let first_key = alpha_events
+        .with_session(&first, |s| s.config().keys.send.clone())
         .unwrap();
 
     // beta stops (saying goodbye) and comes back on the same addresses with
@@ -54,7 +54,7 @@ async fn a_restarted_peer_is_redialled_and_resynchronised() {
     assert_eq!(down.initiator, Initiator::Remote);
     assert!(first.is_closed());
     assert!(
-        first.with_session(|_| ()).is_err(),
+        alpha_events.with_session(&first, |_| ()).is_err(),
         "commands on an ended link fail"
     );
 
@@ -71,8 +71,8 @@ async fn a_restarted_peer_is_redialled_and_resynchronised() {
         second.peer_hello().incarnation,
         first.peer_hello().incarnation
     );
-    let second_key = second
-        .with_session(|s| s.config().keys.send.clone())
+    let second_key = alpha_events
+        .with_session(&second, |s| s.config().keys.send.clone())
         .unwrap();
     assert_ne!(
         second_key, first_key,
@@ -80,13 +80,13 @@ async fn a_restarted_peer_is_redialled_and_resynchronised() {
     );
 
     // The new session starts empty: the origin offers again, the peer sees it.
-    offer_crate(&second, "after restart");
+    offer_crate(&mut alpha_events, &second, "after restart");
     accept_crate(&mut beta_events, &second_on_beta, "alpha").await;
     assert_eq!(
         introduced_name(&mut beta_events, "alpha").await,
         "after restart"
     );
-    offer_crate(&second_on_beta, "beta is back");
+    offer_crate(&mut beta_events, &second_on_beta, "beta is back");
     accept_crate(&mut alpha_events, &second, "beta").await;
     assert_eq!(
         introduced_name(&mut alpha_events, "beta").await,

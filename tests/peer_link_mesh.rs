@@ -12,35 +12,35 @@ use lessgate::less::session::Event;
 use lessgate::less::value::Value;
 use lessgate::transport::peer::{PeerEvent, PeerLink, PeerNode};
 use peer_common::*;
-use tokio::sync::mpsc;
 
 /// Runs one node's side: offer on every link that comes up, subscribe to
 /// every crate type, collect `(peer, entity name)` until `expected` arrive.
 async fn converse(
     me: &'static str,
-    mut events: mpsc::Receiver<PeerEvent>,
+    mut events: Sessions,
     expected: usize,
-) -> (BTreeSet<(String, String)>, mpsc::Receiver<PeerEvent>) {
+) -> (BTreeSet<(String, String)>, Sessions) {
     let mut links: Vec<PeerLink> = Vec::new();
     let mut seen = BTreeSet::new();
     while seen.len() < expected {
-        let event = tokio::time::timeout(PATIENCE, events.recv())
+        let event = tokio::time::timeout(PATIENCE, events.next())
             .await
             .unwrap_or_else(|_| panic!("{me} saw only {seen:?}"))
             .expect("events");
         match event {
-            PeerEvent::LinkUp(link) => {
-                offer_crate(&link, &format!("crate of {me}"));
+            AppEvent::Peer(PeerEvent::LinkUp(link)) => {
+                offer_crate(&mut events, &link, &format!("crate of {me}"));
                 links.push(link);
             }
-            PeerEvent::Session { peer, event, link } => {
+            AppEvent::Session { peer, event, link } => {
                 let handle = links
                     .iter()
                     .find(|l| l.id() == link)
-                    .expect("link before its events");
+                    .expect("link before its events")
+                    .clone();
                 match event {
-                    Event::TypeIntroduced { type_id, uri, .. } if uri == CRATE => handle
-                        .with_session(|s| s.subscribe_type(type_id, &[name_key()]))
+                    Event::TypeIntroduced { type_id, uri, .. } if uri == CRATE => events
+                        .with_session(&handle, |s| s.subscribe_type(type_id, &[name_key()]))
                         .unwrap()
                         .unwrap(),
                     Event::EntityIntroduced { values, .. } => {
@@ -53,10 +53,10 @@ async fn converse(
                     _ => {}
                 }
             }
-            PeerEvent::LinkDown { peer, closure, .. } => {
+            AppEvent::Peer(PeerEvent::LinkDown { peer, closure, .. }) => {
                 panic!("{me}: link with {peer} went down: {}", closure.reason)
             }
-            PeerEvent::Refused { .. } | PeerEvent::Frame { .. } => {}
+            AppEvent::Peer(_) => {}
         }
     }
     (seen, events)

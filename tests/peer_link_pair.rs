@@ -37,7 +37,7 @@ async fn two_nodes_exchange_entities_over_udp_both_ways() {
     );
 
     // alpha -> beta: introduce-type, subscribe, introduce-entity.
-    offer_crate(&to_beta, "crate of alpha");
+    offer_crate(&mut alpha_events, &to_beta, "crate of alpha");
     accept_crate(&mut beta_events, &to_alpha, "alpha").await;
     assert_eq!(
         introduced_name(&mut beta_events, "alpha").await,
@@ -45,7 +45,7 @@ async fn two_nodes_exchange_entities_over_udp_both_ways() {
     );
 
     // beta -> alpha, the other direction with its own sequence space and key.
-    offer_crate(&to_alpha, "crate of beta");
+    offer_crate(&mut beta_events, &to_alpha, "crate of beta");
     accept_crate(&mut alpha_events, &to_beta, "beta").await;
     assert_eq!(
         introduced_name(&mut alpha_events, "beta").await,
@@ -54,8 +54,8 @@ async fn two_nodes_exchange_entities_over_udp_both_ways() {
 
     // An update, then a value too large for one datagram (MTU 1200): the
     // session tags it for the stream and the driver sends it on QUIC.
-    let entity = to_beta
-        .with_session(|session| {
+    let entity = alpha_events
+        .with_session(&to_beta, |session| {
             let entity = lessgate::less::ids::ObjectId::new(1);
             session
                 .update_entity(
@@ -84,8 +84,8 @@ async fn two_nodes_exchange_entities_over_udp_both_ways() {
     .await;
     assert_eq!(counter, 42);
     let blob = vec![0x5a; 4000];
-    to_beta
-        .with_session(|session| {
+    alpha_events
+        .with_session(&to_beta, |session| {
             session.update_entity(
                 entity,
                 vec![PropertyValue {
@@ -110,8 +110,8 @@ async fn two_nodes_exchange_entities_over_udp_both_ways() {
     )
     .await;
     assert_eq!(received, blob);
-    let sent_on_stream = to_beta
-        .with_session(|session| session.stats().stream_frames_sent)
+    let sent_on_stream = alpha_events
+        .with_session(&to_beta, |session| session.stats().stream_frames_sent)
         .unwrap();
     assert!(sent_on_stream >= 1, "the oversize packet took the stream");
 
@@ -161,13 +161,13 @@ async fn stream_mode_carries_every_packet_on_quic() {
     assert_eq!(to_beta.framing(), LinkFraming::Stream);
     assert_eq!(to_alpha.framing(), LinkFraming::Stream);
 
-    offer_crate(&to_alpha, "streamed crate");
+    offer_crate(&mut beta_events, &to_alpha, "streamed crate");
     accept_crate(&mut alpha_events, &to_beta, "beta").await;
     assert_eq!(
         introduced_name(&mut alpha_events, "beta").await,
         "streamed crate"
     );
-    offer_crate(&to_beta, "reply");
+    offer_crate(&mut alpha_events, &to_beta, "reply");
     accept_crate(&mut beta_events, &to_alpha, "alpha").await;
     assert_eq!(introduced_name(&mut beta_events, "alpha").await, "reply");
     assert_eq!(alpha_node.unknown_source_datagrams(), 0);
@@ -215,7 +215,7 @@ async fn simultaneous_dials_leave_exactly_the_link_dialled_by_the_smaller_uuid()
     )
     .await;
 
-    offer_crate(&on_alpha, "one link");
+    offer_crate(&mut alpha_events, &on_alpha, "one link");
     accept_crate(&mut beta_events, &on_beta, "alpha").await;
     assert_eq!(introduced_name(&mut beta_events, "alpha").await, "one link");
 

@@ -28,7 +28,7 @@ struct Refusal {
     peer_version: Option<u16>,
 }
 
-async fn refusal(events: &mut tokio::sync::mpsc::Receiver<PeerEvent>, what: &str) -> Refusal {
+async fn refusal(events: &mut Sessions, what: &str) -> Refusal {
     wait_for(events, what, |event| match event {
         PeerEvent::Refused {
             peer,

@@ -26,26 +26,21 @@ fn to_world(sim: &mut Sim) -> Vec<Message> {
         protocol_version: PROTOCOL,
         registry: &registry,
     };
-    let bridge = sim.nodes[0].upstream.as_mut().expect("upstream mode");
-    std::iter::from_fn(|| bridge.poll_transmit())
+    assert!(sim.nodes[0].upstream().is_some(), "upstream mode");
+    sim.take_upstream(0)
+        .into_iter()
         .map(|frame| Message::decode_frame(&frame, &context).expect("decodable"))
         .collect()
 }
 
 fn from_world(sim: &mut Sim, message: Message) {
     let frame = message.encode_frame(PROTOCOL).unwrap();
-    let now = sim.now;
-    sim.nodes[0].handle_upstream_frame(now, &frame);
+    sim.upstream_frame(0, &frame);
 }
 
-/// Runs the simulation with node 0's upstream timers.
+/// Runs the simulation (node 0's upstream timers are among its deadlines).
 fn run(sim: &mut Sim, duration: Duration) {
-    let end = sim.now + duration;
-    while sim.now < end {
-        sim.run(Duration::from_millis(50));
-        let now = sim.now;
-        sim.nodes[0].handle_upstream_timeout(now);
-    }
+    sim.run(duration);
 }
 
 #[test]
@@ -61,8 +56,7 @@ fn a_replaced_peer_link_does_not_remove_and_recreate_in_the_world_server() {
         settle: Duration::from_millis(200),
         login_timeout: Duration::from_secs(5),
     }));
-    let now = sim.now;
-    sim.nodes[0].handle_upstream_connected(now);
+    sim.upstream_connected(0);
     assert!(matches!(to_world(&mut sim).as_slice(), [Message::Login(_)]));
     from_world(
         &mut sim,
@@ -112,7 +106,7 @@ fn a_replaced_peer_link_does_not_remove_and_recreate_in_the_world_server() {
         )),
         "no removal or second creation in the world server: {out:?}"
     );
-    let bridge = sim.nodes[0].upstream.as_ref().unwrap();
+    let bridge = sim.nodes[0].upstream().unwrap();
     assert!(bridge.held_removals().is_empty(), "it came back");
     assert!(
         matches!(

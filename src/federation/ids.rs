@@ -4,15 +4,7 @@ use std::fmt;
 
 use uuid::Uuid;
 
-/// One peer link of this node (its index; also `ChangeSource::Peer`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct LinkId(pub u32);
-
-impl fmt::Display for LinkId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "link{}", self.0)
-    }
-}
+pub use crate::link_id::LinkId;
 
 /// An entity's identity across the federation: its origin node and the
 /// origin's serial for it (docs/federation.md section 1).

@@ -39,9 +39,9 @@ pub struct OriginsDoc {
 impl OriginsDoc {
     /// Reads the origin of every entity of the node's scene.
     pub fn collect(node: &Node, name: &str) -> OriginsDoc {
-        let own = node.federation.node_id();
+        let own = node.federation().node_id();
         let peer_names: BTreeMap<Uuid, &str> = node
-            .federation
+            .federation()
             .links()
             .map(|l| (l.peer, l.peer_name.as_str()))
             .collect();
@@ -55,10 +55,10 @@ impl OriginsDoc {
             entities: BTreeMap::new(),
         };
         let mut index: BTreeMap<Uuid, usize> = BTreeMap::from([(own, 0)]);
-        let mut pending: Vec<(u32, Uuid)> = Vec::with_capacity(node.scene.len());
-        for entity in node.scene.entities() {
+        let mut pending: Vec<(u32, Uuid)> = Vec::with_capacity(node.scene().len());
+        for entity in node.scene().entities() {
             let origin = node
-                .federation
+                .federation()
                 .global_of(entity.id)
                 .map_or(own, |global| global.origin);
             pending.push((entity.id.0, origin));

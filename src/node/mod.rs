@@ -1,164 +1,186 @@
-//! One lessgate node: the scene, the Tundra server core and the federation,
-//! wired together without I/O. [`runtime`] drives it with real sockets;
-//! simulations drive it with fake time.
+//! One lessgate node as a single sans-IO core: the scene, the Tundra server
+//! core, the federation and (in upstream mode) the bridge to a world server,
+//! joined without I/O.
+//!
+//! In the manner of quinn-proto's `Connection`: inputs are `handle_*` calls
+//! with an explicit `now`; outputs are [`Node::poll_transmit`] (frames, each
+//! naming the client, link or world server it is for), [`Node::poll_event`]
+//! (closes, commands, actions) and [`Node::poll_timeout`] (when to call
+//! [`Node::handle_timeout`] next). [`runtime`] drives it with sockets and one
+//! clock; the simulation tests drive the same calls under fake time.
+//!
+//! ```text
+//!  client frames ─┐                         ┌─> Transmit::Client
+//!  link frames   ─┼─> handle_* ─> Node ─> poll_transmit ─> Transmit::Link
+//!  world server  ─┤               │         └─> Transmit::Upstream
+//!  timeouts      ─┘               └─> poll_event, poll_timeout
+//! ```
 
+mod links;
+pub mod output;
 pub mod runtime;
+mod settle;
 pub mod status;
 
-use tracing::{debug, info};
+use std::collections::VecDeque;
+use std::fmt;
+use std::time::Duration;
+
 use uuid::Uuid;
 
 use crate::clock::Time;
-use crate::federation::{Federation, FederationEvent, Link, LinkId};
-use crate::less::session::CloseReason;
-use crate::logging::RemoteText;
+use crate::federation::Federation;
+use crate::link_id::LinkId;
+use crate::peering::peer_file::TypeFilter;
 use crate::scene::{ClientId, Scene};
-use crate::server::{ServerEvent, TundraServer};
+use crate::server::TundraServer;
 use crate::transport::client::ClientTransport;
 use crate::tundra::messages::edit_attributes_target;
-use crate::upstream::{Bridge, BridgeEvent};
+use crate::upstream::Bridge;
+
+pub use links::LinkUp;
+pub use output::{Event, Transmit};
 
 /// The client id upstream actions are attributed to when they enter the
 /// federation (no local client sent them).
 pub const UPSTREAM_CLIENT: ClientId = ClientId(u64::MAX);
 
-/// The pure part of a node.
-#[derive(Debug)]
+/// Client frames (counted through their transport's events) a driver hands
+/// in before draining the outputs: enough to fill a LESS datagram with
+/// updates, few enough that a burst never delays other work by more than a
+/// fraction of a millisecond. A transport's batch is not split, so a drain
+/// may follow up to `CLIENT_FRAME_BATCH + websocket::READ_BATCH - 1` frames.
+pub const CLIENT_FRAME_BATCH: usize = 256;
+
+/// Link frames (mostly datagrams) a driver hands in before draining the
+/// outputs: the acknowledgements of many packets then leave in one, before
+/// any of them is applied.
+pub const LINK_FRAME_BATCH: usize = 64;
+
+/// The finest step of the node's timers. A deadline that is still due after
+/// `handle_timeout` ran at it (a session paced but with its send window
+/// full waits for an acknowledgement, not for time) is reported this much
+/// later, so a driver never spins on it.
+pub const TIMER_GRANULARITY: Duration = Duration::from_millis(1);
+
+/// Most actions and answers kept for the driver between drains: a flood of
+/// them from peers costs memory only up to this bound.
+const MAX_QUEUED_ACTIONS: usize = 1024;
+
+/// Work the embedding program does on the node's own scene each network
+/// tick (for example a simulation moving its entities), with the node's
+/// time. Its edits are ordinary local changes: sent to clients and peers in
+/// the same tick.
+pub type TickHook = Box<dyn FnMut(&mut Scene, Time) + Send>;
+
+/// The node core. Its state is private: drivers feed inputs and drain
+/// outputs; status pages read it through the accessors.
 pub struct Node {
-    pub scene: Scene,
-    pub server: TundraServer,
-    pub federation: Federation,
-    /// Server events after the federation saw them, for the driver to log.
-    pub server_events: std::collections::VecDeque<ServerEvent>,
-    /// EntityActions this node executed as the entity's authority, coming
-    /// from peers (for the driver to log or hand to a world server).
-    pub executed_actions: std::collections::VecDeque<(
-        crate::tundra::EntityId,
-        crate::tundra::messages::EntityAction,
-    )>,
-    /// Answers of remote authorities to EntityActions this node's clients
-    /// sent (Tundra has no reply message; kept for the driver to log).
-    pub action_results: std::collections::VecDeque<(
-        crate::less::message::MethodStatus,
-        crate::less::value::Value,
-    )>,
+    scene: Scene,
+    server: TundraServer,
+    federation: Federation,
     /// Upstream mode: the bridge to the world server this node is a client
     /// of (docs/upstream.md); `None` otherwise.
-    pub upstream: Option<Bridge>,
+    upstream: Option<Bridge>,
     /// The buffer `settle` takes the scene's journal into, kept between calls.
     journal: Vec<crate::scene::Change>,
+    /// Links that received frames whose events are not applied yet: their
+    /// acknowledgements go out first (see `poll_transmit`).
+    received: Vec<LinkId>,
+    /// Events for the driver, in the order they arose.
+    events: VecDeque<Event>,
+    /// Actions and answers among `events`, bounded by `MAX_QUEUED_ACTIONS`.
+    queued_actions: usize,
+    tick_period: Duration,
+    next_tick: Time,
+    tick_hook: Option<TickHook>,
+    /// When `handle_timeout` last ran (see [`TIMER_GRANULARITY`]).
+    last_timeout: Option<Time>,
+}
+
+impl fmt::Debug for Node {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Node")
+            .field("node", &self.federation.node_id())
+            .field("entities", &self.scene.len())
+            .field("links", &self.federation.links().count())
+            .field("upstream", &self.upstream.is_some())
+            .field("next_tick", &self.next_tick)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Node {
+    /// A node whose network tick is the server's configured period; the
+    /// first tick is due at once.
     pub fn new(scene: Scene, server: TundraServer, id: Uuid) -> Node {
+        let tick_period = server.config().tick;
         Node {
             scene,
             server,
             federation: Federation::new(id),
-            server_events: Default::default(),
-            executed_actions: Default::default(),
-            action_results: Default::default(),
             upstream: None,
             journal: Vec::new(),
+            received: Vec::new(),
+            events: VecDeque::new(),
+            queued_actions: 0,
+            tick_period,
+            next_tick: Time::ZERO,
+            tick_hook: None,
+            last_timeout: None,
         }
     }
+
+    // ----- configuration -----
 
     /// Puts the node in upstream mode.
     pub fn attach_upstream(&mut self, bridge: Bridge) {
         self.upstream = Some(bridge);
     }
 
-    /// The connection to the world server is open.
-    pub fn handle_upstream_connected(&mut self, now: Time) {
-        if let Some(bridge) = &mut self.upstream {
-            bridge.handle_connected(now);
-        }
+    /// Installs the per-tick work on the scene (see [`TickHook`]). It runs
+    /// inside the tick, so its edits leave with that tick's updates.
+    pub fn set_tick_hook(&mut self, hook: TickHook) {
+        self.tick_hook = Some(hook);
     }
 
-    /// One frame from the world server.
-    pub fn handle_upstream_frame(&mut self, now: Time, frame: &[u8]) {
-        if let Some(bridge) = &mut self.upstream {
-            bridge.handle_frame(now, frame, &mut self.scene);
-        }
-        self.settle();
+    /// The background refresh budget of every link, in bytes per second.
+    pub fn set_refresh_rate(&mut self, bytes_per_sec: u32) {
+        self.federation.set_refresh_rate(bytes_per_sec);
     }
 
-    /// The connection to the world server ended.
-    pub fn handle_upstream_disconnected(&mut self, now: Time) {
-        if let Some(bridge) = &mut self.upstream {
-            bridge.handle_disconnected(now);
-        }
+    /// This node's export lists, one per peer file; relays apply them to
+    /// its entities too (docs/federation.md section 4.1).
+    pub fn set_configured_exports(&mut self, filters: Vec<TypeFilter>) {
+        self.federation.set_configured_exports(filters, &self.scene);
     }
 
-    /// The bridge's timers.
-    pub fn handle_upstream_timeout(&mut self, now: Time) {
-        if let Some(bridge) = &mut self.upstream {
-            if bridge.poll_timeout().is_some_and(|t| t <= now) {
-                bridge.handle_timeout(now, &mut self.scene);
-            }
-        }
-        self.settle();
+    // ----- accessors -----
+
+    pub fn scene(&self) -> &Scene {
+        &self.scene
     }
 
-    /// Hands what the bridge asks for to the server and the federation.
-    fn handle_bridge_event(&mut self, event: BridgeEvent) {
-        match event {
-            BridgeEvent::DeliverAction(action) => self.server.deliver_action(action),
-            BridgeEvent::FloodAction(action) => self.federation.handle_server_event(
-                &ServerEvent::PeersAction {
-                    client: UPSTREAM_CLIENT,
-                    action,
-                },
-                &mut self.scene,
-            ),
-            BridgeEvent::ActionToAuthority(action) => self.federation.handle_server_event(
-                &ServerEvent::Action {
-                    client: UPSTREAM_CLIENT,
-                    action,
-                },
-                &mut self.scene,
-            ),
-            BridgeEvent::EditToAuthority {
-                entity,
-                component,
-                index,
-                value,
-            } if self
-                .scene
-                .entity(entity)
-                .is_some_and(|e| e.origin == crate::scene::Origin::Local) =>
-            {
-                // This node is the authority (an entity of its own
-                // clients): the edit applies here and reaches its clients
-                // and peers as any change of the node's.
-                let _ = self.scene.edit_attribute(
-                    crate::scene::ChangeSource::Node,
-                    entity,
-                    component,
-                    index,
-                    value,
-                );
-            }
-            BridgeEvent::EditToAuthority {
-                entity,
-                component,
-                index,
-                value,
-            } => self.federation.handle_server_event(
-                &ServerEvent::RemoteEdit {
-                    client: UPSTREAM_CLIENT,
-                    entity,
-                    component,
-                    index,
-                    value,
-                },
-                &mut self.scene,
-            ),
-            BridgeEvent::TypeRegistered(type_id) => {
-                self.server.handle_type_registered(type_id, None)
-            }
-        }
+    /// The scene, for local edits (an embedding program's own entities, a
+    /// scene import): they are ordinary local changes, handed to clients
+    /// and peers with the next output.
+    pub fn scene_mut(&mut self) -> &mut Scene {
+        &mut self.scene
     }
+
+    pub fn server(&self) -> &TundraServer {
+        &self.server
+    }
+
+    pub fn federation(&self) -> &Federation {
+        &self.federation
+    }
+
+    pub fn upstream(&self) -> Option<&Bridge> {
+        self.upstream.as_ref()
+    }
+
+    // ----- client inputs -----
 
     /// A client connected over `transport`, which decides how it logs in.
     pub fn handle_client_connect(
@@ -210,144 +232,143 @@ impl Node {
         }
     }
 
-    /// A client's connection ended.
     /// A client's transport closed it for breaking the transport protocol.
     pub fn handle_client_misbehaved(&mut self, client: ClientId, reason: &str) {
         self.server.handle_transport_violation(client, reason);
     }
 
+    /// A client's connection ended.
     pub fn handle_client_disconnect(&mut self, client: ClientId, reason: &str) {
         self.server.handle_disconnect(client, reason);
         self.settle();
     }
 
-    /// A peer link is up: its session is negotiated.
-    pub fn handle_link_up(&mut self, link: Link) {
-        self.federation.add_link(link, &self.scene);
-        self.settle();
-    }
+    // ----- world server inputs (upstream mode) -----
 
-    /// A peer link is gone.
-    pub fn handle_link_down(&mut self, link: LinkId) {
-        self.remove_link(link);
-    }
-
-    /// Removes a link. The bridge to a world server holds the removals this
-    /// causes: a replacing link may present the same entities again
-    /// (docs/upstream.md section 4).
-    fn remove_link(&mut self, link: LinkId) {
-        self.settle();
+    /// The connection to the world server is open.
+    pub fn handle_upstream_connected(&mut self, now: Time) {
         if let Some(bridge) = &mut self.upstream {
-            bridge.set_holding_removals(true);
+            bridge.handle_connected(now);
         }
-        self.federation.remove_link(link, &mut self.scene);
-        self.settle();
+    }
+
+    /// One frame from the world server.
+    pub fn handle_upstream_frame(&mut self, now: Time, frame: &[u8]) {
         if let Some(bridge) = &mut self.upstream {
-            bridge.set_holding_removals(false);
-        }
-    }
-
-    /// Applies what a link's session received. Returns the close reason when
-    /// the session ended; the link is then removed.
-    pub fn handle_link_events(&mut self, link: LinkId) -> Option<CloseReason> {
-        let closed = self.federation.handle_link_events(link, &mut self.scene);
-        if let Some(reason) = &closed {
-            info!(%link, reason = %RemoteText(reason), "peer session closed");
-            self.remove_link(link);
+            bridge.handle_frame(now, frame, &mut self.scene);
         }
         self.settle();
-        closed
     }
 
-    /// The network tick. `backlog` reports each client's unsent bytes.
-    pub fn handle_tick(&mut self, now: Time, backlog: &dyn Fn(ClientId) -> usize) {
-        self.settle();
-        self.federation.refresh(now);
-        self.server.handle_tick(&self.scene, now, backlog);
+    /// The connection to the world server ended.
+    pub fn handle_upstream_disconnected(&mut self, now: Time) {
+        if let Some(bridge) = &mut self.upstream {
+            bridge.handle_disconnected(now);
+        }
     }
 
-    /// Passes events between the server and the federation and hands the
-    /// scene's changes to everything that synchronises from it, until quiet.
-    pub fn settle(&mut self) {
-        let mut changes = std::mem::take(&mut self.journal);
-        for _ in 0..16 {
-            let mut busy = false;
-            self.scene.take_journal_into(&mut changes);
-            if !changes.is_empty() {
-                busy = true;
-                self.server.handle_scene_changes(&changes);
-                self.federation.handle_scene_changes(&self.scene, &changes);
-                if let Some(bridge) = &mut self.upstream {
-                    let federation = &self.federation;
-                    bridge.handle_scene_changes_with(&self.scene, &changes, &|entity| {
-                        federation.global_of(entity)
-                    });
-                }
-            }
-            let proxied = self.scene.take_proxied_edits();
-            if !proxied.is_empty() {
-                busy = true;
-                if let Some(bridge) = &mut self.upstream {
-                    bridge.handle_proxied_edits(&mut self.scene, proxied);
-                }
-            }
-            while let Some(event) = self.server.poll_event() {
-                busy = true;
-                self.federation.handle_server_event(&event, &mut self.scene);
-                if let Some(bridge) = &mut self.upstream {
-                    match &event {
-                        ServerEvent::Action { action, .. } => {
-                            bridge.handle_action_for_world(action);
-                        }
-                        ServerEvent::PeersAction { action, .. } => {
-                            bridge.handle_peers_action(action)
-                        }
-                        _ => {}
-                    }
-                }
-                self.server_events.push_back(event);
-            }
-            while let Some(event) = self.upstream.as_mut().and_then(Bridge::poll_event) {
-                busy = true;
-                self.handle_bridge_event(event);
-            }
-            while let Some(event) = self.federation.poll_event() {
-                busy = true;
-                match event {
-                    FederationEvent::TypeRegistered(type_id) => {
-                        self.server.handle_type_registered(type_id, None)
-                    }
-                    FederationEvent::ActionForClients(action) => {
-                        if let Some(bridge) = &mut self.upstream {
-                            bridge.handle_peers_action(&action);
-                        }
-                        self.server.deliver_action(action)
-                    }
-                    FederationEvent::ActionForAuthority { entity, action }
-                        if self
-                            .upstream
-                            .as_mut()
-                            .is_some_and(|b| b.handle_action_for_world(&action)) =>
-                    {
-                        debug!(%entity, name = %RemoteText(&action.name), "entity action sent to the world server, its authority");
-                    }
-                    FederationEvent::ActionForAuthority { entity, action } => {
-                        debug!(%entity, name = %RemoteText(&action.name), "entity action executed by its authority");
-                        if self.executed_actions.len() < 1024 {
-                            self.executed_actions.push_back((entity, action));
-                        }
-                    }
-                    FederationEvent::ActionAnswered { status, detail } => {
-                        if self.action_results.len() < 1024 {
-                            self.action_results.push_back((status, detail));
-                        }
-                    }
-                }
-            }
-            if !busy {
-                break;
+    // ----- timers -----
+
+    /// When [`Node::handle_timeout`] should next run: the earliest of the
+    /// network tick, every link session's timer and the bridge's timers
+    /// (the server's login deadlines are checked at the tick). Never
+    /// earlier than [`TIMER_GRANULARITY`] after the last `handle_timeout`.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        let mut deadline = self.next_tick;
+        for link in self.federation.links() {
+            if let Some(at) = link.session.poll_timeout() {
+                deadline = deadline.min(at);
             }
         }
-        self.journal = changes;
+        if let Some(at) = self.upstream.as_ref().and_then(Bridge::poll_timeout) {
+            deadline = deadline.min(at);
+        }
+        Some(match self.last_timeout {
+            Some(last) => deadline.max(last + TIMER_GRANULARITY),
+            None => deadline,
+        })
+    }
+
+    /// Runs every timer due at `now`: the link sessions' (acknowledgements,
+    /// re-sends, keepalives, idle timeouts), the bridge's, and the network
+    /// tick. `backlog` reports each client's unsent bytes, which only the
+    /// transport knows (the tick sends a slow client less).
+    pub fn handle_timeout(&mut self, now: Time, backlog: &dyn Fn(ClientId) -> usize) {
+        self.last_timeout = Some(now);
+        self.apply_received();
+        self.handle_link_timeouts(now);
+        if let Some(bridge) = &mut self.upstream {
+            if bridge.poll_timeout().is_some_and(|at| at <= now) {
+                bridge.handle_timeout(now, &mut self.scene);
+            }
+        }
+        if now >= self.next_tick {
+            // The next tick keeps the period; a late tick is not caught up.
+            self.next_tick += self.tick_period;
+            if self.next_tick <= now {
+                self.next_tick = now + self.tick_period;
+            }
+            if let Some(hook) = &mut self.tick_hook {
+                hook(&mut self.scene, now);
+            }
+            self.settle();
+            self.federation.refresh(now);
+            self.server.handle_tick(&self.scene, now, backlog);
+        } else {
+            self.settle();
+        }
+    }
+
+    // ----- outputs -----
+
+    /// The next frame to send. A link that received frames has its due
+    /// packets (the acknowledgements) handed out before what it received is
+    /// applied to the scene: the peer's send window (64 datagrams) reopens
+    /// only with them, and applying a batch takes milliseconds (sent after
+    /// the batch, acknowledgements capped a link at 64 datagrams per batch
+    /// time). Then the server's frames, the bridge's, and every link's.
+    pub fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
+        if !self.received.is_empty() {
+            if let Some(transmit) = self.poll_link_transmit(now) {
+                return Some(transmit);
+            }
+            self.apply_received();
+        }
+        if let Some((client, frame)) = self.server.poll_transmit() {
+            return Some(Transmit::Client(client, frame));
+        }
+        if let Some(frame) = self.upstream.as_mut().and_then(Bridge::poll_transmit) {
+            return Some(Transmit::Upstream(frame));
+        }
+        self.poll_link_transmit(now)
+    }
+
+    /// The next event for the driver.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.apply_received();
+        if let Some(event) = self.events.pop_front() {
+            if matches!(event, Event::ActionExecuted(..) | Event::ActionAnswered(..)) {
+                self.queued_actions -= 1;
+            }
+            return Some(event);
+        }
+        if let Some((client, reason)) = self.server.poll_close() {
+            return Some(Event::CloseClient(client, reason));
+        }
+        self.upstream
+            .as_mut()
+            .and_then(Bridge::poll_link_command)
+            .map(Event::Upstream)
+    }
+
+    /// Queues an action or answer for the driver, within the bound.
+    fn push_action_event(&mut self, event: Event) {
+        if self.queued_actions < MAX_QUEUED_ACTIONS {
+            self.queued_actions += 1;
+            self.events.push_back(event);
+        }
     }
 }
+
+#[cfg(test)]
+mod tests;

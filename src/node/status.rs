@@ -59,7 +59,7 @@ pub struct LinkEnds {
 /// One ended peer link.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct LinkEnd {
-    pub link: u32,
+    pub link: u64,
     pub peer: String,
     /// The reason code's name.
     pub code: String,
@@ -118,7 +118,7 @@ pub struct ServerCounters {
 pub struct LinkStatus {
     /// The link's number on this node; two links to one peer can exist
     /// for a moment while a duplicate dial is resolved.
-    pub link: u32,
+    pub link: u64,
     /// The peer's name as its peer file gives it.
     pub peer: String,
     pub peer_uuid: Uuid,
@@ -159,20 +159,20 @@ pub struct BulkStatus {
 impl NodeStatus {
     /// Reads a snapshot off the pure node.
     pub fn collect(node: &Node, name: &str, tundra_url: &str, uptime: Duration) -> NodeStatus {
-        let own = node.federation.node_id();
+        let own = node.federation().node_id();
         let peer_names: BTreeMap<Uuid, &str> = node
             .federation
             .links()
             .map(|l| (l.peer, l.peer_name.as_str()))
             .collect();
-        let mut by_origin = node.federation.entities_by_origin();
+        let mut by_origin = node.federation().entities_by_origin();
         // Local entities that are not (yet) federated still belong to this node.
         let remote: usize = by_origin
             .iter()
             .filter(|(origin, _)| **origin != own)
             .map(|(_, n)| n)
             .sum();
-        by_origin.insert(own, node.scene.len().saturating_sub(remote));
+        by_origin.insert(own, node.scene().len().saturating_sub(remote));
         let origins = by_origin
             .into_iter()
             .map(|(uuid, entities)| OriginStatus {
@@ -185,9 +185,9 @@ impl NodeStatus {
                 entities,
             })
             .collect();
-        let s = node.server.stats();
+        let s = node.server().stats();
         let links = node
-            .federation
+            .federation()
             .links()
             .map(|l| {
                 let st = l.session.stats();
@@ -231,8 +231,8 @@ impl NodeStatus {
             uuid: own,
             tundra_url: tundra_url.to_owned(),
             uptime_secs: uptime.as_secs_f64(),
-            clients: node.server.authenticated_clients().count(),
-            entities: node.scene.len(),
+            clients: node.server().authenticated_clients().count(),
+            entities: node.scene().len(),
             origins,
             server: ServerCounters {
                 frames_in: s.frames_in,
@@ -277,7 +277,7 @@ mod tests {
     #[test]
     fn link_ends_are_counted_by_code_and_the_recent_ones_bounded() {
         let mut ends = LinkEnds::default();
-        for i in 0..RECENT_LINK_ENDS as u32 + 4 {
+        for i in 0..RECENT_LINK_ENDS as u64 + 4 {
             ends.record(LinkEnd {
                 link: i,
                 peer: "beta".to_owned(),
@@ -289,7 +289,7 @@ mod tests {
                 .to_owned(),
                 reason: format!("end {i}"),
                 by_this_node: true,
-                at_secs: f64::from(i),
+                at_secs: i as f64,
             });
         }
         assert_eq!(ends.by_code["protocol-error"], 10);

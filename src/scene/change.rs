@@ -20,8 +20,8 @@ pub enum ChangeSource {
     Node,
     /// A local Tundra client.
     Client(ClientId),
-    /// State that arrived over a peer link (the link's index in the node).
-    Peer(u32),
+    /// State that arrived over a peer link (its `LinkId` number).
+    Peer(u64),
 }
 
 /// What changed. Attribute indices are slot indices within the component.

@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use super::core::{ServerConfig, TundraServer};
 use crate::clock::Time;
-use crate::node::Node;
+use crate::node::{Event, Node, Transmit};
 use crate::scene::{ClientId, Scene};
 use crate::tundra::messages::{DecodeContext, Login};
 use crate::tundra::ClientTransport;
@@ -62,16 +62,19 @@ fn log_in(node: &mut Node, client: ClientId, now: Time, protocol: u32) {
 /// Checks every frame the server sent decodes for the client it went to,
 /// closes the connections the server closed, and drops what the driver
 /// would log. Returns the frames sent.
-fn drain(node: &mut Node) -> u64 {
+fn drain(node: &mut Node, now: Time) -> u64 {
     let mut sent = 0;
-    while let Some((client, frame)) = node.server.poll_transmit() {
+    while let Some(transmit) = node.poll_transmit(now) {
+        let Transmit::Client(client, frame) = transmit else {
+            continue;
+        };
         sent += 1;
-        let Some(state) = node.server.client(client) else {
+        let Some(state) = node.server().client(client) else {
             continue;
         };
         let ctx = DecodeContext {
             protocol_version: state.protocol,
-            registry: node.scene.registry(),
+            registry: node.scene().registry(),
         };
         if let Err(error) = Message::decode_frame(&frame, &ctx) {
             panic!(
@@ -80,20 +83,20 @@ fn drain(node: &mut Node) -> u64 {
             );
         }
     }
-    while let Some((client, reason)) = node.server.poll_close() {
-        node.handle_client_disconnect(client, &reason);
+    while let Some(event) = node.poll_event() {
+        if let Event::CloseClient(client, reason) = event {
+            node.handle_client_disconnect(client, &reason);
+        }
     }
-    node.server_events.clear();
-    node.executed_actions.clear();
-    node.action_results.clear();
     sent
 }
 
 /// `tundra_server_frames`: the first byte picks the two clients' protocol
 /// versions (bits 0-1 and 2-3, versions 1-4). Then operations: a byte whose
 /// low 2 bits are 0 or 1 sends a frame from client slot 0 or 1 (then a u16
-/// LE length and that many bytes: message id and payload); 2 ticks, after
-/// `op >> 2` times 10 ms; 3 disconnects slot `op >> 2 & 1` and logs a new
+/// LE length and that many bytes: message id and payload); 2 advances the
+/// time by `op >> 2` times 10 ms and runs the node's timers (the tick, when
+/// one is due: every 50 ms); 3 disconnects slot `op >> 2 & 1` and logs a new
 /// client in its place.
 ///
 /// Invariants: every frame the server sends decodes under the receiving
@@ -110,7 +113,7 @@ pub fn frames(data: &[u8]) -> FramesOutcome {
         TundraServer::new(config),
         Uuid::from_u128(1),
     );
-    let entities_at_start = node.scene.len();
+    let entities_at_start = node.scene().len();
     let protocols = [
         u32::from(versions & 3) + 1,
         u32::from(versions >> 2 & 3) + 1,
@@ -121,7 +124,7 @@ pub fn frames(data: &[u8]) -> FramesOutcome {
     for (slot, protocol) in slots.iter().zip(protocols) {
         log_in(&mut node, *slot, now, protocol);
     }
-    let mut frames_out = drain(&mut node);
+    let mut frames_out = drain(&mut node, now);
     while let Some((&op, tail)) = rest.split_first() {
         rest = tail;
         match op & 3 {
@@ -136,7 +139,7 @@ pub fn frames(data: &[u8]) -> FramesOutcome {
             }
             2 => {
                 now += Duration::from_millis(u64::from(op >> 2) * 10);
-                node.handle_tick(now, &|_| 0);
+                node.handle_timeout(now, &|_| 0);
             }
             _ => {
                 let slot = usize::from(op >> 2 & 1);
@@ -146,8 +149,8 @@ pub fn frames(data: &[u8]) -> FramesOutcome {
                 log_in(&mut node, slots[slot], now, protocols[slot]);
             }
         }
-        frames_out += drain(&mut node);
-        for client in node.server.authenticated_clients() {
+        frames_out += drain(&mut node, now);
+        for client in node.server().authenticated_clients() {
             assert!(
                 client.entities_created <= MAX_ENTITIES_PER_CLIENT,
                 "{:?} created {} entities",
@@ -156,15 +159,15 @@ pub fn frames(data: &[u8]) -> FramesOutcome {
             );
         }
         assert!(
-            node.scene.len() <= entities_at_start + logins * MAX_ENTITIES_PER_CLIENT,
+            node.scene().len() <= entities_at_start + logins * MAX_ENTITIES_PER_CLIENT,
             "scene grew to {} entities from {entities_at_start} with {logins} logins",
-            node.scene.len()
+            node.scene().len()
         );
     }
     FramesOutcome {
-        frames_in: node.server.stats().frames_in,
+        frames_in: node.server().stats().frames_in,
         frames_out,
-        entities: node.scene.len(),
+        entities: node.scene().len(),
         entities_at_start,
     }
 }

@@ -35,7 +35,7 @@ use lessgate::clock::Time;
 use lessgate::federation::LinkId;
 use lessgate::less::encoding::link::offered_features;
 use lessgate::less::session::Path;
-use lessgate::node::Node;
+use lessgate::node::{Node, Transmit};
 use lessgate::scene::ClientId;
 use lessgate::server::ServerConfig;
 use lessgate::tundra::messages::{EditAttributes, EditAttributesBlock};
@@ -103,12 +103,12 @@ fn set_up(entities: u32, observers: usize) -> Pipeline {
         sim.create_box(0, writer, tag, &format!("e{tag}"), tag as f32);
     }
     for _ in 0..60 {
-        if sim.nodes[1].scene.entities().count() == entities as usize {
+        if sim.nodes[1].scene().entities().count() == entities as usize {
             break;
         }
         sim.run(Duration::from_secs(1));
     }
-    let seen = sim.nodes[1].scene.entities().count();
+    let seen = sim.nodes[1].scene().entities().count();
     assert_eq!(seen, entities as usize, "the receiver sees every entity");
     // Eight different moves per entity, so no edit repeats its predecessor.
     let targets: Vec<_> = sim
@@ -124,7 +124,12 @@ fn set_up(entities: u32, observers: usize) -> Pipeline {
             (*id, placeable)
         })
         .collect();
-    let slots = sim.nodes[0].scene.registry().get(20).unwrap().slot_types();
+    let slots = sim.nodes[0]
+        .scene()
+        .registry()
+        .get(20)
+        .unwrap()
+        .slot_types();
     let frames = (0..8)
         .flat_map(|step| {
             let slots = &slots;
@@ -146,7 +151,9 @@ fn set_up(entities: u32, observers: usize) -> Pipeline {
 }
 
 /// Moves every due datagram from one node's link to the other's; returns
-/// the sender's and the receiver's time.
+/// the sender's and the receiver's time. The receiver applies what it got
+/// when its outputs are next drained (after its acknowledgements leave),
+/// which is in the carry the other way.
 fn carry(
     from: &mut Node,
     from_link: LinkId,
@@ -156,26 +163,23 @@ fn carry(
 ) -> (Duration, Duration, usize) {
     let started = Instant::now();
     let mut packets = Vec::new();
-    if let Some(link) = from.federation.link_mut(from_link) {
-        if link.session.poll_timeout().is_some_and(|t| t <= now) {
-            link.session.handle_timeout(now);
-        }
-        while let Some(transmit) = link.session.poll_transmit(now) {
-            packets.push(transmit);
+    if from.poll_timeout().is_some_and(|t| t <= now) {
+        from.handle_timeout(now, &|_| 0);
+    }
+    while let Some(transmit) = from.poll_transmit(now) {
+        if let Transmit::Link(link, packet) = transmit {
+            assert_eq!(link, from_link);
+            packets.push(packet);
         }
     }
-    from.handle_link_events(from_link);
     let sent = Instant::now();
     let count = packets.len();
-    if let Some(link) = to.federation.link_mut(to_link) {
-        for packet in packets {
-            match packet.path {
-                Path::Datagram => link.session.handle_datagram(now, &packet.bytes),
-                Path::Stream => link.session.handle_stream_frame(now, &packet.bytes),
-            }
+    for packet in packets {
+        match packet.path {
+            Path::Datagram => to.handle_link_datagram(now, to_link, &packet.bytes),
+            Path::Stream => to.handle_link_frame(now, to_link, &packet.bytes),
         }
     }
-    to.handle_link_events(to_link);
     (sent - started, sent.elapsed(), count)
 }
 
@@ -211,13 +215,18 @@ fn run(p: &mut Pipeline, ticks: u32) -> (Duration, Duration, u64, usize) {
         }
         edits += sent as u64;
         let started = Instant::now();
-        p.writer.handle_tick(p.now, &|_| 0);
-        while p.writer.server.poll_transmit().is_some() {}
+        p.writer.handle_timeout(p.now, &|_| 0);
         let mid = Instant::now();
-        p.receiver.handle_tick(p.now, &|_| 0);
-        while p.receiver.server.poll_transmit().is_some() {}
+        p.receiver.handle_timeout(p.now, &|_| 0);
         writer_time += mid - started;
         receiver_time += mid.elapsed();
+        // The tick's packets, and the acknowledgements back.
+        let (w, r) = (&mut p.writer, &mut p.receiver);
+        let (out, into, packets) = carry(w, p.links.0, r, p.links.1, p.now);
+        let (back, acked, _) = carry(r, p.links.1, w, p.links.0, p.now);
+        datagrams += packets;
+        writer_time += out + acked;
+        receiver_time += into + back;
     }
     (writer_time, receiver_time, edits, datagrams)
 }

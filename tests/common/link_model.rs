@@ -8,7 +8,7 @@
 //! The draws come in a fixed order ([`LinkModel::copies`], then
 //! [`LinkModel::delay`] per copy), so a seed gives the same fates on every
 //! run: figures recorded for a seed depend on that order. The federation
-//! simulation still draws in its own step (loss, duplication, then jitter
+//! simulation still draws in its own order (loss, duplication, then jitter
 //! only when it is not zero, and no reorder draw), so its recorded runs
 //! keep their streams.
 
@@ -29,8 +29,8 @@ pub struct LinkModel {
     /// Probability that a datagram that is not lost arrives twice.
     pub duplicate: f64,
     /// Probability that a copy is held back by an extra 0..4 x latency.
-    /// The federation simulation's fixed-step network does not apply it
-    /// (jitter alone reorders there).
+    /// The federation simulation does not apply it (jitter alone reorders
+    /// there).
     pub reorder: f64,
 }
 

@@ -1,29 +1,35 @@
 //! Shared set-up for the peer-link tests: in-process nodes on 127.0.0.1
-//! with ephemeral ports, generated identities, and event helpers.
+//! with ephemeral ports, generated identities, and [`Sessions`]: the
+//! application side of a node, which owns a LESS session per link as the
+//! node core does (the transport only moves frames).
 
 #![allow(dead_code)]
 
 #[path = "../common/patience.rs"]
 mod patience;
 
+use std::collections::BTreeMap;
 use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use lessgate::clock::Time;
 use lessgate::config::PeerLinkMode;
 use lessgate::less::ids::{Local, PropertyKey, Remote, TypeId};
 use lessgate::less::property_list::PropertyValue;
 use lessgate::less::schema::{ConnectionSchema, SchemaRegistry};
 use lessgate::less::schema_toml::types_from_toml;
-use lessgate::less::session::Event;
+use lessgate::less::session::{Event, Session};
 use lessgate::less::value::Value;
 use lessgate::peering::fingerprint::Fingerprint;
 use lessgate::peering::hello::NodeId;
 use lessgate::peering::peer_file::{PeerConfig, PeerName, PeerSet, TypeFilter};
 use lessgate::transport::identity::{self, NodeIdentity};
-use lessgate::transport::peer::{PeerEvent, PeerLink, PeerNode, PeerNodeConfig, SessionOwnership};
-use tokio::sync::mpsc;
+use lessgate::transport::peer::{
+    Frame, LinkClosed, LinkId, PeerEvent, PeerLink, PeerNode, PeerNodeConfig,
+};
+use tokio::sync::{mpsc, Notify};
 
 pub use patience::PATIENCE;
 
@@ -178,25 +184,238 @@ pub fn config(seat: &Seat, peers: Vec<PeerConfig>, mode: PeerLinkMode) -> PeerNo
         connection_schema: Arc::new(ConnectionSchema::builtin()),
         features: Vec::new(),
         seed: seat.node.0.as_u128() as u64,
-        sessions: SessionOwnership::Driver,
     }
 }
 
-pub async fn start(seat: Seat, config: PeerNodeConfig) -> (PeerNode, mpsc::Receiver<PeerEvent>) {
-    PeerNode::start_on(config, seat.control, seat.data)
+pub async fn start(seat: Seat, config: PeerNodeConfig) -> (PeerNode, Sessions) {
+    let (node, events) = PeerNode::start_on(config, seat.control, seat.data)
         .await
-        .unwrap()
+        .unwrap();
+    (node, Sessions::new(events))
 }
 
-/// Waits for the first event `pick` accepts, skipping others.
+/// What the application side of a node sees: the transport's events (never
+/// `Frame`: frames go to the sessions) and its sessions' events.
+#[derive(Debug)]
+pub enum AppEvent {
+    Peer(PeerEvent),
+    Session {
+        link: LinkId,
+        peer: PeerName,
+        event: Event,
+    },
+}
+
+/// One node's application side: a `Session` per link, built from the link's
+/// settings when it comes up and run on this side's clock, as the node core
+/// does. A task feeds received frames to the link's session, runs its
+/// timers and hands what it queues to the link; the test reads the events
+/// and runs session commands with [`Sessions::with_session`].
+pub struct Sessions {
+    state: Arc<Mutex<SessionsState>>,
+    wake: Arc<Notify>,
+    events: mpsc::UnboundedReceiver<AppEvent>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+struct SessionsState {
+    links: BTreeMap<LinkId, (PeerLink, Session)>,
+    origin: tokio::time::Instant,
+}
+
+impl Drop for Sessions {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Sessions {
+    pub fn new(mut peer_events: mpsc::Receiver<PeerEvent>) -> Sessions {
+        let state = Arc::new(Mutex::new(SessionsState {
+            links: BTreeMap::new(),
+            origin: tokio::time::Instant::now(),
+        }));
+        let wake = Arc::new(Notify::new());
+        let (sender, events) = mpsc::unbounded_channel();
+        let task = tokio::spawn({
+            let (state, wake) = (state.clone(), wake.clone());
+            async move {
+                loop {
+                    let deadline = {
+                        let mut state = lock(&state);
+                        state.flush();
+                        state.next_deadline()
+                    };
+                    let ready = tokio::select! {
+                        event = peer_events.recv() => match event {
+                            Some(event) => lock(&state).handle(event),
+                            None => return,
+                        },
+                        _ = async { tokio::time::sleep_until(deadline?).await; Some(()) }, if deadline.is_some() => {
+                            lock(&state).handle_timeouts()
+                        }
+                        () = wake.notified() => Vec::new(),
+                    };
+                    for event in ready {
+                        if sender.send(event).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        Sessions {
+            state,
+            wake,
+            events,
+            task,
+        }
+    }
+
+    /// Runs session commands on a link's session and sends what they
+    /// queued; fails on a link that has ended.
+    pub fn with_session<R>(
+        &mut self,
+        link: &PeerLink,
+        commands: impl FnOnce(&mut Session) -> R,
+    ) -> Result<R, LinkClosed> {
+        if link.is_closed() {
+            return Err(LinkClosed);
+        }
+        let result = {
+            let mut state = lock(&self.state);
+            let (_, session) = state.links.get_mut(&link.id()).ok_or(LinkClosed)?;
+            let result = commands(session);
+            state.flush();
+            result
+        };
+        // The session's next deadline may be earlier now.
+        self.wake.notify_one();
+        Ok(result)
+    }
+
+    /// The next event.
+    pub async fn next(&mut self) -> Option<AppEvent> {
+        self.events.recv().await
+    }
+}
+
+/// The sessions' state is a map and sessions that never panic on remote
+/// input: a poisoned lock is taken back.
+fn lock(state: &Mutex<SessionsState>) -> MutexGuard<'_, SessionsState> {
+    state
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl SessionsState {
+    fn now(&self) -> Time {
+        Time::from_micros(self.origin.elapsed().as_micros() as u64)
+    }
+
+    /// The sessions' earliest timer, at least a millisecond away: a timer
+    /// still due after it ran (a paced session waiting for its window) must
+    /// not spin the task.
+    fn next_deadline(&self) -> Option<tokio::time::Instant> {
+        let soonest = self.now() + Duration::from_millis(1);
+        self.links
+            .values()
+            .filter_map(|(_, session)| session.poll_timeout())
+            .min()
+            .map(|at| self.origin + Duration::from_micros(at.max(soonest).as_micros()))
+    }
+
+    fn handle(&mut self, event: PeerEvent) -> Vec<AppEvent> {
+        let now = self.now();
+        let mut ready = Vec::new();
+        match event {
+            PeerEvent::LinkUp(link) => {
+                let config = link.take_session_config().expect("a fresh link's settings");
+                let session = Session::new(config, now).expect("negotiated settings are valid");
+                self.links.insert(link.id(), (link.clone(), session));
+                ready.push(AppEvent::Peer(PeerEvent::LinkUp(link)));
+            }
+            PeerEvent::Frame { link, frame, .. } => {
+                if let Some((link, session)) = self.links.get_mut(&link) {
+                    match frame {
+                        Frame::Datagram(bytes) => session.handle_datagram(now, &bytes),
+                        Frame::Stream(bytes) => session.handle_stream_frame(now, &bytes),
+                    }
+                    take_events(link, session, &mut ready);
+                }
+            }
+            PeerEvent::LinkDown { link, .. } => {
+                self.links.remove(&link);
+                ready.push(AppEvent::Peer(event));
+            }
+            other => ready.push(AppEvent::Peer(other)),
+        }
+        ready
+    }
+
+    fn handle_timeouts(&mut self) -> Vec<AppEvent> {
+        let now = self.now();
+        let mut ready = Vec::new();
+        for (link, session) in self.links.values_mut() {
+            if session.poll_timeout().is_some_and(|at| at <= now) {
+                session.handle_timeout(now);
+            }
+            take_events(link, session, &mut ready);
+        }
+        ready
+    }
+
+    /// Hands every session's due packets to its link.
+    fn flush(&mut self) {
+        let now = self.now();
+        for (link, session) in self.links.values_mut() {
+            while let Some(transmit) = session.poll_transmit(now) {
+                if link.transmit(transmit).is_err() {
+                    break;
+                }
+            }
+            link.report_stats(session.stats());
+        }
+    }
+}
+
+/// Moves a session's events out; a session that closed ends its link, as
+/// the node's driver does.
+fn take_events(link: &PeerLink, session: &mut Session, ready: &mut Vec<AppEvent>) {
+    while let Some(event) = session.poll_event() {
+        if let Event::Closed { reason } = &event {
+            link.close_for_session(reason);
+        }
+        ready.push(AppEvent::Session {
+            link: link.id(),
+            peer: link.peer().clone(),
+            event,
+        });
+    }
+}
+
+/// Waits for the first transport event `pick` accepts, skipping others.
 pub async fn wait_for<T>(
-    events: &mut mpsc::Receiver<PeerEvent>,
+    events: &mut Sessions,
     what: &str,
     mut pick: impl FnMut(PeerEvent) -> Option<T>,
 ) -> T {
+    wait_for_any(events, what, |event| match event {
+        AppEvent::Peer(event) => pick(event),
+        AppEvent::Session { .. } => None,
+    })
+    .await
+}
+
+/// Waits for the first event `pick` accepts, skipping others.
+pub async fn wait_for_any<T>(
+    events: &mut Sessions,
+    what: &str,
+    mut pick: impl FnMut(AppEvent) -> Option<T>,
+) -> T {
     let deadline = tokio::time::Instant::now() + PATIENCE;
     loop {
-        let event = tokio::time::timeout_at(deadline, events.recv())
+        let event = tokio::time::timeout_at(deadline, events.next())
             .await
             .unwrap_or_else(|_| panic!("no {what} within {PATIENCE:?}"))
             .unwrap_or_else(|| panic!("event channel closed before {what}"));
@@ -207,7 +426,7 @@ pub async fn wait_for<T>(
 }
 
 /// Waits for a link with `peer` to come up.
-pub async fn link_up(events: &mut mpsc::Receiver<PeerEvent>, peer: &str) -> PeerLink {
+pub async fn link_up(events: &mut Sessions, peer: &str) -> PeerLink {
     wait_for(
         events,
         &format!("link up with {peer}"),
@@ -221,13 +440,13 @@ pub async fn link_up(events: &mut mpsc::Receiver<PeerEvent>, peer: &str) -> Peer
 
 /// Waits for a LESS event from `peer`.
 pub async fn session_event<T>(
-    events: &mut mpsc::Receiver<PeerEvent>,
+    events: &mut Sessions,
     peer: &str,
     what: &str,
     mut pick: impl FnMut(Event) -> Option<T>,
 ) -> T {
-    wait_for(events, what, |event| match event {
-        PeerEvent::Session {
+    wait_for_any(events, what, |event| match event {
+        AppEvent::Session {
             peer: from, event, ..
         } if from.as_str() == peer => pick(event),
         _ => None,
@@ -236,48 +455,46 @@ pub async fn session_event<T>(
 }
 
 /// The origin side introduces the crate type and one entity named `name`.
-pub fn offer_crate(link: &PeerLink, name: &str) -> TypeId<Local> {
+pub fn offer_crate(events: &mut Sessions, link: &PeerLink, name: &str) -> TypeId<Local> {
     let name = name.to_owned();
-    link.with_session(move |session| {
-        let type_id = session.introduce_type(CRATE).unwrap();
-        let entity = session.allocate_object_id();
-        session
-            .introduce_entity(
-                entity,
-                type_id,
-                vec![PropertyValue {
-                    key: name_key(),
-                    value: Value::String(name),
-                }],
-            )
-            .unwrap();
-        type_id
-    })
-    .unwrap()
+    events
+        .with_session(link, move |session| {
+            let type_id = session.introduce_type(CRATE).unwrap();
+            let entity = session.allocate_object_id();
+            session
+                .introduce_entity(
+                    entity,
+                    type_id,
+                    vec![PropertyValue {
+                        key: name_key(),
+                        value: Value::String(name),
+                    }],
+                )
+                .unwrap();
+            type_id
+        })
+        .unwrap()
 }
 
 /// The receiving side subscribes to the crate type when it is introduced.
-pub async fn accept_crate(
-    events: &mut mpsc::Receiver<PeerEvent>,
-    link: &PeerLink,
-    from: &str,
-) -> TypeId<Remote> {
+pub async fn accept_crate(events: &mut Sessions, link: &PeerLink, from: &str) -> TypeId<Remote> {
     let type_id = session_event(events, from, "type introduced", |event| match event {
         Event::TypeIntroduced { type_id, uri, .. } if uri == CRATE => Some(type_id),
         _ => None,
     })
     .await;
-    link.with_session(|session| {
-        session
-            .subscribe_type(type_id, &[name_key(), counter_key(), blob_key()])
-            .unwrap()
-    })
-    .unwrap();
+    events
+        .with_session(link, |session| {
+            session
+                .subscribe_type(type_id, &[name_key(), counter_key(), blob_key()])
+                .unwrap()
+        })
+        .unwrap();
     type_id
 }
 
 /// Waits for an entity introduced by `from` and returns its name value.
-pub async fn introduced_name(events: &mut mpsc::Receiver<PeerEvent>, from: &str) -> String {
+pub async fn introduced_name(events: &mut Sessions, from: &str) -> String {
     session_event(events, from, "entity introduced", |event| match event {
         Event::EntityIntroduced { values, .. } => values.into_iter().find_map(|v| match v {
             PropertyValue {

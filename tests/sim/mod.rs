@@ -1,7 +1,10 @@
-//! An in-process federation under fake time: nodes (scene + Tundra server
-//! core + federation), LESS sessions joined by a simulated network with
-//! latency, jitter, loss, duplication and reordering from a seed, and Tundra
-//! clients that keep their own copy of the scene from what they are sent.
+//! An in-process federation under fake time: production node cores driven
+//! through the same calls as the node's driver (`handle_*` in, `poll_*`
+//! out), LESS links joined by a simulated network with latency, jitter,
+//! loss, duplication and reordering from a seed, and Tundra clients that
+//! keep their own copy of the scene from what they are sent. Time jumps to
+//! the next deadline: the earliest of every node's `poll_timeout` and the
+//! next datagram's arrival.
 #![allow(dead_code)]
 
 #[path = "../common/link_model.rs"]
@@ -14,17 +17,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lessgate::clock::Time;
-use lessgate::federation::{schemas::schema_registry, Link, LinkId, LinkPolicy};
+use lessgate::federation::{schemas::schema_registry, LinkId, LinkPolicy};
 use lessgate::less::encoding::LinkEncodings;
+use lessgate::less::message::MethodStatus;
 use lessgate::less::schema::ConnectionSchema;
-use lessgate::less::session::{FramingMode, Path, Session, SessionConfig};
+use lessgate::less::session::{FramingMode, Path, SessionConfig};
 use lessgate::less::signature::{LinkRole, SessionKeys};
-use lessgate::node::Node;
+use lessgate::less::value::Value;
+use lessgate::node::{Event, LinkUp, Node, Transmit};
 use lessgate::scene::{ClientId, Scene};
 use lessgate::server::{ServerConfig, TundraServer};
 use lessgate::transport::client::ClientTransport;
 use lessgate::tundra::messages::{
-    CreateEntity, EditAttributes, EditAttributesBlock, Login, RemoveEntity,
+    CreateEntity, EditAttributes, EditAttributesBlock, EntityAction, Login, RemoveEntity,
 };
 use lessgate::tundra::{
     AttributeEdit, AttributeValue, ComponentBody, ComponentData, ComponentId, DecodeContext,
@@ -37,8 +42,6 @@ use uuid::Uuid;
 pub use link_model::LinkModel;
 use tundra_values::named_box_at;
 pub use tundra_values::transform;
-
-pub const STEP: Duration = Duration::from_millis(5);
 
 /// What one client has been told: entity → component → (type, values).
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -56,7 +59,6 @@ pub struct SimClient {
 }
 
 struct Packet {
-    at: Time,
     to_node: usize,
     link: LinkId,
     path: Path,
@@ -68,12 +70,19 @@ pub struct Sim {
     pub nodes: Vec<Node>,
     pub clients: Vec<BTreeMap<ClientId, SimClient>>,
     rng: ChaCha8Rng,
-    in_flight: Vec<Packet>,
-    /// (node, link) → (peer node, peer's link id, model, up)
-    wiring: HashMap<(usize, LinkId), (usize, LinkId, LinkModel, bool)>,
-    next_link: u32,
+    /// Packets on the wire by (arrival, order sent).
+    in_flight: BTreeMap<(Time, u64), Packet>,
+    sent_packets: u64,
+    /// (node, link) → (peer node, peer's link id, model)
+    wiring: HashMap<(usize, LinkId), (usize, LinkId, LinkModel)>,
+    next_link: u64,
     next_client: u64,
-    next_tick: Time,
+    /// Frames each node sent its world server (upstream mode), not yet taken.
+    pub upstream_sent: Vec<Vec<Vec<u8>>>,
+    /// EntityActions each node executed as the authority, from peers.
+    pub executed_actions: Vec<Vec<(EntityId, EntityAction)>>,
+    /// Answers remote authorities gave each node's clients' actions.
+    pub action_results: Vec<Vec<(MethodStatus, Value)>>,
     /// Bytes each (node, link) has transmitted, datagrams and stream frames.
     pub bytes_sent: HashMap<(usize, LinkId), usize>,
     /// Links made from now on put every packet on the reliable stream.
@@ -104,16 +113,20 @@ impl Sim {
             })
             .collect::<Vec<_>>();
         let clients = nodes.iter().map(|_| BTreeMap::new()).collect();
+        let count = nodes.len();
         Sim {
             now: Time::ZERO,
             nodes,
             clients,
             rng,
-            in_flight: Vec::new(),
+            in_flight: BTreeMap::new(),
+            sent_packets: 0,
             wiring: HashMap::new(),
             next_link: 1,
             next_client: 1,
-            next_tick: Time::ZERO,
+            upstream_sent: vec![Vec::new(); count],
+            executed_actions: vec![Vec::new(); count],
+            action_results: vec![Vec::new(); count],
             bytes_sent: HashMap::new(),
             stream_mode: false,
             blackout: None,
@@ -176,7 +189,7 @@ impl Sim {
         let secret: [u8; 32] = self.rng.gen();
         let (sa, sb): (u8, u8) = (self.rng.gen(), self.rng.gen());
         let session = |node: &Node, role, local, remote| {
-            let schemas = Arc::new(schema_registry(node.scene.registry()));
+            let schemas = Arc::new(schema_registry(node.scene().registry()));
             let rules = schemas.encoding_rules().to_vec();
             let mut config = SessionConfig::new(
                 SessionKeys::derive(&secret, role),
@@ -194,27 +207,43 @@ impl Sim {
                     .iter()
                     .any(|f| f == lessgate::less::bulk::BULK_FEATURE);
             }
-            Session::new(config, self.now).expect("valid session config")
+            config
         };
         let session_a = session(&self.nodes[a], LinkRole::Initiator, sa, sb);
         let session_b = session(&self.nodes[b], LinkRole::Acceptor, sb, sa);
         let (ida, idb) = (
-            self.nodes[a].federation.node_id(),
-            self.nodes[b].federation.node_id(),
+            self.nodes[a].federation().node_id(),
+            self.nodes[b].federation().node_id(),
         );
-        self.nodes[a].handle_link_up(Link::new(la, idb, format!("n{b}"), policy_a, session_a));
-        self.nodes[b].handle_link_up(Link::new(lb, ida, format!("n{a}"), policy_b, session_b));
-        self.wiring.insert((a, la), (b, lb, model, true));
-        self.wiring.insert((b, lb), (a, la, model, true));
+        let now = self.now;
+        let up = |id, peer, name, policy, session| LinkUp {
+            id,
+            peer,
+            peer_name: name,
+            policy,
+            session,
+        };
+        self.nodes[a]
+            .handle_link_up(now, up(la, idb, format!("n{b}"), policy_a, session_a))
+            .expect("valid session config");
+        self.nodes[b]
+            .handle_link_up(now, up(lb, ida, format!("n{a}"), policy_b, session_b))
+            .expect("valid session config");
+        self.wiring.insert((a, la), (b, lb, model));
+        self.wiring.insert((b, lb), (a, la, model));
+        self.drain(a);
+        self.drain(b);
         (la, lb)
     }
 
     /// Cuts a link both ways, as a failed peer link is torn down.
     pub fn disconnect(&mut self, a: usize, la: LinkId) {
-        if let Some((b, lb, _, _)) = self.wiring.remove(&(a, la)) {
+        if let Some((b, lb, _)) = self.wiring.remove(&(a, la)) {
             self.wiring.remove(&(b, lb));
             self.nodes[a].handle_link_down(la);
             self.nodes[b].handle_link_down(lb);
+            self.drain(a);
+            self.drain(b);
         }
     }
 
@@ -241,15 +270,15 @@ impl Sim {
                 actions: Vec::new(),
             },
         );
-        self.deliver_client_frames(node);
+        self.drain(node);
         id
     }
 
     pub fn send(&mut self, node: usize, client: ClientId, message: &Message) {
         let frame = message.encode_frame(ProtocolVersion(3)).unwrap();
         let now = self.now;
-        self.nodes[node].handle_client_frame(client, now, &frame);
-        self.deliver_client_frames(node);
+        self.nodes[node].handle_client_frames(client, now, &[frame]);
+        self.drain(node);
     }
 
     /// A client creates an entity with a Placeable at `x` and a Name.
@@ -351,111 +380,160 @@ impl Sim {
         );
     }
 
-    fn deliver_client_frames(&mut self, node: usize) {
-        while let Some((client, frame)) = self.nodes[node].server.poll_transmit() {
-            let Some(state) = self.clients[node].get_mut(&client) else {
-                continue;
-            };
-            let context = DecodeContext {
-                protocol_version: ProtocolVersion(3),
-                registry: &state.registry,
-            };
-            let message = Message::decode_frame(&frame, &context).expect("node frames decode");
-            apply(state, message);
-        }
-        while self.nodes[node].server.poll_close().is_some() {}
+    /// A frame from the world server to a node in upstream mode.
+    pub fn upstream_frame(&mut self, node: usize, frame: &[u8]) {
+        let now = self.now;
+        self.nodes[node].handle_upstream_frame(now, frame);
+        self.drain(node);
     }
 
-    /// Advances fake time by `duration`, moving every packet and tick.
+    /// The connection of a node in upstream mode to its world server opens.
+    pub fn upstream_connected(&mut self, node: usize) {
+        let now = self.now;
+        self.nodes[node].handle_upstream_connected(now);
+        self.drain(node);
+    }
+
+    /// The frames a node sent its world server since the last call.
+    pub fn take_upstream(&mut self, node: usize) -> Vec<Vec<u8>> {
+        self.drain(node);
+        std::mem::take(&mut self.upstream_sent[node])
+    }
+
+    /// Takes every output of a node, as its driver does after each input:
+    /// client frames reach the clients' views, link packets enter the
+    /// simulated network, events are acted on.
+    pub fn drain(&mut self, node: usize) {
+        let now = self.now;
+        while let Some(transmit) = self.nodes[node].poll_transmit(now) {
+            match transmit {
+                Transmit::Client(client, frame) => {
+                    let Some(state) = self.clients[node].get_mut(&client) else {
+                        continue;
+                    };
+                    let context = DecodeContext {
+                        protocol_version: ProtocolVersion(3),
+                        registry: &state.registry,
+                    };
+                    let message =
+                        Message::decode_frame(&frame, &context).expect("node frames decode");
+                    apply(state, message);
+                }
+                Transmit::Link(link, transmit) => self.put_on_wire(node, link, transmit),
+                Transmit::Upstream(frame) => self.upstream_sent[node].push(frame),
+            }
+        }
+        while let Some(event) = self.nodes[node].poll_event() {
+            match event {
+                // The peer sees its link go down, as the transport's Goodbye
+                // tells it.
+                Event::CloseLink(link, _) => {
+                    if let Some((peer, peer_link, _)) = self.wiring.remove(&(node, link)) {
+                        self.wiring.remove(&(peer, peer_link));
+                        self.nodes[peer].handle_link_down(peer_link);
+                    }
+                }
+                Event::ActionExecuted(entity, action) => {
+                    self.executed_actions[node].push((entity, action));
+                }
+                Event::ActionAnswered(status, detail) => {
+                    self.action_results[node].push((status, detail));
+                }
+                Event::CloseClient(..) | Event::Upstream(_) => {}
+            }
+        }
+    }
+
+    /// Sends one packet of a node's link through the link's model.
+    fn put_on_wire(
+        &mut self,
+        node: usize,
+        link: LinkId,
+        transmit: lessgate::less::session::Transmit,
+    ) {
+        let Some(&(peer, peer_link, model)) = self.wiring.get(&(node, link)) else {
+            return;
+        };
+        let now = self.now;
+        *self.bytes_sent.entry((node, link)).or_default() += transmit.bytes.len();
+        let stream = transmit.path == Path::Stream;
+        let blacked_out = self
+            .blackout
+            .is_some_and(|(from, start, end)| from == node && start <= now && now < end);
+        let copies = if blacked_out {
+            0
+        } else if stream {
+            1
+        } else if self.rng.gen_bool(model.loss) {
+            0
+        } else if self.rng.gen_bool(model.duplicate) {
+            2
+        } else {
+            1
+        };
+        for _ in 0..copies {
+            let jitter = if model.jitter.is_zero() || stream {
+                Duration::ZERO
+            } else {
+                model.jitter.mul_f64(self.rng.gen::<f64>())
+            };
+            let at = now + model.latency + jitter;
+            self.sent_packets += 1;
+            self.in_flight.insert(
+                (at, self.sent_packets),
+                Packet {
+                    to_node: peer,
+                    link: peer_link,
+                    path: transmit.path,
+                    bytes: transmit.bytes.clone(),
+                },
+            );
+        }
+    }
+
+    /// Advances fake time by `duration`, from deadline to deadline.
     pub fn run(&mut self, duration: Duration) {
         let end = self.now + duration;
-        while self.now < end {
+        loop {
+            let next = self.next_deadline();
+            if next > end {
+                self.now = end;
+                return;
+            }
+            self.now = self.now.max(next);
             self.step();
         }
     }
 
+    /// The earliest of every node's timer and the next packet's arrival.
+    fn next_deadline(&self) -> Time {
+        let timers = self.nodes.iter().filter_map(Node::poll_timeout);
+        let arrival = self.in_flight.keys().next().map(|(at, _)| *at);
+        timers.chain(arrival).min().unwrap_or(Time::MAX)
+    }
+
+    /// Delivers the packets due now, runs the timers due now, and drains
+    /// every node.
     fn step(&mut self) {
-        self.now += STEP;
         let now = self.now;
-        // Deliver due packets (in any order the model produced).
-        let mut due = Vec::new();
-        let mut index = 0;
-        while index < self.in_flight.len() {
-            if self.in_flight[index].at <= now {
-                due.push(self.in_flight.swap_remove(index));
-            } else {
-                index += 1;
+        // Due packets in the order they arrive (the order the model
+        // produced), so a seed always gives the same run.
+        while let Some(entry) = self.in_flight.first_entry() {
+            if entry.key().0 > now {
+                break;
             }
-        }
-        due.sort_by_key(|p| p.at);
-        for packet in due {
+            let packet = entry.remove();
             let node = &mut self.nodes[packet.to_node];
-            let Some(link) = node.federation.link_mut(packet.link) else {
-                continue;
-            };
             match packet.path {
-                Path::Datagram => link.session.handle_datagram(now, &packet.bytes),
-                Path::Stream => link.session.handle_stream_frame(now, &packet.bytes),
+                Path::Datagram => node.handle_link_datagram(now, packet.link, &packet.bytes),
+                Path::Stream => node.handle_link_frame(now, packet.link, &packet.bytes),
             }
-            node.handle_link_events(packet.link);
         }
-        // Timers and transmits.
-        // Sorted, so a seed always gives the same run.
-        let mut keys: Vec<(usize, LinkId)> = self.wiring.keys().copied().collect();
-        keys.sort();
-        for (node, link) in keys {
-            let Some(&(peer, peer_link, model, up)) = self.wiring.get(&(node, link)) else {
-                continue;
-            };
-            let Some(l) = self.nodes[node].federation.link_mut(link) else {
-                continue;
-            };
-            if l.session.poll_timeout().is_some_and(|t| t <= now) {
-                l.session.handle_timeout(now);
+        for node in 0..self.nodes.len() {
+            if self.nodes[node].poll_timeout().is_some_and(|t| t <= now) {
+                self.nodes[node].handle_timeout(now, &|_| 0);
             }
-            while let Some(transmit) = l.session.poll_transmit(now) {
-                if !up {
-                    continue;
-                }
-                *self.bytes_sent.entry((node, link)).or_default() += transmit.bytes.len();
-                let stream = transmit.path == Path::Stream;
-                let blacked_out = self
-                    .blackout
-                    .is_some_and(|(from, start, end)| from == node && start <= now && now < end);
-                let copies = if blacked_out {
-                    0
-                } else if stream {
-                    1
-                } else if self.rng.gen_bool(model.loss) {
-                    0
-                } else if self.rng.gen_bool(model.duplicate) {
-                    2
-                } else {
-                    1
-                };
-                for _ in 0..copies {
-                    let jitter = if model.jitter.is_zero() || stream {
-                        Duration::ZERO
-                    } else {
-                        model.jitter.mul_f64(self.rng.gen::<f64>())
-                    };
-                    self.in_flight.push(Packet {
-                        at: now + model.latency + jitter,
-                        to_node: peer,
-                        link: peer_link,
-                        path: transmit.path,
-                        bytes: transmit.bytes.clone(),
-                    });
-                }
-            }
-            self.nodes[node].handle_link_events(link);
-        }
-        if now >= self.next_tick {
-            self.next_tick = now + Duration::from_millis(50);
-            for node in 0..self.nodes.len() {
-                self.nodes[node].handle_tick(now, &|_| 0);
-                self.deliver_client_frames(node);
-            }
+            self.drain(node);
         }
     }
 
@@ -479,7 +557,7 @@ impl Sim {
 
     /// The Placeable x of an entity in a node's own scene.
     pub fn scene_x(&self, node: usize, entity: EntityId) -> Option<f32> {
-        let entity = self.nodes[node].scene.entity(entity)?;
+        let entity = self.nodes[node].scene().entity(entity)?;
         match &entity.component_of_type(20)?.attribute(0)?.value {
             AttributeValue::Transform(t) => Some(t.pos.x),
             _ => None,
@@ -492,7 +570,7 @@ impl Sim {
         node: usize,
         entity: EntityId,
     ) -> Option<lessgate::tundra::values::Transform> {
-        let entity = self.nodes[node].scene.entity(entity)?;
+        let entity = self.nodes[node].scene().entity(entity)?;
         match &entity.component_of_type(20)?.attribute(0)?.value {
             AttributeValue::Transform(t) => Some(*t),
             _ => None,

@@ -15,11 +15,11 @@ use tokio::sync::Notify;
 use tracing::{error, info, info_span, warn, Instrument};
 
 use super::control::{finish_control, lost_reason, Control};
-use super::link::{LinkId, LinkShared, SessionOwnership};
+use super::link::{LinkId, LinkShared};
 use super::registry::CommitRefused;
 use super::{data, PeerEvent, Shared};
 use crate::less::encoding::LinkEncodings;
-use crate::less::session::{FramingMode, Session, SessionConfig};
+use crate::less::session::{FramingMode, SessionConfig};
 use crate::less::signature::{LinkRole, SessionKeys};
 use crate::logging::RemoteText;
 use crate::peering::arbiter::LinkFacts;
@@ -313,14 +313,7 @@ fn prepare(
     session_config
         .validate()
         .map_err(|error| Reason::new(ReasonCode::INCOMPATIBLE, error.to_string()))?;
-    let link_shared = match config.sessions {
-        SessionOwnership::Driver => {
-            let session = Session::new(session_config, shared.now())
-                .map_err(|error| Reason::new(ReasonCode::INCOMPATIBLE, error.to_string()))?;
-            LinkShared::driven(session)
-        }
-        SessionOwnership::Application => LinkShared::handed(session_config),
-    };
+    let link_shared = LinkShared::new(session_config);
 
     let local_node = config.node;
     let facts = LinkFacts {

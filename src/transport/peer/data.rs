@@ -1,6 +1,7 @@
-//! The data phase of an established link: drives the LESS session with
-//! datagrams, stream frames, commands and timers; watches the control stream
-//! for Goodbye; reports events and periodic stats (docs/peer-link.md
+//! The data phase of an established link: hands received datagrams and
+//! stream frames to the application (which runs the LESS session), sends
+//! what its session queued, keeps a liveness fallback, watches the control
+//! stream for Goodbye and reports periodic stats (docs/peer-link.md
 //! sections 7 and 8).
 
 use std::net::SocketAddr;
@@ -13,9 +14,8 @@ use super::connection::{release, Prepared};
 use super::control::{finish_control, lost_reason, Control};
 use super::link::{lock, Frame, LinkId, LinkShared, PeerLink};
 use super::{PeerEvent, Shared};
-use crate::clock::Time;
 use crate::less::packet::StreamDeframer;
-use crate::less::session::{CloseReason, Event, Path, Transmit};
+use crate::less::session::{Path, Transmit};
 use crate::logging::RemoteText;
 use crate::peering::handshake::{Closure, HandshakeEvent, Initiator};
 use crate::peering::peer_file::PeerConfig;
@@ -23,23 +23,17 @@ use crate::peering::reason::{Reason, ReasonCode};
 
 /// Read size for the peer's data stream.
 const STREAM_CHUNK: usize = 16 * 1024;
-/// Datagrams handled per wake-up before transmitting, so a flood cannot
-/// starve acknowledgements.
+/// Datagrams forwarded per wake-up before the outbox is sent, so a flood
+/// cannot starve acknowledgements.
 const DATAGRAM_BATCH: usize = 64;
 
-/// The reason a link ends when its session closes.
-fn session_end_reason(reason: &CloseReason, shared: &Shared) -> Reason {
-    match reason {
-        CloseReason::Local => Reason::new(ReasonCode::SHUTDOWN, "session closed locally"),
-        CloseReason::IdleTimeout => Reason::new(
-            ReasonCode::LIVENESS_TIMEOUT,
-            format!(
-                "no valid packet for {} ms",
-                shared.config.liveness_timeout.as_millis()
-            ),
-        ),
-        other => Reason::new(ReasonCode::PROTOCOL_ERROR, other.to_string()),
-    }
+/// How long the link waits for any frame from the peer before it ends the
+/// link itself. The application's session ends a silent link first (its idle
+/// timeout is the liveness timeout, and it tells a valid packet from noise);
+/// this later fallback only acts for an application that stopped running
+/// its session.
+fn liveness_fallback(liveness_timeout: std::time::Duration) -> std::time::Duration {
+    liveness_timeout + liveness_timeout / 2
 }
 
 /// Writes one transmit; datagram errors are logged and left to LESS
@@ -88,11 +82,7 @@ impl Outputs {
 
 fn stats_line(link: &LinkShared) {
     let traffic = *lock(&link.traffic);
-    let stats = match link.session().as_ref() {
-        Some(session) => Some(session.stats()),
-        None => lock(&link.reported).clone(),
-    };
-    let stats = stats.unwrap_or_default();
+    let stats = lock(&link.reported).clone().unwrap_or_default();
     info!(
         rtt_ms = stats.rtt.as_secs_f64() * 1000.0,
         loss = stats.loss_rate(),
@@ -114,33 +104,7 @@ fn stats_line(link: &LinkShared) {
     );
 }
 
-/// What one pass of the loop must send and report.
-struct Due {
-    transmits: Vec<Transmit>,
-    events: Vec<Event>,
-    /// When to run timers next.
-    timeout: Option<Time>,
-}
-
-/// Collects outputs: from the session the driver runs, or from the
-/// application's outbox (then the only timer is the driver's own liveness
-/// fallback: no frame at all from the peer for the liveness timeout).
-fn due(link: &LinkShared, now: Time, last_inbound: Time, shared: &Shared) -> Due {
-    match link.session().as_mut() {
-        Some(session) => Due {
-            transmits: std::iter::from_fn(|| session.poll_transmit(now)).collect(),
-            events: std::iter::from_fn(|| session.poll_event()).collect(),
-            timeout: session.poll_timeout(),
-        },
-        None => Due {
-            transmits: lock(&link.outbox).drain(..).collect(),
-            events: Vec::new(),
-            timeout: Some(last_inbound + shared.config.liveness_timeout),
-        },
-    }
-}
-
-/// Hands a received frame to the driver-run session, or to the application.
+/// Hands a received frame to the application's session.
 async fn deliver(shared: &Shared, link: &LinkShared, id: LinkId, peer: &PeerConfig, frame: Frame) {
     {
         let mut traffic = lock(&link.traffic);
@@ -149,26 +113,13 @@ async fn deliver(shared: &Shared, link: &LinkShared, id: LinkId, peer: &PeerConf
             Frame::Datagram(bytes) | Frame::Stream(bytes) => bytes.len() as u64,
         };
     }
-    let now = shared.now();
-    let frame = match link.session().as_mut() {
-        Some(session) => {
-            match &frame {
-                Frame::Datagram(bytes) => session.handle_datagram(now, bytes),
-                Frame::Stream(bytes) => session.handle_stream_frame(now, bytes),
-            }
-            None
-        }
-        None => Some(frame),
-    };
-    if let Some(frame) = frame {
-        shared
-            .emit(PeerEvent::Frame {
-                link: id,
-                peer: peer.name.clone(),
-                frame,
-            })
-            .await;
-    }
+    shared
+        .emit(PeerEvent::Frame {
+            link: id,
+            peer: peer.name.clone(),
+            frame,
+        })
+        .await;
 }
 
 /// Runs an established link until it ends, then reports `LinkDown`.
@@ -216,13 +167,11 @@ pub(super) async fn run(
         .map(|period| tokio::time::interval_at(tokio::time::Instant::now() + period, period));
     let mut last_inbound = shared.now();
     let closure = loop {
-        // Outputs first: everything the last input or command queued.
-        let now = shared.now();
-        let Due {
-            transmits,
-            events,
-            timeout,
-        } = due(&link_shared, now, last_inbound, &shared);
+        // Outputs first: everything the application's session queued. The
+        // only timer here is the liveness fallback (see `liveness_fallback`).
+        let transmits: Vec<Transmit> = lock(&link_shared.outbox).drain(..).collect();
+        let fallback = liveness_fallback(shared.config.liveness_timeout);
+        let timeout = Some(last_inbound + fallback);
         let mut end = None;
         // Once a Goodbye has gone out or come in (superseded by the other
         // connection of a simultaneous dial, shut down, ended by the peer),
@@ -249,19 +198,6 @@ pub(super) async fn run(
                     break;
                 }
             }
-        }
-        for event in events {
-            if let Event::Closed { reason } = &event {
-                end.get_or_insert_with(|| session_end_reason(reason, &shared));
-                continue;
-            }
-            shared
-                .emit(PeerEvent::Session {
-                    link,
-                    peer: peer.name.clone(),
-                    event,
-                })
-                .await;
         }
         let requested = lock(&link_shared.close_request).take();
         if let Some(reason) = end.or(requested) {
@@ -333,18 +269,10 @@ pub(super) async fn run(
             }
             _ = link_shared.wake.notified() => {}
             _ = async { tokio::time::sleep_until(deadline?).await; Some(()) }, if deadline.is_some() => {
-                let now = shared.now();
-                let driven = match link_shared.session().as_mut() {
-                    Some(session) => {
-                        session.handle_timeout(now);
-                        true
-                    }
-                    None => false,
-                };
-                if !driven && now >= last_inbound + shared.config.liveness_timeout {
+                if shared.now() >= last_inbound + fallback {
                     control.handshake.goodbye(Reason::new(
                         ReasonCode::LIVENESS_TIMEOUT,
-                        format!("no frame for {} ms", shared.config.liveness_timeout.as_millis()),
+                        format!("no frame for {} ms", fallback.as_millis()),
                     ));
                 }
             }
@@ -357,9 +285,6 @@ pub(super) async fn run(
         }
     };
     link_shared.ended.store(true, Ordering::Release);
-    if let Some(session) = link_shared.session().as_mut() {
-        session.close();
-    }
     finish_control(&mut control, &connection, &closure).await;
     release(&shared, &peer, link, Some(&prepared));
     if let Some(stream) = outputs.stream.as_mut() {

@@ -8,49 +8,26 @@
 //! event channel. No lock is held across an await.
 
 use std::collections::VecDeque;
-use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::Notify;
 
-use crate::less::session::{Session, SessionConfig, Stats, Transmit};
+use crate::less::session::{CloseReason, SessionConfig, Stats, Transmit};
 use crate::peering::hello::{Hello, NodeId};
 use crate::peering::keys::Role;
 use crate::peering::negotiate::LinkFraming;
 use crate::peering::peer_file::{PeerConfig, PeerName};
-use crate::peering::reason::Reason;
+use crate::peering::reason::{Reason, ReasonCode};
 
-/// Identifies one connection of this node (unique per node process).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct LinkId(pub u64);
-
-impl fmt::Display for LinkId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "link-{}", self.0)
-    }
-}
+pub use crate::link_id::LinkId;
 
 /// A command on a link that has ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("the peer link has ended")]
 pub struct LinkClosed;
 
-/// Who runs a link's LESS session.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum SessionOwnership {
-    /// The driver runs it; the application calls [`PeerLink::with_session`]
-    /// and receives [`super::PeerEvent::Session`] events.
-    #[default]
-    Driver,
-    /// The application builds the session from
-    /// [`PeerLink::take_session_config`] and runs it with its own clock (the
-    /// federation core does): the driver forwards received frames as
-    /// [`super::PeerEvent::Frame`] and sends what [`PeerLink::transmit`] gets.
-    Application,
-}
-
-/// A LESS frame received on a link, for an application-run session.
+/// A LESS frame received on a link, for the application's session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Frame {
     /// A UDP datagram: `Session::handle_datagram`.
@@ -72,11 +49,12 @@ pub(super) struct Traffic {
 /// State shared by the handle and the driver.
 #[derive(Debug)]
 pub(super) struct LinkShared {
-    /// `Some` when the driver runs the session.
-    pub(super) session: Mutex<Option<Session>>,
-    /// The configuration an application-run session is built from.
+    /// The configuration the application's session is built from.
     pub(super) handed: Mutex<Option<SessionConfig>>,
-    /// Frames an application-run session asked to send.
+    /// The session's idle timeout (the link's liveness timeout), for the
+    /// reason a link ends with when its session timed out.
+    pub(super) idle_timeout: std::time::Duration,
+    /// Frames the application's session asked to send.
     pub(super) outbox: Mutex<VecDeque<Transmit>>,
     /// Session counters an application reports for the stats line.
     pub(super) reported: Mutex<Option<Stats>>,
@@ -102,20 +80,11 @@ pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl LinkShared {
-    /// State for a driver-run session.
-    pub(super) fn driven(session: Session) -> LinkShared {
-        LinkShared::with(Some(session), None)
-    }
-
-    /// State for an application-run session.
-    pub(super) fn handed(config: SessionConfig) -> LinkShared {
-        LinkShared::with(None, Some(config))
-    }
-
-    fn with(session: Option<Session>, handed: Option<SessionConfig>) -> LinkShared {
+    /// State for a link whose session is built from `config`.
+    pub(super) fn new(config: SessionConfig) -> LinkShared {
         LinkShared {
-            session: Mutex::new(session),
-            handed: Mutex::new(handed),
+            idle_timeout: config.idle_timeout,
+            handed: Mutex::new(Some(config)),
             outbox: Mutex::new(VecDeque::new()),
             reported: Mutex::new(None),
             traffic: Mutex::new(Traffic::default()),
@@ -125,10 +94,6 @@ impl LinkShared {
             entities_out: AtomicU64::new(0),
             entities_in: AtomicU64::new(0),
         }
-    }
-
-    pub(super) fn session(&self) -> MutexGuard<'_, Option<Session>> {
-        lock(&self.session)
     }
 }
 
@@ -185,33 +150,14 @@ impl PeerLink {
         self.shared.ended.load(Ordering::Acquire)
     }
 
-    /// Runs session commands (`introduce_type`, `introduce_entity`,
-    /// `update_entity`, `invoke_method` ...) and wakes the driver to send
-    /// what they queued. Driver-run sessions only: fails on an ended link
-    /// and on an application-run one.
-    pub fn with_session<R>(
-        &self,
-        commands: impl FnOnce(&mut Session) -> R,
-    ) -> Result<R, LinkClosed> {
-        if self.is_closed() {
-            return Err(LinkClosed);
-        }
-        let result = match self.shared.session().as_mut() {
-            Some(session) => commands(session),
-            None => return Err(LinkClosed),
-        };
-        self.shared.wake.notify_one();
-        Ok(result)
-    }
-
     /// The negotiated session configuration (keys, first sequence numbers,
-    /// framing, MTU, timers), once, for an application-run session. Build
-    /// it with `Session::new(config, now)` on the application's clock.
+    /// framing, MTU, timers), once. Build the link's session with
+    /// `Session::new(config, now)` on the application's clock.
     pub fn take_session_config(&self) -> Option<SessionConfig> {
         lock(&self.shared.handed).take()
     }
 
-    /// Sends a frame an application-run session produced (`poll_transmit`).
+    /// Sends a frame the link's session produced (`poll_transmit`).
     pub fn transmit(&self, transmit: Transmit) -> Result<(), LinkClosed> {
         if self.is_closed() {
             return Err(LinkClosed);
@@ -221,7 +167,7 @@ impl PeerLink {
         Ok(())
     }
 
-    /// Hands the driver an application-run session's counters (RTT, loss)
+    /// Hands the driver the session's counters (RTT, loss)
     /// for the periodic stats line.
     pub fn report_stats(&self, stats: Stats) {
         *lock(&self.shared.reported) = Some(stats);
@@ -232,6 +178,24 @@ impl PeerLink {
     pub fn close(&self, reason: Reason) {
         *lock(&self.shared.close_request) = Some(reason);
         self.shared.wake.notify_one();
+    }
+
+    /// Ends the link because its session closed, with the Goodbye reason
+    /// the session's end calls for: an idle timeout is a liveness timeout, a
+    /// local close a shutdown, anything else the peer's protocol error.
+    pub fn close_for_session(&self, reason: &CloseReason) {
+        let reason = match reason {
+            CloseReason::Local => Reason::new(ReasonCode::SHUTDOWN, "session closed locally"),
+            CloseReason::IdleTimeout => Reason::new(
+                ReasonCode::LIVENESS_TIMEOUT,
+                format!(
+                    "no valid packet for {} ms",
+                    self.shared.idle_timeout.as_millis()
+                ),
+            ),
+            other => Reason::new(ReasonCode::PROTOCOL_ERROR, other.to_string()),
+        };
+        self.close(reason);
     }
 
     /// Reports how many entities cross the link each way (shown on the

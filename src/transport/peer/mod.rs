@@ -6,22 +6,17 @@
 //! network, keep timers, and report [`PeerEvent`]s. The federation layer sees
 //! only events and [`PeerLink`] handles.
 //!
-//! Who runs a link's LESS session is a choice ([`SessionOwnership`]):
-//! - `Application`: the node owns each `Session` (built from
-//!   [`PeerLink::take_session_config`]) and runs it with its own clock, as
-//!   the pure federation core does; the driver only moves frames
-//!   ([`PeerEvent::Frame`] in, [`PeerLink::transmit`] out) and keeps a
-//!   liveness fallback. This keeps every session of a node in one
-//!   single-threaded, deterministic place, testable under fake time.
-//! - `Driver` (default): the driver runs the session behind a mutex; the
-//!   application calls session commands through [`PeerLink::with_session`]
-//!   and receives [`PeerEvent::Session`] events. Convenient for tools and
-//!   tests that do not keep state of their own.
+//! The application owns each link's LESS `Session` (built from
+//! [`PeerLink::take_session_config`]) and runs it with its own clock, as the
+//! node core does; the driver only moves frames ([`PeerEvent::Frame`] in,
+//! [`PeerLink::transmit`] out) and keeps a liveness fallback. Every session
+//! of a node is in one single-threaded, deterministic place, testable under
+//! fake time.
 //!
 //! ```text
 //!  dialer (per peer) ──connect──┐         ┌── accept loop
 //!                               ▼         ▼
-//!                   connection task: handshake ─▶ data loop (Session)
+//!                   connection task: handshake ─▶ data loop (frames)
 //!                          ▲                          │
 //!   UDP socket task ──routes by peer data address─────┘──▶ PeerEvent channel
 //! ```
@@ -45,13 +40,12 @@ use rand_chacha::ChaCha8Rng;
 use tokio::sync::{mpsc, watch};
 use tracing::{debug, info, info_span, warn, Instrument};
 
-pub use link::{Frame, LinkClosed, LinkId, PeerLink, SessionOwnership};
+pub use link::{Frame, LinkClosed, LinkId, PeerLink};
 pub use node_config::{PeerNodeConfig, PeerStartError};
 pub use udp::ROUTE_QUEUE;
 
 use crate::clock::Time;
 use crate::config::PeerLinkMode;
-use crate::less::session::Event;
 use crate::peering::handshake::{Closure, Initiator};
 use crate::peering::hello::{DataPath, Hello};
 use crate::peering::keys::Role;
@@ -91,17 +85,11 @@ pub enum PeerEvent {
         /// The envelope version of the peer's Refuse, when it sent one.
         peer_version: Option<u16>,
     },
-    /// A frame for an application-run session ([`SessionOwnership::Application`]).
+    /// A frame for the link's session, which the application runs.
     Frame {
         link: LinkId,
         peer: PeerName,
         frame: Frame,
-    },
-    /// Something the peer did in a driver-run LESS session.
-    Session {
-        link: LinkId,
-        peer: PeerName,
-        event: Event,
     },
 }
 

@@ -6,7 +6,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::link::SessionOwnership;
 use crate::config::{ConfigError, NodeConfig, PeerLinkMode};
 use crate::less::schema::{ConnectionSchema, SchemaRegistry};
 use crate::peering::hello::NodeId;
@@ -44,8 +43,6 @@ pub struct PeerNodeConfig {
     pub features: Vec<String>,
     /// Seeds incarnation, initial sequence numbers and backoff jitter.
     pub seed: u64,
-    /// Whether the driver or the application runs each link's LESS session.
-    pub sessions: SessionOwnership,
 }
 
 /// Why the peer-link driver could not start.
@@ -115,7 +112,6 @@ impl PeerNodeConfig {
             connection_schema,
             features: offered_features(peering),
             seed: rand::random(),
-            sessions: SessionOwnership::Driver,
         })
     }
 }

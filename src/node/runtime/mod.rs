@@ -1,0 +1,201 @@
+//! The tokio driver of one node: [`start`] binds the sockets and builds the
+//! [`Node`]; [`Running::run`] is the loop that feeds it inputs and sends its
+//! outputs. All protocol decisions are in the core.
+
+mod driver;
+mod start;
+
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, watch};
+
+use super::status::{LinkEnds, NodeStatus};
+use super::Node;
+use crate::clock::Time;
+use crate::config::NodeConfig;
+use crate::http;
+use crate::scene::Scene;
+use crate::transport::knet::listener::KnetListener;
+use crate::transport::peer::{PeerEvent, PeerNode, PeerStartError};
+
+pub use super::TickHook;
+pub use start::start;
+
+/// Why a node could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("scene {file}: {message} (check tundra.scene or --scene)")]
+    Scene { file: String, message: String },
+    #[error("cannot listen for Tundra clients on {addr}: {source} (is another server on that port? set tundra.listen or --tundra-listen)")]
+    Listen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("cannot listen for native Tundra clients (kNet UDP) on {addr}: {source} (set tundra.knet_listen or --knet-listen to a free address)")]
+    KnetListen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("cannot listen for HTTP on {addr}: {source} (set http.listen to a free address)")]
+    HttpListen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    #[error(transparent)]
+    Peering(#[from] PeerStartError),
+}
+
+/// The tokio runtime for `[node] threads`. The node loop runs on the thread
+/// that blocks on it; with one thread the client and peer sockets are served
+/// there too, so a batch of frames is read, applied and sent on one core
+/// with no wake-up of another thread (measured in BENCHMARKS.md).
+pub fn tokio_runtime(threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
+    use tokio::runtime::Builder;
+    match threads {
+        0 => tokio::runtime::Runtime::new(),
+        1 => Builder::new_current_thread().enable_all().build(),
+        n => Builder::new_multi_thread()
+            .worker_threads(n - 1)
+            .enable_all()
+            .build(),
+    }
+}
+
+/// Maps the process clock onto protocol time.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock(Instant);
+
+impl Clock {
+    pub fn start() -> Clock {
+        Clock(Instant::now())
+    }
+
+    /// Time since the node started.
+    pub fn elapsed(&self) -> std::time::Duration {
+        self.0.elapsed()
+    }
+
+    pub fn now(&self) -> Time {
+        Time::from_micros(u64::try_from(self.0.elapsed().as_micros()).unwrap_or(u64::MAX))
+    }
+
+    /// The instant a protocol time falls on, for the driver's timer; a
+    /// time beyond what the platform's clock holds is a year away.
+    pub fn instant(&self, at: Time) -> tokio::time::Instant {
+        let since_start = std::time::Duration::from_micros(at.as_micros());
+        match self.0.checked_add(since_start) {
+            Some(instant) => tokio::time::Instant::from_std(instant),
+            None => tokio::time::Instant::now() + std::time::Duration::from_secs(365 * 86_400),
+        }
+    }
+}
+
+/// A node that has bound its sockets and is ready to run.
+pub struct Running {
+    pub tundra_addr: SocketAddr,
+    knet_addr: Option<SocketAddr>,
+    /// Whether the kNet listener serves TCP too (not when its port is the
+    /// WebSocket listener's).
+    knet_tcp: bool,
+    /// The kNet listener while not yet serving.
+    knet: Option<KnetListener>,
+    node: Node,
+    config: NodeConfig,
+    listener: Option<TcpListener>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    peers: Option<(PeerNode, mpsc::Receiver<PeerEvent>)>,
+    status: watch::Sender<NodeStatus>,
+    /// The HTTP listener while not yet serving, and its address.
+    http: Option<TcpListener>,
+    http_addr: Option<SocketAddr>,
+    view: watch::Sender<http::ViewSnapshot>,
+    /// Why peer links ended, for the status.
+    link_ends: LinkEnds,
+}
+
+impl Running {
+    /// Where native Tundra clients connect over kNet (UDP, and TCP on the
+    /// same port), when `[tundra] knet_listen` is set.
+    pub fn knet_addr(&self) -> Option<SocketAddr> {
+        self.knet_addr
+    }
+
+    /// Whether native clients can use kNet over TCP as well as UDP.
+    pub fn knet_tcp(&self) -> bool {
+        self.knet_tcp
+    }
+
+    /// The URL a Tundra WebSocket client connects to.
+    pub fn tundra_url(&self) -> String {
+        let scheme = if self.tls.is_some() { "wss" } else { "ws" };
+        format!("{scheme}://{}", self.tundra_addr)
+    }
+
+    /// The node's status, refreshed every [`STATUS_PERIOD`] while it runs.
+    pub fn status(&self) -> watch::Receiver<NodeStatus> {
+        self.status.subscribe()
+    }
+
+    /// The scene before the node runs: an embedding program may add its
+    /// own entities (they are local, like the scene file's).
+    pub fn scene_mut(&mut self) -> &mut Scene {
+        self.node.scene_mut()
+    }
+
+    /// Installs the per-tick work on the scene (see [`TickHook`]).
+    pub fn set_tick_hook(&mut self, hook: TickHook) {
+        self.node.set_tick_hook(hook);
+    }
+
+    /// Where the web viewer, `/status` and `/metrics` are served, when
+    /// `[http] listen` is set.
+    pub fn http_addr(&self) -> Option<SocketAddr> {
+        self.http_addr
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs a task on `runtime` and tells whether it ran on the thread that
+    /// blocks on the runtime, and how many workers the runtime has.
+    fn shape(runtime: tokio::runtime::Runtime) -> (bool, usize) {
+        runtime.block_on(async {
+            let here = std::thread::current().id();
+            let there = tokio::spawn(async { std::thread::current().id() })
+                .await
+                .unwrap();
+            let workers = tokio::runtime::Handle::current().metrics().num_workers();
+            (here == there, workers)
+        })
+    }
+
+    #[test]
+    fn protocol_times_fall_on_instants_from_the_start() {
+        let clock = Clock::start();
+        let start = tokio::time::Instant::from_std(clock.0);
+        let at = clock.instant(Time::from_millis(5));
+        assert_eq!(at - start, std::time::Duration::from_millis(5));
+        // A deadline past any real clock is far away, not a panic.
+        assert!(clock.instant(Time::MAX) > start + std::time::Duration::from_secs(86_400));
+    }
+
+    #[test]
+    fn one_thread_serves_its_tasks_on_the_node_thread() {
+        assert_eq!(shape(tokio_runtime(1).unwrap()), (true, 1));
+    }
+
+    #[test]
+    fn more_threads_are_the_node_thread_and_workers() {
+        // A spawned task runs on a worker, never on the blocking thread.
+        assert_eq!(shape(tokio_runtime(3).unwrap()), (false, 2));
+        let (same, workers) = shape(tokio_runtime(0).unwrap());
+        assert!(!same);
+        assert!(workers >= 1);
+    }
+}

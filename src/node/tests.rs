@@ -1,0 +1,251 @@
+//! The node's poll API: what it hands out, and when.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use uuid::Uuid;
+
+use super::{Event, LinkUp, Node, Transmit, TIMER_GRANULARITY};
+use crate::clock::Time;
+use crate::federation::schemas::schema_registry;
+use crate::federation::LinkPolicy;
+use crate::less::schema::ConnectionSchema;
+use crate::less::session::{CloseReason, SessionConfig};
+use crate::less::signature::{LinkRole, SessionKeys};
+use crate::link_id::LinkId;
+use crate::scene::{ClientId, Scene};
+use crate::server::{ServerConfig, TundraServer};
+use crate::transport::client::ClientTransport;
+use crate::tundra::messages::{CreateEntity, Login};
+use crate::tundra::{ComponentData, ComponentId, EntityId, Message, ProtocolVersion, Registry};
+
+const TICK: Duration = Duration::from_millis(50);
+
+fn node(id: u128) -> Node {
+    let server = TundraServer::new(ServerConfig {
+        tick: TICK,
+        ..ServerConfig::default()
+    });
+    Node::new(Scene::new(Registry::builtin()), server, Uuid::from_u128(id))
+}
+
+fn no_backlog(_: ClientId) -> usize {
+    0
+}
+
+/// Logs a protocol 3 WebSocket client in and drops what the node answers.
+fn log_in(node: &mut Node, client: ClientId, now: Time) {
+    node.handle_client_connect(client, now, ClientTransport::WebSocket);
+    let login = Message::Login(Login {
+        login_data: "{\"username\":\"test\"}".into(),
+        protocol_version: Some(3),
+    });
+    node.handle_client_frame(
+        client,
+        now,
+        &login.encode_frame(ProtocolVersion(1)).unwrap(),
+    );
+    while node.poll_transmit(now).is_some() {}
+}
+
+/// A CreateEntity frame for an entity with a Name component.
+fn create_entity(tag: u32) -> Vec<u8> {
+    let registry = Registry::builtin();
+    let schema = registry.get(26).unwrap();
+    let component =
+        ComponentData::with_values(ComponentId(0x4000_0001), schema, schema.default_values());
+    Message::CreateEntity(CreateEntity {
+        scene_id: 0,
+        entity_id: EntityId(0x4000_0000 | tag),
+        temporary: false,
+        parent: None,
+        components: vec![component],
+    })
+    .encode_frame(ProtocolVersion(3))
+    .unwrap()
+}
+
+/// The settings of one end of a link between two test nodes.
+fn session(node: &Node, role: LinkRole, local: u8, remote: u8) -> SessionConfig {
+    SessionConfig::new(
+        SessionKeys::derive(&[7; 32], role),
+        local,
+        remote,
+        Arc::new(schema_registry(node.scene().registry())),
+        Arc::new(ConnectionSchema::builtin()),
+    )
+}
+
+/// Links `a` and `b` (link 1 on a, link 2 on b) at `now`.
+fn link(a: &mut Node, b: &mut Node, now: Time) -> (LinkId, LinkId) {
+    let (la, lb) = (LinkId(1), LinkId(2));
+    let up_a = LinkUp {
+        id: la,
+        peer: b.federation().node_id(),
+        peer_name: "b".into(),
+        policy: LinkPolicy::default(),
+        session: session(a, LinkRole::Initiator, 3, 9),
+    };
+    let up_b = LinkUp {
+        id: lb,
+        peer: a.federation().node_id(),
+        peer_name: "a".into(),
+        policy: LinkPolicy::default(),
+        session: session(b, LinkRole::Acceptor, 9, 3),
+    };
+    a.handle_link_up(now, up_a).unwrap();
+    b.handle_link_up(now, up_b).unwrap();
+    (la, lb)
+}
+
+#[test]
+fn an_idle_node_wakes_only_for_its_tick() {
+    let mut node = node(1);
+    assert_eq!(
+        node.poll_timeout(),
+        Some(Time::ZERO),
+        "the first tick is due at once"
+    );
+    node.handle_timeout(Time::ZERO, &no_backlog);
+    assert_eq!(node.poll_timeout(), Some(Time::ZERO + TICK));
+    // A late wake-up is not caught up with a burst of ticks.
+    let late = Time::ZERO + TICK * 3 + Duration::from_millis(7);
+    node.handle_timeout(late, &no_backlog);
+    assert_eq!(node.poll_timeout(), Some(late + TICK));
+    assert!(node.poll_transmit(late).is_none());
+    assert!(node.poll_event().is_none());
+}
+
+#[test]
+fn a_deadline_still_due_after_its_timeout_is_reported_later() {
+    let mut a = node(1);
+    let mut b = node(2);
+    let now = Time::ZERO + Duration::from_secs(1);
+    link(&mut a, &mut b, now);
+    a.handle_timeout(now, &no_backlog);
+    // Whatever the session still waits for, the node is not due again at
+    // the same instant: a driver sleeping until poll_timeout never spins.
+    let next = a.poll_timeout().unwrap();
+    assert!(next >= now + TIMER_GRANULARITY, "{next:?} after {now:?}");
+}
+
+#[test]
+fn a_client_frame_reaches_other_clients_at_the_tick() {
+    let mut node = node(1);
+    let (writer, reader) = (ClientId(1), ClientId(2));
+    node.handle_timeout(Time::ZERO, &no_backlog);
+    log_in(&mut node, writer, Time::ZERO);
+    log_in(&mut node, reader, Time::ZERO);
+    let now = Time::ZERO + Duration::from_millis(10);
+    node.handle_client_frames(writer, now, &[create_entity(1)]);
+    let before: Vec<_> = std::iter::from_fn(|| node.poll_transmit(now)).collect();
+    assert!(
+        !before
+            .iter()
+            .any(|t| matches!(t, Transmit::Client(c, _) if *c == reader)),
+        "nothing for the other client before the tick: {before:?}"
+    );
+    let tick = node.poll_timeout().unwrap();
+    assert_eq!(tick, Time::ZERO + TICK);
+    node.handle_timeout(tick, &no_backlog);
+    let after: Vec<_> = std::iter::from_fn(|| node.poll_transmit(tick)).collect();
+    assert!(
+        after
+            .iter()
+            .any(|t| matches!(t, Transmit::Client(c, _) if *c == reader)),
+        "the tick sends the new entity to the other client: {after:?}"
+    );
+}
+
+/// Runs a node's due timers and takes its link packets (client frames are
+/// dropped).
+fn link_packets(node: &mut Node, now: Time) -> Vec<Vec<u8>> {
+    if node.poll_timeout().is_some_and(|at| at <= now) {
+        node.handle_timeout(now, &no_backlog);
+    }
+    std::iter::from_fn(|| node.poll_transmit(now))
+        .filter_map(|transmit| match transmit {
+            Transmit::Link(_, transmit) => Some(transmit.bytes),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_link_datagram_is_acknowledged_before_it_is_applied() {
+    let mut a = node(1);
+    let mut b = node(2);
+    let mut now = Time::ZERO;
+    let (la, lb) = link(&mut a, &mut b, now);
+    let writer = ClientId(1);
+    log_in(&mut a, writer, now);
+    for tag in 1..=3 {
+        a.handle_client_frames(writer, now, &[create_entity(tag)]);
+    }
+    // Rounds of A -> B -> A until B has A's entities (B subscribes to the
+    // types first). In the round that brings them, B's first output is a
+    // link packet, handed out while the scene is still unchanged.
+    let mut arrived = None;
+    for _ in 0..100 {
+        now += Duration::from_millis(10);
+        for datagram in link_packets(&mut a, now) {
+            b.handle_link_datagram(now, lb, &datagram);
+        }
+        let empty_before = b.scene().is_empty();
+        // By the acknowledgement delay an acknowledgement is due.
+        let due = now + Duration::from_millis(20);
+        let first = b.poll_transmit(due);
+        let empty_after_first = b.scene().is_empty();
+        let mut back: Vec<Vec<u8>> = Vec::new();
+        for transmit in first
+            .iter()
+            .cloned()
+            .chain(std::iter::from_fn(|| b.poll_transmit(due)))
+        {
+            if let Transmit::Link(link, transmit) = transmit {
+                assert_eq!(link, lb);
+                back.push(transmit.bytes);
+            }
+        }
+        if empty_before && b.scene().len() == 3 {
+            arrived = Some((first, empty_after_first));
+            break;
+        }
+        now = due;
+        for datagram in back {
+            a.handle_link_datagram(now, la, &datagram);
+        }
+    }
+    let (first, empty_after_first) = arrived.expect("B gets A's entities");
+    assert!(
+        matches!(first, Some(Transmit::Link(link, _)) if link == lb),
+        "the acknowledgement first: {first:?}"
+    );
+    assert!(
+        empty_after_first,
+        "applied only after the acknowledgement left"
+    );
+}
+
+#[test]
+fn a_silent_link_is_closed_by_its_idle_timeout() {
+    let mut a = node(1);
+    let mut b = node(2);
+    let (la, _) = link(&mut a, &mut b, Time::ZERO);
+    let mut now = Time::ZERO;
+    let mut closed = None;
+    // B never answers: A's session gives up after its idle timeout (15 s).
+    while now < Time::ZERO + Duration::from_secs(60) && closed.is_none() {
+        now = a.poll_timeout().unwrap();
+        a.handle_timeout(now, &no_backlog);
+        while a.poll_transmit(now).is_some() {}
+        closed = std::iter::from_fn(|| a.poll_event())
+            .find(|event| matches!(event, Event::CloseLink(..)));
+    }
+    assert_eq!(closed, Some(Event::CloseLink(la, CloseReason::IdleTimeout)));
+    assert_eq!(
+        a.federation().links().count(),
+        0,
+        "the node dropped the link"
+    );
+}
