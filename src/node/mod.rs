@@ -104,20 +104,10 @@ impl Node {
     fn handle_bridge_event(&mut self, event: BridgeEvent) {
         match event {
             BridgeEvent::DeliverAction(action) => self.server.deliver_action(action),
-            BridgeEvent::FloodAction(action) => self.federation.handle_server_event(
-                &ServerEvent::PeersAction {
-                    client: UPSTREAM_CLIENT,
-                    action,
-                },
-                &mut self.scene,
-            ),
-            BridgeEvent::ActionToAuthority(action) => self.federation.handle_server_event(
-                &ServerEvent::Action {
-                    client: UPSTREAM_CLIENT,
-                    action,
-                },
-                &mut self.scene,
-            ),
+            BridgeEvent::FloodAction(action) => self.federation.handle_peers_action(&action),
+            BridgeEvent::ActionToAuthority(action) => self
+                .federation
+                .handle_action_for_authority(&action, &self.scene),
             BridgeEvent::EditToAuthority {
                 entity,
                 component,
@@ -144,16 +134,9 @@ impl Node {
                 component,
                 index,
                 value,
-            } => self.federation.handle_server_event(
-                &ServerEvent::RemoteEdit {
-                    client: UPSTREAM_CLIENT,
-                    entity,
-                    component,
-                    index,
-                    value,
-                },
-                &mut self.scene,
-            ),
+            } => self
+                .federation
+                .handle_remote_edit(entity, component, index, value, &self.scene),
             BridgeEvent::TypeRegistered(type_id) => {
                 self.server.handle_type_registered(type_id, None)
             }
@@ -293,7 +276,32 @@ impl Node {
             }
             while let Some(event) = self.server.poll_event() {
                 busy = true;
-                self.federation.handle_server_event(&event, &mut self.scene);
+                // The server's events the federation acts on.
+                match &event {
+                    ServerEvent::RemoteEdit {
+                        entity,
+                        component,
+                        index,
+                        value,
+                        ..
+                    } => self.federation.handle_remote_edit(
+                        *entity,
+                        *component,
+                        *index,
+                        value.clone(),
+                        &self.scene,
+                    ),
+                    ServerEvent::RemoteRemove {
+                        entity, component, ..
+                    } => self.federation.handle_remote_remove(*entity, *component),
+                    ServerEvent::Action { action, .. } => self
+                        .federation
+                        .handle_action_for_authority(action, &self.scene),
+                    ServerEvent::PeersAction { action, .. } => {
+                        self.federation.handle_peers_action(action)
+                    }
+                    _ => {}
+                }
                 if let Some(bridge) = &mut self.upstream {
                     match &event {
                         ServerEvent::Action { action, .. } => {
