@@ -29,3 +29,8 @@ pub use self::core::{Federation, FederationEvent};
 pub use stats::FederationStats;
 pub use ids::{GlobalId, LinkId};
 pub use link::{Link, LinkPolicy, TypeFilter};
+
+#[cfg(test)]
+mod test_pair;
+#[cfg(test)]
+mod tests;
