@@ -246,3 +246,107 @@ impl Exports {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn policy() -> Arc<OriginPolicy> {
+        Arc::new(OriginPolicy::unstated())
+    }
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        InsertEntity(u32, u64),
+        InsertComponent(u32, u32, u64),
+        RemoveComponent(u32, u32),
+        RemoveEntity(u32),
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            (1u32..5, 1u64..12).prop_map(|(e, o)| Step::InsertEntity(e, o)),
+            (1u32..5, 1u32..4, 1u64..12).prop_map(|(e, c, o)| Step::InsertComponent(e, c, o)),
+            (1u32..5, 1u32..4).prop_map(|(e, c)| Step::RemoveComponent(e, c)),
+            (1u32..5).prop_map(Step::RemoveEntity),
+        ]
+    }
+
+    #[test]
+    fn removing_an_entity_forgets_every_object_of_it() {
+        let mut exports = Exports::new();
+        assert!(exports.insert_entity(EntityId(1), ObjectId::new(10), Vec::new(), policy()));
+        assert!(exports.insert_component(EntityId(1), ComponentId(1), ObjectId::new(11)));
+        assert!(!exports.insert_component(EntityId(2), ComponentId(1), ObjectId::new(12)));
+        assert_eq!(
+            exports.owner(ObjectId::new(11)),
+            Some((EntityId(1), Some(ComponentId(1))))
+        );
+        let removed = exports.remove_entity(EntityId(1)).unwrap();
+        assert_eq!(removed.object, ObjectId::new(10));
+        assert!(exports.is_empty());
+        assert_eq!(exports.owner(ObjectId::new(11)), None);
+    }
+
+    proptest! {
+        /// Any sequence keeps object -> owner the exact reverse of entity
+        /// -> objects, and no object stands for two things.
+        #[test]
+        fn any_sequence_keeps_owners_the_reverse_of_exports(
+            steps in proptest::collection::vec(step(), 0..80)
+        ) {
+            let mut exports = Exports::new();
+            // object -> (entity, component)
+            let mut model: BTreeMap<u64, (u32, Option<u32>)> = BTreeMap::new();
+            let exported = |model: &BTreeMap<u64, (u32, Option<u32>)>, e: u32| {
+                model.values().any(|(entity, c)| *entity == e && c.is_none())
+            };
+            for step in steps {
+                match step {
+                    Step::InsertEntity(e, o) => {
+                        let free = !exported(&model, e) && !model.contains_key(&o);
+                        let accepted = exports.insert_entity(EntityId(e), ObjectId::new(o), Vec::new(), policy());
+                        prop_assert_eq!(accepted, free);
+                        if accepted {
+                            model.insert(o, (e, None));
+                        }
+                    }
+                    Step::InsertComponent(e, c, o) => {
+                        let free = exported(&model, e)
+                            && !model.values().any(|v| *v == (e, Some(c)))
+                            && !model.contains_key(&o);
+                        let accepted = exports.insert_component(EntityId(e), ComponentId(c), ObjectId::new(o));
+                        prop_assert_eq!(accepted, free);
+                        if accepted {
+                            model.insert(o, (e, Some(c)));
+                        }
+                    }
+                    Step::RemoveComponent(e, c) => {
+                        let removed = exports.remove_component(EntityId(e), ComponentId(c)).map(|o| o.get());
+                        let expected = model.iter().find(|(_, v)| **v == (e, Some(c))).map(|(o, _)| *o);
+                        prop_assert_eq!(removed, expected);
+                        if let Some(o) = expected {
+                            model.remove(&o);
+                        }
+                    }
+                    Step::RemoveEntity(e) => {
+                        let removed = exports.remove_entity(EntityId(e)).is_some();
+                        prop_assert_eq!(removed, exported(&model, e));
+                        model.retain(|_, (entity, _)| *entity != e);
+                    }
+                }
+                prop_assert_eq!(exports.check_invariants(), Ok(()));
+                for o in 1..12u64 {
+                    let expected = model
+                        .get(&o)
+                        .map(|(e, c)| (EntityId(*e), c.map(ComponentId)));
+                    prop_assert_eq!(exports.owner(ObjectId::new(o)), expected);
+                }
+            }
+        }
+    }
+}

@@ -31,6 +31,8 @@ pub use ids::{GlobalId, LinkId};
 pub use link::{Link, LinkPolicy, TypeFilter};
 
 #[cfg(test)]
+mod mirror_tests;
+#[cfg(test)]
 mod test_pair;
 #[cfg(test)]
 mod tests;

@@ -152,3 +152,94 @@ impl TrackedEntities {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+    use uuid::Uuid;
+
+    use super::*;
+
+    fn global(serial: u64) -> GlobalId {
+        GlobalId {
+            origin: Uuid::from_u128(0xa),
+            serial,
+        }
+    }
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        Insert(u64, u32),
+        Remove(u64),
+        RemoveScene(u32),
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            (0u64..6, 1u32..7).prop_map(|(g, s)| Step::Insert(g, s)),
+            (0u64..6).prop_map(Step::Remove),
+            (1u32..7).prop_map(Step::RemoveScene),
+        ]
+    }
+
+    #[test]
+    fn a_taken_identity_or_scene_entity_is_refused() {
+        let mut tracked = TrackedEntities::default();
+        tracked.insert_local(global(1), EntityId(5)).unwrap();
+        assert_eq!(
+            tracked.insert_local(global(1), EntityId(6)),
+            Err(TrackError::GlobalTaken(global(1)))
+        );
+        assert_eq!(
+            tracked.insert(global(2), EntityId(5), false, None, HashMap::new()),
+            Err(TrackError::SceneTaken(EntityId(5)))
+        );
+        assert_eq!(tracked.global_of(EntityId(5)), Some(global(1)));
+        assert_eq!(tracked.len(), 1);
+    }
+
+    proptest! {
+        /// Any sequence of pairings and removals keeps identity <-> scene
+        /// entity a bijection: no identity has two scene entities, no scene
+        /// entity two identities, and both directions always agree.
+        #[test]
+        fn any_sequence_keeps_the_pairing_a_bijection(
+            steps in proptest::collection::vec(step(), 0..80)
+        ) {
+            let mut tracked = TrackedEntities::default();
+            let mut model: BTreeMap<u64, u32> = BTreeMap::new();
+            for step in steps {
+                match step {
+                    Step::Insert(g, s) => {
+                        let free = !model.contains_key(&g) && !model.values().any(|v| *v == s);
+                        let accepted = tracked.insert_local(global(g), EntityId(s)).is_ok();
+                        prop_assert_eq!(accepted, free);
+                        if accepted {
+                            model.insert(g, s);
+                        }
+                    }
+                    Step::Remove(g) => {
+                        let removed = tracked.remove(&global(g)).map(|t| t.scene().0);
+                        prop_assert_eq!(removed, model.remove(&g));
+                    }
+                    Step::RemoveScene(s) => {
+                        let removed = tracked.remove_scene(EntityId(s)).map(|(g, _)| g.serial);
+                        let expected = model.iter().find(|(_, v)| **v == s).map(|(g, _)| *g);
+                        prop_assert_eq!(removed, expected);
+                        if let Some(g) = expected {
+                            model.remove(&g);
+                        }
+                    }
+                }
+                prop_assert_eq!(tracked.check_invariants(), Ok(()));
+                prop_assert_eq!(tracked.len(), model.len());
+                for (g, s) in &model {
+                    prop_assert_eq!(tracked.global_of(EntityId(*s)), Some(global(*g)));
+                    prop_assert_eq!(tracked.get(&global(*g)).map(Tracked::scene), Some(EntityId(*s)));
+                }
+            }
+        }
+    }
+}
