@@ -16,7 +16,7 @@ use super::stats::FederationStats;
 use super::tracked::TrackedEntities;
 use crate::scene::{ChangeSource, Origin, Scene};
 use crate::tundra::messages::EntityAction;
-use crate::tundra::{ComponentId, EntityId};
+use crate::tundra::EntityId;
 
 /// What the federation tells the node.
 #[derive(Debug, Clone, PartialEq)]
@@ -143,17 +143,6 @@ impl Federation {
 
     pub fn link_mut(&mut self, id: LinkId) -> Option<&mut Link> {
         self.links.get_mut(&id)
-    }
-
-    /// Reads the export records and session state an edit of `component`
-    /// of scene entity `entity` will update on each link (see
-    /// `Scene::warm`).
-    pub fn warm(&self, entity: EntityId, component: ComponentId) {
-        for link in self.links.values() {
-            if let Some(object) = link.exported_component(entity, component) {
-                link.session.warm_object(object);
-            }
-        }
     }
 
     pub fn links(&self) -> impl Iterator<Item = &Link> {

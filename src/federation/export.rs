@@ -423,6 +423,7 @@ impl Federation {
                     };
                     let structural = !matches!(change.kind, ChangeKind::AttributeChanged(..));
                     for link in self.links.values_mut() {
+                        // The lookup the read-ahead walks too (`export_targets`).
                         let Some(object) = link.exported_component(id, c) else {
                             continue;
                         };

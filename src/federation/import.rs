@@ -136,33 +136,6 @@ impl Federation {
         }
     }
 
-    /// Reads, for every queued update of a link's component objects, the
-    /// chain of records applying it will read (mirror component and entity,
-    /// global record, scene component), before any is applied: each chain
-    /// is a run of dependent cache misses at 10 000 entities, and walking
-    /// them back to back lets the misses of different updates overlap.
-    fn warm_updates(&self, link_id: LinkId, scene: &Scene) {
-        let Some(link) = self.links.get(&link_id) else {
-            return;
-        };
-        for event in link.session.pending_events() {
-            let Event::EntityUpdated { entity, .. } = event else {
-                continue;
-            };
-            let Some(mirrored) = link.mirror.component(*entity) else {
-                continue;
-            };
-            let owner = link.mirror.owner_of(mirrored);
-            let tracked = owner.and_then(|owner| self.tracked.get(&owner.global));
-            if let Some(tracked) = tracked {
-                if let Some(component) = tracked.components.get(entity) {
-                    scene.warm(tracked.scene(), *component);
-                }
-            }
-            mirrored.warm();
-        }
-    }
-
     fn handle_event(
         &mut self,
         link_id: LinkId,
@@ -654,24 +627,22 @@ impl Federation {
         let Some(link) = self.links.get(&link_id) else {
             return;
         };
-        let Some(mirrored) = link.mirror.component(object) else {
+        // The chain the read-ahead walks too (`read_ahead.rs`).
+        let Some(target) = self.update_target(link, object) else {
             return;
         };
-        let Some(owner) = mirrored.owner.and_then(|o| link.mirror.entity(o)) else {
+        let mirrored = target.mirrored;
+        let Some((entity, component_id)) = target.scene else {
+            // The presented copy's object not yet in the scene: present it.
+            let owner = link.mirror.owner_of(mirrored).map(|o| o.global);
+            let presented_here = owner
+                .and_then(|g| self.tracked.get(&g))
+                .is_some_and(|t| t.selected == Some(link_id));
+            if let Some(global) = owner.filter(|_| presented_here) {
+                self.present_component(link_id, global, object, scene);
+            }
             return;
         };
-        let Some(tracked) = self.tracked.get(&owner.global) else {
-            return;
-        };
-        if tracked.selected != Some(link_id) {
-            return;
-        }
-        let Some(component_id) = tracked.components.get(&object).copied() else {
-            let global = owner.global;
-            self.present_component(link_id, global, object, scene);
-            return;
-        };
-        let entity = tracked.scene();
         let source = ChangeSource::Peer(link_id.0);
         let reference = |value: &Value| reference_in(self, link, value);
         match &mirrored.kind {

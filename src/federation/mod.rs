@@ -20,6 +20,7 @@ pub mod link;
 pub mod mapping;
 pub mod mirror;
 pub mod origin_policy;
+mod read_ahead;
 pub mod refresh;
 pub mod schemas;
 pub mod stats;
@@ -32,6 +33,8 @@ pub use link::{Link, LinkPolicy, TypeFilter};
 
 #[cfg(test)]
 mod mirror_tests;
+#[cfg(test)]
+mod read_ahead_tests;
 #[cfg(test)]
 mod test_pair;
 #[cfg(test)]

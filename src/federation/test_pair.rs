@@ -143,33 +143,40 @@ impl TestPair {
         for _ in 0..millis / 5 {
             self.now += Duration::from_millis(5);
             for from in 0..2 {
-                self.nodes[from].settle();
-                let mut frames = Vec::new();
-                let link = self.nodes[from].link;
-                if let Some(l) = self.nodes[from].federation.link_mut(link) {
-                    if l.session.poll_timeout().is_some_and(|t| t <= self.now) {
-                        l.session.handle_timeout(self.now);
-                    }
-                    while let Some(transmit) = l.session.poll_transmit(self.now) {
-                        frames.push(transmit);
-                    }
-                }
-                if !self.up {
-                    continue;
-                }
+                self.deliver(from);
                 let to = &mut self.nodes[1 - from];
-                let Some(l) = to.federation.link_mut(to.link) else {
-                    continue;
-                };
-                for frame in frames {
-                    match frame.path {
-                        Path::Datagram => l.session.handle_datagram(self.now, &frame.bytes),
-                        Path::Stream => l.session.handle_stream_frame(self.now, &frame.bytes),
-                    }
-                }
                 let closed = to.federation.handle_link_events(to.link, &mut to.scene);
                 assert!(closed.is_none(), "session closed: {closed:?}");
                 to.settle();
+            }
+        }
+    }
+
+    /// Node `from`'s glue, timers and transmits, received by the other
+    /// node's session: its events wait there, not yet handled.
+    pub fn deliver(&mut self, from: usize) {
+        self.nodes[from].settle();
+        let mut frames = Vec::new();
+        let link = self.nodes[from].link;
+        if let Some(l) = self.nodes[from].federation.link_mut(link) {
+            if l.session.poll_timeout().is_some_and(|t| t <= self.now) {
+                l.session.handle_timeout(self.now);
+            }
+            while let Some(transmit) = l.session.poll_transmit(self.now) {
+                frames.push(transmit);
+            }
+        }
+        if !self.up {
+            return;
+        }
+        let to = &mut self.nodes[1 - from];
+        let Some(l) = to.federation.link_mut(to.link) else {
+            return;
+        };
+        for frame in frames {
+            match frame.path {
+                Path::Datagram => l.session.handle_datagram(self.now, &frame.bytes),
+                Path::Stream => l.session.handle_stream_frame(self.now, &frame.bytes),
             }
         }
     }

@@ -184,8 +184,7 @@ impl Node {
     ) {
         for frame in frames {
             if let Some((entity, component)) = edit_attributes_target(frame.as_ref()) {
-                self.scene.warm(entity, component);
-                self.federation.warm(entity, component);
+                self.federation.warm(&self.scene, entity, component);
             }
         }
         for frame in frames {
