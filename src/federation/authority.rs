@@ -7,8 +7,8 @@ use tracing::{debug, warn};
 use super::call_order::{Admission, WaitingCall, MAX_WAITING_CALLS};
 use super::core::{Federation, FederationEvent};
 use super::export::reference_out;
-use super::import::reference_in;
 use super::ids::LinkId;
+use super::import::reference_in;
 use super::link::ForwardedCall;
 use super::mapping::{attribute_key, component, entity};
 use super::values::{from_less, to_less};
@@ -325,12 +325,14 @@ impl Federation {
                     AuthorityRequest::RemoveEntity => {
                         debug!(link = %link_id, entity = %entity_id, "entity removed at a peer's request");
                         let removed = scene.remove_entity(source, entity_id);
-                        self.stats.scene(removed, "entity not removed at a peer's request");
+                        self.stats
+                            .scene(removed, "entity not removed at a peer's request");
                     }
                     AuthorityRequest::RemoveComponent(component) => {
                         debug!(link = %link_id, entity = %entity_id, component = %RemoteText(&component), "component removed at a peer's request");
                         let removed = scene.remove_component(source, entity_id, component);
-                        self.stats.scene(removed, "component not removed at a peer's request");
+                        self.stats
+                            .scene(removed, "component not removed at a peer's request");
                     }
                 }
                 answer(self, MethodStatus::SUCCESS, Value::Null);

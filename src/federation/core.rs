@@ -179,7 +179,9 @@ impl Federation {
                 return Err(format!("{global} presented from {link_id}, which is gone"));
             };
             let Some(copy) = link.mirror.copy_of(*global) else {
-                return Err(format!("{global} presented from {link_id}, which has no copy"));
+                return Err(format!(
+                    "{global} presented from {link_id}, which has no copy"
+                ));
             };
             if let Some(object) = tracked
                 .components
@@ -262,7 +264,9 @@ impl Federation {
         let new: Vec<EntityId> = scene
             .entities()
             .filter(|e| {
-                e.is_replicated() && e.origin == Origin::Local && !self.tracked.is_tracked_scene(e.id)
+                e.is_replicated()
+                    && e.origin == Origin::Local
+                    && !self.tracked.is_tracked_scene(e.id)
             })
             .map(|e| e.id)
             .collect();
@@ -418,10 +422,7 @@ impl Federation {
         let (Some(tracked), Some(link)) = (self.tracked.get(&global), self.links.get(&link)) else {
             return false;
         };
-        let Some(copy) = link
-            .mirror
-            .copy_of(global)
-        else {
+        let Some(copy) = link.mirror.copy_of(global) else {
             return false;
         };
         let Some(entity) = scene.entity(tracked.scene()) else {
@@ -462,7 +463,8 @@ impl Federation {
             .collect();
         for child in children {
             let orphaned = scene.set_parent(source, child, None);
-            self.stats.scene(orphaned, "child of a withdrawn entity not detached");
+            self.stats
+                .scene(orphaned, "child of a withdrawn entity not detached");
             if let Some(child) = self.tracked.global_of(child) {
                 self.awaiting_parent.insert(child);
             }

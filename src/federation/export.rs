@@ -454,7 +454,8 @@ impl Federation {
                         }
                         if !values.is_empty() {
                             let sent = link.session.update_entity(object, values);
-                            self.stats.session(sent, "dynamic attribute change not exported");
+                            self.stats
+                                .session(sent, "dynamic attribute change not exported");
                         }
                     }
                 }
@@ -479,7 +480,8 @@ impl Federation {
                             ),
                         ];
                         let sent = link.session.update_entity(object, values);
-                        self.stats.session(sent, "temporary flag or parent not exported");
+                        self.stats
+                            .session(sent, "temporary flag or parent not exported");
                     }
                 }
             }

@@ -194,7 +194,11 @@ impl Exports {
         entity: EntityId,
         component: ComponentId,
     ) -> Option<ObjectId<Local>> {
-        let object = self.entities.get_mut(&entity)?.components.remove(&component)?;
+        let object = self
+            .entities
+            .get_mut(&entity)?
+            .components
+            .remove(&component)?;
         self.owners.remove(&object);
         Some(object)
     }
@@ -233,7 +237,9 @@ impl Exports {
             }
             for (component, object) in exported.components.0.iter() {
                 if self.owners.get(object) != Some(&(*entity, Some(*component))) {
-                    return Err(format!("component {component} of {entity} has no owner entry"));
+                    return Err(format!(
+                        "component {component} of {entity} has no owner entry"
+                    ));
                 }
             }
         }

@@ -327,11 +327,10 @@ impl Federation {
         } else if introduced {
             // Components introduced before their entity wait in the mirror
             // and join it here.
-            let inserted = mirror::entity_from_values(values)
-                .and_then(|entity| {
-                    let global = entity.global;
-                    link.mirror.insert_entity(object, entity).map(|()| global)
-                });
+            let inserted = mirror::entity_from_values(values).and_then(|entity| {
+                let global = entity.global;
+                link.mirror.insert_entity(object, entity).map(|()| global)
+            });
             match inserted {
                 Ok(global) => global,
                 Err(error) => {
@@ -375,7 +374,8 @@ impl Federation {
             .map(|t| t.scene());
         let source = ChangeSource::Peer(link_id.0);
         let temporary = scene.set_temporary(source, tracked.scene(), entity.temporary);
-        self.stats.scene(temporary, "peer's temporary flag not applied");
+        self.stats
+            .scene(temporary, "peer's temporary flag not applied");
         let parented = scene.set_parent(source, tracked.scene(), parent);
         self.stats.scene(parented, "peer's parent not applied");
     }
@@ -452,7 +452,8 @@ impl Federation {
         };
         let temporary = entity.temporary;
         let has_parent = entity.parent.is_some();
-        let component_objects: Vec<ObjectId<Remote>> = entity.components().iter().copied().collect();
+        let component_objects: Vec<ObjectId<Remote>> =
+            entity.components().iter().copied().collect();
         let mut data = Vec::new();
         let mut objects = Vec::new();
         for id in component_objects {
@@ -546,7 +547,8 @@ impl Federation {
         let source = ChangeSource::Peer(link_id.0);
         for component in unclaimed {
             let removed = scene.remove_component(source, entity, component);
-            self.stats.scene(removed, "component of the old route not removed");
+            self.stats
+                .scene(removed, "component of the old route not removed");
         }
         for (object, component) in kept {
             if let Some(tracked) = self.tracked.get_mut(&global) {
@@ -590,7 +592,8 @@ impl Federation {
                 for (index, value) in block.values.into_iter().enumerate() {
                     if let Ok(index) = u8::try_from(index) {
                         let edited = scene.edit_attribute(source, entity, component, index, value);
-                        self.stats.scene(edited, "value of the new route not applied");
+                        self.stats
+                            .scene(edited, "value of the new route not applied");
                     }
                 }
             }
@@ -739,7 +742,8 @@ impl Federation {
             if let Some(id) = tracked.components.remove(&object) {
                 let source = ChangeSource::Peer(link_id.0);
                 let removed = scene.remove_component(source, tracked.scene(), id);
-                self.stats.scene(removed, "peer's removed component not removed");
+                self.stats
+                    .scene(removed, "peer's removed component not removed");
             }
         }
     }
@@ -775,10 +779,7 @@ impl Federation {
         let Some(link) = self.links.get(&link_id) else {
             return ParentState::Settled;
         };
-        let Some(entity) = link
-            .mirror
-            .copy_of(global)
-        else {
+        let Some(entity) = link.mirror.copy_of(global) else {
             return ParentState::Settled;
         };
         let Some(parent) = entity.parent else {
@@ -834,7 +835,8 @@ fn reconcile_dynamic(
         let index = attribute.index;
         match current.attribute(index) {
             Some(existing) if existing.ty() == attribute.value.attribute_type() => {
-                let edited = scene.edit_attribute(source, entity, component, index, attribute.value);
+                let edited =
+                    scene.edit_attribute(source, entity, component, index, attribute.value);
                 stats.scene(edited, "dynamic attribute not edited");
             }
             Some(_) => {

@@ -296,16 +296,22 @@ impl Mirror {
         }
         for (owner, waiting) in &self.orphans {
             if self.entities.contains_key(owner) || waiting.is_empty() {
-                return Err(format!("orphans wait for {owner:?}, which is here or empty"));
+                return Err(format!(
+                    "orphans wait for {owner:?}, which is here or empty"
+                ));
             }
             for component in waiting {
                 if self.components.get(component).and_then(|c| c.owner) != Some(*owner) {
-                    return Err(format!("{component:?} waits for {owner:?} it does not name"));
+                    return Err(format!(
+                        "{component:?} waits for {owner:?} it does not name"
+                    ));
                 }
             }
         }
         for (object, component) in &self.components {
-            let Some(owner) = component.owner else { continue };
+            let Some(owner) = component.owner else {
+                continue;
+            };
             let filed = match self.entities.get(&owner) {
                 Some(entity) => entity.components.contains(object),
                 None => self

@@ -15,7 +15,6 @@ pub mod exports;
 mod flood;
 pub mod ids;
 mod import;
-mod tracked;
 pub mod link;
 pub mod mapping;
 pub mod mirror;
@@ -24,12 +23,13 @@ mod read_ahead;
 pub mod refresh;
 pub mod schemas;
 pub mod stats;
+mod tracked;
 pub mod values;
 
 pub use self::core::{Federation, FederationEvent};
-pub use stats::FederationStats;
 pub use ids::{GlobalId, LinkId};
 pub use link::{Link, LinkPolicy, TypeFilter};
+pub use stats::FederationStats;
 
 #[cfg(test)]
 mod mirror_tests;

@@ -55,10 +55,12 @@ impl Federation {
     ) -> impl Iterator<Item = UpdateTarget<'_>> + '_ {
         let link = self.links.get(&link_id);
         link.into_iter().flat_map(move |link| {
-            link.session.pending_events().filter_map(move |event| match event {
-                Event::EntityUpdated { entity, .. } => self.update_target(link, *entity),
-                _ => None,
-            })
+            link.session
+                .pending_events()
+                .filter_map(move |event| match event {
+                    Event::EntityUpdated { entity, .. } => self.update_target(link, *entity),
+                    _ => None,
+                })
         })
     }
 
@@ -80,9 +82,9 @@ impl Federation {
         entity: EntityId,
         component: ComponentId,
     ) -> impl Iterator<Item = (&Link, ObjectId<Local>)> + '_ {
-        self.links.values().filter_map(move |link| {
-            Some((link, link.exported_component(entity, component)?))
-        })
+        self.links
+            .values()
+            .filter_map(move |link| Some((link, link.exported_component(entity, component)?)))
     }
 
     /// A client's edit of `component` of scene entity `entity` is coming:

@@ -56,7 +56,10 @@ fn the_update_read_ahead_reads_the_components_the_updates_change() {
         .collect();
     let mut journal: Vec<Change> = Vec::new();
     b.scene.take_journal_into(&mut journal);
-    assert!(b.federation.handle_link_events(b.link, &mut b.scene).is_none());
+    assert!(b
+        .federation
+        .handle_link_events(b.link, &mut b.scene)
+        .is_none());
     b.scene.take_journal_into(&mut journal);
     let updated: BTreeSet<(EntityId, ComponentId)> = journal
         .iter()

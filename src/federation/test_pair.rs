@@ -43,14 +43,29 @@ impl TestNode {
             .iter()
             .enumerate()
             .map(|(index, name)| {
-                let schema = self.scene.registry().get_by_name(name).expect("builtin type");
-                let values = schema.attributes.iter().map(|a| a.default.clone()).collect();
+                let schema = self
+                    .scene
+                    .registry()
+                    .get_by_name(name)
+                    .expect("builtin type");
+                let values = schema
+                    .attributes
+                    .iter()
+                    .map(|a| a.default.clone())
+                    .collect();
                 ComponentData::with_values(ComponentId(index as u32 + 1), schema, values)
             })
             .collect();
         let created = self
             .scene
-            .create_entity(ChangeSource::Node, None, Origin::Local, false, None, components)
+            .create_entity(
+                ChangeSource::Node,
+                None,
+                Origin::Local,
+                false,
+                None,
+                components,
+            )
             .expect("entity created");
         self.settle();
         created.id

@@ -12,7 +12,12 @@ use crate::tundra::{AttributeValue, ComponentId};
 const SETTLE_MS: u64 = 600;
 
 fn only(names: &[&str]) -> TypeFilter {
-    TypeFilter::Only(names.iter().map(|n| (*n).to_owned()).collect::<BTreeSet<_>>())
+    TypeFilter::Only(
+        names
+            .iter()
+            .map(|n| (*n).to_owned())
+            .collect::<BTreeSet<_>>(),
+    )
 }
 
 fn global_on_a(pair: &TestPair, entity: crate::tundra::EntityId) -> GlobalId {
@@ -61,7 +66,11 @@ fn a_component_added_later_joins_the_imported_entity() {
     pair.run(SETTLE_MS);
     let a = &mut pair.nodes[0];
     let schema = a.scene.registry().get_by_name("Placeable").unwrap().clone();
-    let values = schema.attributes.iter().map(|x| x.default.clone()).collect();
+    let values = schema
+        .attributes
+        .iter()
+        .map(|x| x.default.clone())
+        .collect();
     let data = crate::tundra::ComponentData::with_values(ComponentId(9), &schema, values);
     a.scene
         .create_components(ChangeSource::Node, entity, vec![data])
@@ -150,7 +159,10 @@ fn an_edit_of_a_remote_entity_becomes_a_tweak_its_authority_applies() {
     pair.run(SETTLE_MS);
     pair.check();
     assert_eq!(name_of(&pair, 0, entity).as_deref(), Some("renamed at B"));
-    assert_eq!(name_of(&pair, 1, presented).as_deref(), Some("renamed at B"));
+    assert_eq!(
+        name_of(&pair, 1, presented).as_deref(),
+        Some("renamed at B")
+    );
     assert_eq!(pair.nodes[0].federation.stats().scene_refusals, 0);
 }
 
@@ -168,7 +180,10 @@ fn removing_a_remote_entity_asks_its_authority() {
     pair.run(SETTLE_MS);
     pair.check();
     assert!(pair.nodes[0].scene.entity(entity).is_none(), "A removed it");
-    assert!(pair.nodes[1].scene.entity(presented).is_none(), "and B's copy left");
+    assert!(
+        pair.nodes[1].scene.entity(presented).is_none(),
+        "and B's copy left"
+    );
     assert!(pair.nodes[1].presented(global).is_none());
     let link = pair.nodes[1].federation.link(pair.nodes[1].link).unwrap();
     assert_eq!(link.mirror.entity_count(), 0);
@@ -188,7 +203,11 @@ fn a_link_going_down_withdraws_what_it_mirrored() {
     pair.link_down(1);
     pair.check();
     let b = &pair.nodes[1];
-    assert_eq!(b.remote_count(), 0, "entities reachable only through the link left");
+    assert_eq!(
+        b.remote_count(),
+        0,
+        "entities reachable only through the link left"
+    );
     for entity in [first, second] {
         assert!(b.presented(global_on_a(&pair, entity)).is_none());
     }
@@ -227,7 +246,14 @@ fn an_attribute_change_at_the_origin_reaches_the_peer() {
     let global = global_on_a(&pair, entity);
     pair.run(SETTLE_MS);
     let a = &mut pair.nodes[0];
-    let component = *a.scene.entity(entity).unwrap().components.keys().next().unwrap();
+    let component = *a
+        .scene
+        .entity(entity)
+        .unwrap()
+        .components
+        .keys()
+        .next()
+        .unwrap();
     a.scene
         .edit_attribute(
             ChangeSource::Node,

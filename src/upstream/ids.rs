@@ -321,15 +321,24 @@ impl IdMap {
         }
         for (upstream, entry) in &self.mirrored {
             if self.local_to_upstream.get(&entry.local) != Some(upstream) {
-                return Err(format!("mirrored {upstream} is {} one way only", entry.local));
+                return Err(format!(
+                    "mirrored {upstream} is {} one way only",
+                    entry.local
+                ));
             }
         }
         for (upstream, local) in &self.upstream_to_exported {
             if self.exported.get(local).and_then(|e| e.upstream) != Some(*upstream) {
-                return Err(format!("world id {upstream} names {local}, which is not it"));
+                return Err(format!(
+                    "world id {upstream} names {local}, which is not it"
+                ));
             }
         }
-        let acked = self.exported.values().filter(|e| e.upstream.is_some()).count();
+        let acked = self
+            .exported
+            .values()
+            .filter(|e| e.upstream.is_some())
+            .count();
         if acked != self.upstream_to_exported.len() {
             return Err(format!(
                 "{} world ids for {acked} acked exports",

@@ -97,7 +97,8 @@ impl Bridge {
                                 name: a.name,
                                 value: a.value,
                             };
-                            let created = scene.create_attribute(source, local, component, attribute);
+                            let created =
+                                scene.create_attribute(source, local, component, attribute);
                             self.stats.scene(created, "world attribute not created");
                         }
                     }
@@ -130,7 +131,8 @@ impl Bridge {
             Message::EditEntityProperties(m) => {
                 if let Some((_, local)) = entity_of(self, m.entity_id) {
                     let changed = scene.set_temporary(source, local, m.temporary);
-                    self.stats.scene(changed, "world temporary flag not applied");
+                    self.stats
+                        .scene(changed, "world temporary flag not applied");
                 }
             }
             Message::SetEntityParent(m) => {

@@ -38,7 +38,8 @@ impl Bridge {
             self.ids.remove_mirrored(upstream);
             scene.set_proxied(local, false);
             let removed = scene.remove_entity(ChangeSource::Node, local);
-            self.stats.scene(removed, "vanished world entity not removed");
+            self.stats
+                .scene(removed, "vanished world entity not removed");
         }
         for local in self.ids.exported_ids() {
             let lost = self.ids.exported(local).is_some_and(|e| !e.seen);
@@ -91,7 +92,8 @@ impl Bridge {
         let local = entry.local;
         let source = ChangeSource::Node;
         let changed = scene.set_temporary(source, local, m.temporary);
-        self.stats.scene(changed, "world temporary flag not applied");
+        self.stats
+            .scene(changed, "world temporary flag not applied");
         if m.parent.is_some() {
             let changed = scene.set_parent(source, local, parent);
             self.stats.scene(changed, "world parent not applied");
@@ -149,7 +151,8 @@ impl Bridge {
             .unwrap_or_default();
         for component in stale {
             let removed = scene.remove_component(source, local, component);
-            self.stats.scene(removed, "stale world component not removed");
+            self.stats
+                .scene(removed, "stale world component not removed");
         }
         self.ids.insert_mirrored(
             upstream,

@@ -130,7 +130,8 @@ impl Bridge {
             // As `handle_edit`: the node's copy takes the world's value.
             let edited =
                 scene.edit_attribute(ChangeSource::Node, local, component, edit.index, edit.value);
-            self.stats.scene(edited, "world rigid body move not applied");
+            self.stats
+                .scene(edited, "world rigid body move not applied");
         }
     }
 
