@@ -187,16 +187,13 @@ impl Federation {
                         .iter()
                         .filter_map(|v| attribute_index(&v.key))
                         .collect();
-                    let owner = match link.mirror.update_component(entity, values) {
-                        Some(Ok(owner)) => owner,
-                        Some(Err(error)) => {
-                            warn!(link = %link_id, error = %RemoteText(&error), "bad component update");
-                            return None;
-                        }
-                        None => return None,
-                    };
+                    let (owner, applied) = link.mirror.update_component(entity, values)?;
                     if owner.changed() {
                         self.disown_presented(link_id, entity, owner.before, scene);
+                    }
+                    if let Err(error) = applied {
+                        warn!(link = %link_id, error = %RemoteText(&error), "bad component update");
+                        return None;
                     }
                     let link = self.links.get(&link_id)?;
                     let waiting = owner

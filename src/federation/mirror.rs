@@ -222,13 +222,14 @@ impl Mirror {
 
     /// Applies an update of a component object's values and files it under
     /// its owner if the update changed it (an owner may arrive in an update:
-    /// a re-send carries only values no later packet carried). `None` when
-    /// the object is not here.
+    /// a re-send carries only values no later packet carried). The owner
+    /// change stands even when a later value was bad. `None` when the
+    /// object is not here.
     pub fn update_component(
         &mut self,
         object: ObjectId<Remote>,
         values: Vec<PropertyValue>,
-    ) -> Option<Result<OwnerChange, MirrorError>> {
+    ) -> Option<(OwnerChange, Result<(), MirrorError>)> {
         let component = self.components.get_mut(&object)?;
         let before = component.owner;
         // Values before a bad one are applied: the owner stays filed right.
@@ -238,7 +239,7 @@ impl Mirror {
             self.detach(object, before);
             self.attach(object, after);
         }
-        Some(applied.map(|()| OwnerChange { before, after }))
+        Some((OwnerChange { before, after }, applied))
     }
 
     /// Removes a component object from the mirror and from its owner.

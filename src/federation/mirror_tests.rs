@@ -88,17 +88,17 @@ fn an_owner_arriving_in_an_update_files_the_component() {
     mirror.insert_entity(object(2), entity(6)).unwrap();
     mirror.insert_component(object(11), name_component(None));
     assert!(components_of(&mirror, 1).is_empty());
-    let change = mirror
+    let (change, applied) = mirror
         .update_component(object(11), vec![owner_value(1)])
-        .unwrap()
         .unwrap();
+    assert_eq!(applied, Ok(()));
     assert!(change.changed());
     assert_eq!(components_of(&mirror, 1), [11]);
     // Re-owned: it moves.
-    mirror
+    let (change, _) = mirror
         .update_component(object(11), vec![owner_value(2)])
-        .unwrap()
         .unwrap();
+    assert_eq!(change.before, Some(object(1)));
     assert!(components_of(&mirror, 1).is_empty());
     assert_eq!(components_of(&mirror, 2), [11]);
     mirror.check_invariants().unwrap();
