@@ -5,8 +5,9 @@
 //!
 //! A read-ahead is only right while it reads what the update reads. So it
 //! owns no lookup of its own: the chains here are the ones the update paths
-//! call ([`Federation::update_target`] for a peer's update, [`Link::exported_component`]
-//! for a change this node exports), and this file only walks them early.
+//! call (`Federation::update_target` for a peer's update,
+//! `Link::exported_component` for a change this node exports), and this
+//! file only walks them early.
 
 use super::core::Federation;
 use super::ids::LinkId;
