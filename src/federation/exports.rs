@@ -19,6 +19,7 @@ use crate::tundra::{ComponentId, EntityId};
 pub struct ComponentObjects(SmallVec<[(ComponentId, ObjectId<Local>); 4]>);
 
 impl ComponentObjects {
+    #[inline]
     pub fn get(&self, component: &ComponentId) -> Option<&ObjectId<Local>> {
         self.0.iter().find(|(c, _)| c == component).map(|(_, o)| o)
     }
@@ -76,6 +77,7 @@ pub struct ExportedEntity {
 }
 
 impl ExportedEntity {
+    #[inline]
     pub fn components(&self) -> &ComponentObjects {
         &self.components
     }
@@ -98,20 +100,26 @@ impl Exports {
         }
     }
 
+    #[inline]
+
     pub fn get(&self, entity: &EntityId) -> Option<&ExportedEntity> {
         self.entities.get(entity)
     }
+
+    #[inline]
 
     pub fn contains(&self, entity: &EntityId) -> bool {
         self.entities.contains_key(entity)
     }
 
     /// The entity object exported for a scene entity.
+    #[inline]
     pub fn object_of(&self, entity: EntityId) -> Option<ObjectId<Local>> {
         self.entities.get(&entity).map(|e| e.object)
     }
 
     /// The object exported for an entity's component.
+    #[inline]
     pub fn component_object(
         &self,
         entity: EntityId,
@@ -125,9 +133,12 @@ impl Exports {
     }
 
     /// The scene entity (and component) an exported object stands for.
+    #[inline]
     pub fn owner(&self, object: ObjectId<Local>) -> Option<(EntityId, Option<ComponentId>)> {
         self.owners.get(&object).copied()
     }
+
+    #[inline]
 
     pub fn contains_object(&self, object: &ObjectId<Local>) -> bool {
         self.owners.contains_key(object)

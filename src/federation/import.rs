@@ -195,16 +195,19 @@ impl Federation {
                         warn!(link = %link_id, error = %RemoteText(&error), "bad component update");
                         return None;
                     }
-                    let link = self.links.get(&link_id)?;
-                    let waiting = owner
-                        .after
-                        .filter(|_| owner.changed())
-                        .and_then(|o| link.mirror.entity(o))
-                        .map(|e| e.global)
-                        .filter(|g| self.tracked.get(g).and_then(|t| t.selected) != Some(link_id));
-                    if let Some(global) = waiting {
-                        // As for a new component object: a route change may wait on it.
-                        self.reroute(global, scene);
+                    if owner.changed() {
+                        let link = self.links.get(&link_id)?;
+                        let waiting = owner
+                            .after
+                            .and_then(|o| link.mirror.entity(o))
+                            .map(|e| e.global)
+                            .filter(|g| {
+                                self.tracked.get(g).and_then(|t| t.selected) != Some(link_id)
+                            });
+                        if let Some(global) = waiting {
+                            // As for a new component object: a route change may wait on it.
+                            self.reroute(global, scene);
+                        }
                     }
                     self.apply_component_update(link_id, entity, &attributes, scene);
                 } else if link.mirror.entity(entity).is_some() {

@@ -122,6 +122,7 @@ impl Link {
     }
 
     /// The object exported for an entity's component, if any.
+    #[inline]
     pub fn exported_component(
         &self,
         entity: EntityId,

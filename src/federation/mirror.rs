@@ -54,6 +54,7 @@ pub struct MirrorEntity {
 
 impl MirrorEntity {
     /// The component objects that name this entity as owner.
+    #[inline]
     pub fn components(&self) -> &BTreeSet<ObjectId<Remote>> {
         &self.components
     }
@@ -93,6 +94,7 @@ impl MirrorComponent {
     }
 
     /// The latest value of property `key`.
+    #[inline]
     pub fn value(&self, key: &PropertyKey) -> Option<&Value> {
         self.values.get(self.schema.property_index(key)?)
     }
@@ -132,25 +134,31 @@ pub struct Mirror {
 }
 
 impl Mirror {
+    #[inline]
     pub fn entity(&self, object: ObjectId<Remote>) -> Option<&MirrorEntity> {
         self.entities.get(&object)
     }
+
+    #[inline]
 
     pub fn component(&self, object: ObjectId<Remote>) -> Option<&MirrorComponent> {
         self.components.get(&object)
     }
 
     /// The entity object that is the peer's copy of `global`.
+    #[inline]
     pub fn object_of(&self, global: GlobalId) -> Option<ObjectId<Remote>> {
         self.by_global.get(&global).copied()
     }
 
     /// The peer's copy of `global`.
+    #[inline]
     pub fn copy_of(&self, global: GlobalId) -> Option<&MirrorEntity> {
         self.entities.get(self.by_global.get(&global)?)
     }
 
     /// The entity object a component object names as owner, if it is here.
+    #[inline]
     pub fn owner_of(&self, component: &MirrorComponent) -> Option<&MirrorEntity> {
         self.entities.get(&component.owner?)
     }
@@ -225,6 +233,7 @@ impl Mirror {
     /// a re-send carries only values no later packet carried). The owner
     /// change stands even when a later value was bad. `None` when the
     /// object is not here.
+    #[inline]
     pub fn update_component(
         &mut self,
         object: ObjectId<Remote>,

@@ -31,6 +31,7 @@ impl Federation {
     /// mirrored object, its owner, the owner's tracked record, and the
     /// scene component it presents. `None` when the object is not here;
     /// `scene` is `None` when this copy is not the presented one.
+    #[inline]
     pub(super) fn update_target<'a>(
         &'a self,
         link: &'a Link,

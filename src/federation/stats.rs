@@ -21,6 +21,7 @@ pub struct FederationStats {
 
 impl FederationStats {
     /// Counts and logs a refused scene change; the value of an accepted one.
+    #[inline]
     pub(super) fn scene<T>(
         &mut self,
         result: Result<T, SceneError>,
@@ -35,6 +36,7 @@ impl FederationStats {
     }
 
     /// Counts and logs a refused session command.
+    #[inline]
     pub(super) fn session<T>(
         &mut self,
         result: Result<T, CommandError>,

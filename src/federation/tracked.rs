@@ -22,11 +22,13 @@ pub(super) struct Tracked {
 
 impl Tracked {
     /// The scene entity that presents the identity.
+    #[inline]
     pub fn scene(&self) -> EntityId {
         self.scene
     }
 
     /// Whether the entity is this node's own (it is its authority).
+    #[inline]
     pub fn is_local(&self) -> bool {
         self.local
     }
@@ -93,15 +95,20 @@ impl TrackedEntities {
         self.insert(global, scene, true, None, HashMap::new())
     }
 
+    #[inline]
+
     pub fn get(&self, global: &GlobalId) -> Option<&Tracked> {
         self.globals.get(global)
     }
+
+    #[inline]
 
     pub fn get_mut(&mut self, global: &GlobalId) -> Option<&mut Tracked> {
         self.globals.get_mut(global)
     }
 
     /// The identity of a scene entity.
+    #[inline]
     pub fn global_of(&self, scene: EntityId) -> Option<GlobalId> {
         self.by_scene.get(&scene).copied()
     }
