@@ -101,13 +101,11 @@ impl Exports {
     }
 
     #[inline]
-
     pub fn get(&self, entity: &EntityId) -> Option<&ExportedEntity> {
         self.entities.get(entity)
     }
 
     #[inline]
-
     pub fn contains(&self, entity: &EntityId) -> bool {
         self.entities.contains_key(entity)
     }
@@ -139,7 +137,6 @@ impl Exports {
     }
 
     #[inline]
-
     pub fn contains_object(&self, object: &ObjectId<Local>) -> bool {
         self.owners.contains_key(object)
     }

@@ -140,7 +140,6 @@ impl Mirror {
     }
 
     #[inline]
-
     pub fn component(&self, object: ObjectId<Remote>) -> Option<&MirrorComponent> {
         self.components.get(&object)
     }

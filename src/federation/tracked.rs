@@ -96,13 +96,11 @@ impl TrackedEntities {
     }
 
     #[inline]
-
     pub fn get(&self, global: &GlobalId) -> Option<&Tracked> {
         self.globals.get(global)
     }
 
     #[inline]
-
     pub fn get_mut(&mut self, global: &GlobalId) -> Option<&mut Tracked> {
         self.globals.get_mut(global)
     }
