@@ -51,10 +51,7 @@ const CORE_DEPENDENCIES: &[(&str, &[&str])] = &[
     ("scene", &["tundra"]),
     ("peering", &["tundra", "less"]),
     ("server", &["tundra", "scene"]),
-    (
-        "federation",
-        &["tundra", "less", "scene", "peering", "server"],
-    ),
+    ("federation", &["tundra", "less", "scene", "peering"]),
     ("upstream", &["tundra", "scene", "federation"]),
 ];
 

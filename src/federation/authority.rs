@@ -8,6 +8,7 @@ use super::call_order::{Admission, WaitingCall, MAX_WAITING_CALLS};
 use super::core::{Federation, FederationEvent};
 use super::export::reference_out;
 use super::ids::LinkId;
+use super::import::reference_in;
 use super::link::ForwardedCall;
 use super::mapping::{attribute_key, component, entity};
 use super::values::{from_less, to_less};
@@ -17,50 +18,58 @@ use crate::less::value::Value;
 use crate::less::value_type::ValueType;
 use crate::logging::RemoteText;
 use crate::scene::{ChangeSource, ComponentContent, Origin, Scene};
-use crate::server::ServerEvent;
 use crate::tundra::messages::EntityAction;
 use crate::tundra::{AttributeValue, ComponentId, EntityId};
 
 impl Federation {
-    /// What the Tundra server asks of the federation.
-    pub fn handle_server_event(&mut self, event: &ServerEvent, scene: &mut Scene) {
-        match event {
-            ServerEvent::RemoteEdit {
-                entity,
-                component,
-                index,
-                value,
-                ..
-            } => {
-                self.forward_edit(*entity, *component, *index, value.clone(), scene);
-            }
-            ServerEvent::RemoteRemove {
-                entity, component, ..
-            } => {
-                let request = match component {
-                    Some(component) => AuthorityRequest::RemoveComponent(*component),
-                    None => AuthorityRequest::RemoveEntity,
-                };
-                self.forward_request(*entity, request, None);
-            }
-            ServerEvent::Action { action, .. } => {
-                let remote = scene
-                    .entity(action.entity_id)
-                    .is_some_and(|e| e.origin == Origin::Remote);
-                if remote {
-                    self.forward_request(
-                        action.entity_id,
-                        AuthorityRequest::Action(action.clone()),
-                        None,
-                    );
-                }
-            }
-            ServerEvent::PeersAction { action, .. } => {
-                if let Some(global) = self.by_scene.get(&action.entity_id).copied() {
-                    self.flood_action(global, action);
-                }
-            }
-            _ => {}
+    /// A client edited an attribute of a remote entity: the edit travels
+    /// to its authority as a tweak (the scene keeps the old value until
+    /// the authority's update comes back).
+    pub fn handle_remote_edit(
+        &mut self,
+        entity: EntityId,
+        component: ComponentId,
+        index: u8,
+        value: AttributeValue,
+        scene: &Scene,
+    ) {
+        self.forward_edit(entity, component, index, value, scene);
+    }
+
+    /// A client removed a remote entity (`component` none) or one of its
+    /// components: the request travels to the entity's authority.
+    pub fn handle_remote_remove(&mut self, entity: EntityId, component: Option<ComponentId>) {
+        let request = match component {
+            Some(component) => AuthorityRequest::RemoveComponent(component),
+            None => AuthorityRequest::RemoveEntity,
+        };
+        if !self.forward_request(entity, request, None) {
+            debug!(%entity, "removal not forwarded: no route to the authority");
+        }
+    }
+
+    /// An EntityAction a client sent for the server: when the entity is
+    /// remote, it travels to its authority as a method call.
+    pub fn handle_action_for_authority(&mut self, action: &EntityAction, scene: &Scene) {
+        let remote = scene
+            .entity(action.entity_id)
+            .is_some_and(|e| e.origin == Origin::Remote);
+        if remote
+            && !self.forward_request(
+                action.entity_id,
+                AuthorityRequest::Action(action.clone()),
+                None,
+            )
+        {
+            debug!(entity = %action.entity_id, "action not forwarded: no route to the authority");
+        }
+    }
+
+    /// An EntityAction a client sent with the Peers bit: it floods to the
+    /// clients of every other node.
+    pub fn handle_peers_action(&mut self, action: &EntityAction) {
+        if let Some(global) = self.tracked.global_of(action.entity_id) {
+            self.flood_action(global, action);
         }
     }
 
@@ -73,21 +82,16 @@ impl Federation {
         value: AttributeValue,
         scene: &Scene,
     ) {
-        let Some(global) = self.by_scene.get(&entity).copied() else {
+        let Some(global) = self.tracked.global_of(entity) else {
             return;
         };
-        let Some(tracked) = self.globals.get(&global) else {
+        let Some(tracked) = self.tracked.get(&global) else {
             return;
         };
         let Some(link_id) = tracked.selected else {
             return;
         };
-        let Some(object) = tracked
-            .components
-            .iter()
-            .find(|(_, c)| **c == component)
-            .map(|(o, _)| *o)
-        else {
+        let Some(object) = tracked.object_of(component) else {
             return;
         };
         let dynamic = scene
@@ -150,28 +154,15 @@ impl Federation {
             (_, true) => return,
             (v, false) => v.clone(),
         };
-        let Some(value) = from_less(ty, &inner, &|v: &Value| match v {
-            Value::ObjectId(raw) => link
-                .mirror
-                .entities
-                .get(&ObjectId::<Remote>::new(*raw))
-                .and_then(|e| self.globals.get(&e.global))
-                .map_or_else(String::new, |t| t.scene.0.to_string()),
-            Value::String(s) => s.clone(),
-            _ => String::new(),
-        }) else {
+        let Some(value) = from_less(ty, &inner, &|v: &Value| reference_in(self, link, v)) else {
             warn!(link = %link_id, "tweak value does not fit its attribute");
             return;
         };
         match origin {
             Origin::Local => {
-                let _ = scene.edit_attribute(
-                    ChangeSource::Peer(link_id.0),
-                    entity,
-                    component,
-                    index,
-                    value,
-                );
+                let source = ChangeSource::Peer(link_id.0);
+                let edited = scene.edit_attribute(source, entity, component, index, value);
+                self.stats.scene(edited, "peer's tweak not applied");
             }
             Origin::Remote => self.forward_edit(entity, component, index, value, scene),
         }
@@ -186,10 +177,10 @@ impl Federation {
         request: AuthorityRequest,
         on_behalf_of: Option<ForwardedCall>,
     ) -> bool {
-        let Some(global) = self.by_scene.get(&entity).copied() else {
+        let Some(global) = self.tracked.global_of(entity) else {
             return false;
         };
-        let Some(tracked) = self.globals.get(&global) else {
+        let Some(tracked) = self.tracked.get(&global) else {
             return false;
         };
         let Some(link_id) = tracked.selected else {
@@ -214,22 +205,20 @@ impl Federation {
                 return false;
             }
         }
-        let Some(tracked) = self.globals.get(&global) else {
+        let Some(tracked) = self.tracked.get(&global) else {
             return false;
         };
         let component_object = match &request {
-            AuthorityRequest::RemoveComponent(id) => {
-                match tracked.components.iter().find(|(_, c)| *c == id) {
-                    Some((object, _)) => Some(*object),
-                    None => return false,
-                }
-            }
+            AuthorityRequest::RemoveComponent(id) => match tracked.object_of(*id) {
+                Some(object) => Some(object),
+                None => return false,
+            },
             _ => None,
         };
         let Some(link) = self.links.get_mut(&link_id) else {
             return false;
         };
-        let Some(entity_object) = link.mirror.by_global.get(&global).copied() else {
+        let Some(entity_object) = link.mirror.object_of(global) else {
             return false;
         };
         let (object, method, arguments) = match &request {
@@ -286,7 +275,8 @@ impl Federation {
     ) {
         let answer = |federation: &mut Federation, status: MethodStatus, value: Value| {
             if let Some(link) = federation.links.get_mut(&link_id) {
-                let _ = link.session.send_method_result(call, status, value);
+                let sent = link.session.send_method_result(call, status, value);
+                federation.stats.session(sent, "method result not sent");
             }
         };
         let Some((entity_id, component_id)) = self.exported_owner(link_id, object) else {
@@ -334,11 +324,15 @@ impl Federation {
                     }
                     AuthorityRequest::RemoveEntity => {
                         debug!(link = %link_id, entity = %entity_id, "entity removed at a peer's request");
-                        let _ = scene.remove_entity(source, entity_id);
+                        let removed = scene.remove_entity(source, entity_id);
+                        self.stats
+                            .scene(removed, "entity not removed at a peer's request");
                     }
                     AuthorityRequest::RemoveComponent(component) => {
                         debug!(link = %link_id, entity = %entity_id, component = %RemoteText(&component), "component removed at a peer's request");
-                        let _ = scene.remove_component(source, entity_id, component);
+                        let removed = scene.remove_component(source, entity_id, component);
+                        self.stats
+                            .scene(removed, "component not removed at a peer's request");
                     }
                 }
                 answer(self, MethodStatus::SUCCESS, Value::Null);
@@ -386,7 +380,8 @@ impl Federation {
         match call {
             Some(ForwardedCall { from, request }) => {
                 if let Some(link) = self.links.get_mut(&from) {
-                    let _ = link.session.send_method_result(request, status, value);
+                    let sent = link.session.send_method_result(request, status, value);
+                    self.stats.session(sent, "authority's answer not passed on");
                 }
             }
             None => {
@@ -410,11 +405,12 @@ impl Federation {
             }
             if let Some(ForwardedCall { from, request }) = on_behalf_of {
                 if let Some(link) = self.links.get_mut(&from) {
-                    let _ = link.session.send_method_result(
+                    let sent = link.session.send_method_result(
                         request,
                         MethodStatus::NOT_FOUND,
                         Value::String("no route to the entity's authority".into()),
                     );
+                    self.stats.session(sent, "no-route answer not sent");
                 }
             }
         }

@@ -2,20 +2,21 @@
 //! through which link (docs/federation.md sections 1, 4 and 5). Pure: LESS
 //! sessions in, scene changes and session commands out.
 
-use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
+use foldhash::{HashSet, HashSetExt};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 use uuid::Uuid;
 
 use super::ids::{GlobalId, LinkId};
 use super::link::{Link, TypeFilter};
 use super::origin_policy::OriginPolicy;
-use crate::less::ids::{ObjectId, Remote};
+use super::stats::FederationStats;
+use super::tracked::TrackedEntities;
 use crate::scene::{ChangeSource, Origin, Scene};
 use crate::tundra::messages::EntityAction;
-use crate::tundra::{ComponentId, EntityId};
+use crate::tundra::EntityId;
 
 /// What the federation tells the node.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,24 +41,13 @@ pub enum FederationEvent {
     },
 }
 
-/// One entity the federation tracks.
-#[derive(Debug)]
-pub(super) struct Tracked {
-    pub scene: EntityId,
-    pub local: bool,
-    /// The link whose copy this node presents (remote entities).
-    pub selected: Option<LinkId>,
-    /// Selected copy's component objects and the scene components they are.
-    pub components: HashMap<ObjectId<Remote>, ComponentId>,
-}
-
 /// Federation state of one node.
 #[derive(Debug)]
 pub struct Federation {
     pub(super) node: Uuid,
     pub(super) links: BTreeMap<LinkId, Link>,
-    pub(super) globals: HashMap<GlobalId, Tracked>,
-    pub(super) by_scene: HashMap<EntityId, GlobalId>,
+    /// Every tracked identity and the scene entity that presents it.
+    pub(super) tracked: TrackedEntities,
     /// Presented entities whose parent reference may not be applied yet
     /// (their parent not presented, or withdrawn): the only ones
     /// `resolve_references` visits, so an arriving entity does not cost a
@@ -77,6 +67,8 @@ pub struct Federation {
     pub(super) known_exports: BTreeMap<Uuid, TypeFilter>,
     /// The policy this node attaches to its own entities.
     pub(super) own_policy: Arc<OriginPolicy>,
+    /// Refusals handled by going on (`stats.rs`).
+    pub(super) stats: FederationStats,
 }
 
 impl Federation {
@@ -84,8 +76,7 @@ impl Federation {
         Federation {
             node,
             links: BTreeMap::new(),
-            globals: HashMap::new(),
-            by_scene: HashMap::new(),
+            tracked: TrackedEntities::default(),
             awaiting_parent: HashSet::new(),
             next_serial: 1,
             events: VecDeque::new(),
@@ -95,6 +86,7 @@ impl Federation {
             configured_exports: Vec::new(),
             known_exports: BTreeMap::new(),
             own_policy: Arc::new(OriginPolicy::of_origin([], &BTreeMap::new())),
+            stats: FederationStats::default(),
         }
     }
 
@@ -120,9 +112,9 @@ impl Federation {
         }
         self.own_policy = Arc::new(policy);
         let own: Vec<GlobalId> = self
-            .globals
+            .tracked
             .iter()
-            .filter(|(_, tracked)| tracked.local)
+            .filter(|(_, tracked)| tracked.is_local())
             .map(|(global, _)| *global)
             .collect();
         for global in own {
@@ -132,8 +124,13 @@ impl Federation {
 
     /// The link whose copy of `global` this node presents, and its peer.
     pub fn route_of(&self, global: GlobalId) -> Option<(LinkId, Uuid)> {
-        let link = self.globals.get(&global)?.selected?;
+        let link = self.tracked.get(&global)?.selected?;
         Some((link, self.links.get(&link)?.peer))
+    }
+
+    /// What the federation counted.
+    pub fn stats(&self) -> &FederationStats {
+        &self.stats
     }
 
     pub fn node_id(&self) -> Uuid {
@@ -148,17 +145,6 @@ impl Federation {
         self.links.get_mut(&id)
     }
 
-    /// Reads the export records and session state an edit of `component`
-    /// of scene entity `entity` will update on each link (see
-    /// `Scene::warm`).
-    pub fn warm(&self, entity: EntityId, component: ComponentId) {
-        for link in self.links.values() {
-            if let Some(object) = link.exported_component(entity, component) {
-                link.session.warm_object(object);
-            }
-        }
-    }
-
     pub fn links(&self) -> impl Iterator<Item = &Link> {
         self.links.values()
     }
@@ -171,15 +157,52 @@ impl Federation {
         self.events.pop_front()
     }
 
+    /// Checks that the federation's maps agree with each other: every
+    /// identity pairs with one scene entity and back, each link's mirror
+    /// and exports are consistent, and a presented remote entity's copy is
+    /// on the link it was selected from. The first disagreement, for tests.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        self.tracked.check_invariants()?;
+        for link in self.links.values() {
+            link.mirror
+                .check_invariants()
+                .map_err(|e| format!("{} mirror: {e}", link.id))?;
+            link.exported
+                .check_invariants()
+                .map_err(|e| format!("{} exports: {e}", link.id))?;
+        }
+        for (global, tracked) in self.tracked.iter() {
+            let Some(link_id) = tracked.selected else {
+                continue;
+            };
+            let Some(link) = self.links.get(&link_id) else {
+                return Err(format!("{global} presented from {link_id}, which is gone"));
+            };
+            let Some(copy) = link.mirror.copy_of(*global) else {
+                return Err(format!(
+                    "{global} presented from {link_id}, which has no copy"
+                ));
+            };
+            if let Some(object) = tracked
+                .components
+                .keys()
+                .find(|object| !copy.components().contains(object))
+            {
+                return Err(format!("{global} presents {object:?}, not in its copy"));
+            }
+        }
+        Ok(())
+    }
+
     /// The federation identity of a scene entity, if it has one.
     pub fn global_of(&self, entity: EntityId) -> Option<GlobalId> {
-        self.by_scene.get(&entity).copied()
+        self.tracked.global_of(entity)
     }
 
     /// Entities presented here per origin node (for status pages).
     pub fn entities_by_origin(&self) -> BTreeMap<Uuid, usize> {
         let mut counts = BTreeMap::new();
-        for global in self.globals.keys() {
+        for (global, _) in self.tracked.iter() {
             *counts.entry(global.origin).or_insert(0) += 1;
         }
         counts
@@ -211,7 +234,7 @@ impl Federation {
             return;
         };
         info!(link = %id, peer = %link.peer_name, "federation link removed");
-        let affected: Vec<GlobalId> = link.mirror.by_global.keys().copied().collect();
+        let affected: Vec<GlobalId> = link.mirror.globals().collect();
         for global in affected {
             self.reroute(global, scene);
         }
@@ -221,13 +244,14 @@ impl Federation {
         for (_, on_behalf_of) in link.forwarded_calls.into_values() {
             let Some(call) = on_behalf_of else { continue };
             if let Some(from) = self.links.get_mut(&call.from) {
-                let _ = from.session.send_method_result(
+                let sent = from.session.send_method_result(
                     call.request,
                     crate::less::message::MethodStatus::NOT_FOUND,
                     crate::less::value::Value::String(
                         "route to the entity's authority lost".into(),
                     ),
                 );
+                self.stats.session(sent, "lost-route answer not sent");
             }
         }
         for (_, calls) in self.calls.link_gone(id) {
@@ -240,7 +264,9 @@ impl Federation {
         let new: Vec<EntityId> = scene
             .entities()
             .filter(|e| {
-                e.is_replicated() && e.origin == Origin::Local && !self.by_scene.contains_key(&e.id)
+                e.is_replicated()
+                    && e.origin == Origin::Local
+                    && !self.tracked.is_tracked_scene(e.id)
             })
             .map(|e| e.id)
             .collect();
@@ -255,22 +281,17 @@ impl Federation {
             serial: self.next_serial,
         };
         self.next_serial += 1;
-        self.globals.insert(
-            global,
-            Tracked {
-                scene: id,
-                local: true,
-                selected: None,
-                components: HashMap::new(),
-            },
-        );
-        self.by_scene.insert(id, global);
+        // A fresh serial is never tracked, and callers track only scene
+        // entities without an identity: the pair cannot be refused.
+        if let Err(error) = self.tracked.insert_local(global, id) {
+            warn!(entity = %id, %error, "own entity not tracked");
+        }
         global
     }
 
     /// Tracked entities with parents before children.
     fn export_order(&self, scene: &Scene) -> Vec<GlobalId> {
-        let mut order = Vec::with_capacity(self.globals.len());
+        let mut order = Vec::with_capacity(self.tracked.len());
         let mut placed = std::collections::HashSet::new();
         for entity in scene.entities() {
             let mut chain = Vec::new();
@@ -284,8 +305,8 @@ impl Federation {
             }
             for id in chain.into_iter().rev() {
                 if placed.insert(id) {
-                    if let Some(global) = self.by_scene.get(&id) {
-                        order.push(*global);
+                    if let Some(global) = self.tracked.global_of(id) {
+                        order.push(global);
                     }
                 }
             }
@@ -297,13 +318,12 @@ impl Federation {
     /// received (or none for its own), with itself appended.
     pub(super) fn outgoing_path(&self, global: GlobalId) -> Vec<Uuid> {
         let mut path = self
-            .globals
+            .tracked
             .get(&global)
             .and_then(|t| t.selected)
             .and_then(|link| {
                 let link = self.links.get(&link)?;
-                let object = link.mirror.by_global.get(&global)?;
-                Some(link.mirror.entities.get(object)?.path.clone())
+                Some(link.mirror.copy_of(global)?.path.clone())
             })
             .unwrap_or_default();
         path.push(self.node);
@@ -314,18 +334,17 @@ impl Federation {
     /// entities; for a remote one, what the presented copy carries (the
     /// origin's), or the unstated policy if it carries none.
     pub(super) fn outgoing_policy(&self, global: GlobalId) -> Arc<OriginPolicy> {
-        let Some(tracked) = self.globals.get(&global) else {
+        let Some(tracked) = self.tracked.get(&global) else {
             return Arc::new(OriginPolicy::unstated());
         };
-        if tracked.local {
+        if tracked.is_local() {
             return self.own_policy.clone();
         }
         tracked
             .selected
             .and_then(|link| {
                 let link = self.links.get(&link)?;
-                let object = link.mirror.by_global.get(&global)?;
-                link.mirror.entities.get(object)?.policy.clone()
+                link.mirror.copy_of(global)?.policy.clone()
             })
             .unwrap_or_else(|| Arc::new(OriginPolicy::unstated()))
     }
@@ -333,17 +352,17 @@ impl Federation {
     /// The origin's policy a relay must apply to `global` (none for this
     /// node's own entities: its link filters say it all).
     pub(super) fn relay_rule(&self, global: GlobalId) -> Option<Arc<OriginPolicy>> {
-        let local = self.globals.get(&global).is_some_and(|t| t.local);
+        let local = self.tracked.get(&global).is_some_and(|t| t.is_local());
         (!local).then(|| self.outgoing_policy(global))
     }
 
     /// Whether `global` should be exported on `link` (section 4).
     pub(super) fn should_export(&self, global: GlobalId, link: LinkId) -> bool {
-        let (Some(tracked), Some(target)) = (self.globals.get(&global), self.links.get(&link))
+        let (Some(tracked), Some(target)) = (self.tracked.get(&global), self.links.get(&link))
         else {
             return false;
         };
-        if tracked.local {
+        if tracked.is_local() {
             return true;
         }
         if tracked.selected == Some(link) || tracked.selected.is_none() {
@@ -362,8 +381,7 @@ impl Federation {
             .links
             .values()
             .filter_map(|link| {
-                let object = link.mirror.by_global.get(&global)?;
-                let entity = link.mirror.entities.get(object)?;
+                let entity = link.mirror.copy_of(global)?;
                 (!entity.path.contains(&self.node)).then_some((
                     entity.path.len(),
                     link.peer,
@@ -373,7 +391,7 @@ impl Federation {
             .collect();
         candidates.sort();
         let best = candidates.first().map(|(_, _, id)| *id);
-        let current = self.globals.get(&global).and_then(|t| t.selected);
+        let current = self.tracked.get(&global).and_then(|t| t.selected);
         let current_usable = current.is_some_and(|c| candidates.iter().any(|(_, _, id)| *id == c));
         match (current, best) {
             (None, None) => {}
@@ -401,26 +419,21 @@ impl Federation {
     /// Whether the copy of `global` on `link` has a component object for
     /// every component presented now (same type and name).
     fn copy_covers(&self, global: GlobalId, link: LinkId, scene: &Scene) -> bool {
-        let (Some(tracked), Some(link)) = (self.globals.get(&global), self.links.get(&link)) else {
+        let (Some(tracked), Some(link)) = (self.tracked.get(&global), self.links.get(&link)) else {
             return false;
         };
-        let Some(copy) = link
-            .mirror
-            .by_global
-            .get(&global)
-            .and_then(|o| link.mirror.entities.get(o))
-        else {
+        let Some(copy) = link.mirror.copy_of(global) else {
             return false;
         };
-        let Some(entity) = scene.entity(tracked.scene) else {
+        let Some(entity) = scene.entity(tracked.scene()) else {
             return true;
         };
         tracked.components.values().all(|id| {
             let Some(presented) = entity.components.get(id) else {
                 return true;
             };
-            copy.components.iter().any(|object| {
-                link.mirror.components.get(object).is_some_and(|c| {
+            copy.components().iter().any(|object| {
+                link.mirror.component(*object).is_some_and(|c| {
                     c.kind.type_id() == presented.type_id && c.name == presented.name
                 })
             })
@@ -438,26 +451,28 @@ impl Federation {
 
     /// Removes a remote entity from the scene: no route left.
     fn unpresent(&mut self, global: GlobalId, scene: &mut Scene) {
-        let Some(tracked) = self.globals.remove(&global) else {
+        let Some(tracked) = self.tracked.remove(&global) else {
             return;
         };
-        self.by_scene.remove(&tracked.scene);
         let source = ChangeSource::Peer(tracked.selected.map_or(0, |l| l.0));
         // Children are other entities with routes of their own: keep them.
         let children: Vec<EntityId> = scene
             .entities()
-            .filter(|e| e.parent == Some(tracked.scene))
+            .filter(|e| e.parent == Some(tracked.scene()))
             .map(|e| e.id)
             .collect();
         for child in children {
-            let _ = scene.set_parent(source, child, None);
-            if let Some(child) = self.by_scene.get(&child) {
-                self.awaiting_parent.insert(*child);
+            let orphaned = scene.set_parent(source, child, None);
+            self.stats
+                .scene(orphaned, "child of a withdrawn entity not detached");
+            if let Some(child) = self.tracked.global_of(child) {
+                self.awaiting_parent.insert(child);
             }
         }
-        let _ = scene.remove_entity(source, tracked.scene);
+        let removed = scene.remove_entity(source, tracked.scene());
+        self.stats.scene(removed, "withdrawn entity not removed");
         for link in self.links.values_mut() {
-            super::export::unexport_entity(link, tracked.scene);
+            super::export::unexport_entity(link, tracked.scene(), &mut self.stats);
         }
         debug!(entity = %global, "entity withdrawn");
     }

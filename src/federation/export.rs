@@ -5,9 +5,10 @@ use tracing::{debug, warn};
 
 use super::core::Federation;
 use super::ids::{GlobalId, LinkId};
-use super::link::{ExportedEntity, Link, TypeFilter};
+use super::link::{Link, TypeFilter};
 use super::mapping::{self, attribute_key, component, entity};
 use super::origin_policy::OriginPolicy;
+use super::stats::FederationStats;
 use super::values::to_less;
 use crate::less::ids::{Local, ObjectId, PropertyKey};
 use crate::less::property_list::PropertyValue;
@@ -32,8 +33,7 @@ pub(super) fn reference_out(link: &Link, text: &str) -> Value {
     match text.trim().parse::<u32>() {
         Ok(id) => link
             .exported
-            .get(&EntityId(id))
-            .and_then(|e| e.object)
+            .object_of(EntityId(id))
             .map_or(Value::Null, |object| Value::ObjectId(object.get())),
         // A name travels as it is.
         Err(_) => Value::String(text.to_owned()),
@@ -41,9 +41,7 @@ pub(super) fn reference_out(link: &Link, text: &str) -> Value {
 }
 
 fn parent_value(link: &Link, parent: Option<EntityId>) -> Value {
-    let object = parent
-        .and_then(|p| link.exported.get(&p))
-        .and_then(|e| e.object);
+    let object = parent.and_then(|p| link.exported.object_of(p));
     Value::Standalone(Box::new(
         object.map_or(Value::Null, |o| Value::ObjectId(o.get())),
     ))
@@ -159,18 +157,22 @@ fn dynamic_layout(component: &Component) -> Vec<PropertyValue> {
 }
 
 /// Removes an entity's objects from a link: components first.
-pub(super) fn unexport_entity(link: &mut Link, entity: EntityId) {
-    let Some(exported) = link.exported.remove(&entity) else {
+pub(super) fn unexport_entity(link: &mut Link, entity: EntityId, stats: &mut FederationStats) {
+    let Some(exported) = link.exported.remove_entity(entity) else {
         return;
     };
-    for object in exported.components.values() {
-        link.export_owner.remove(object);
-        let _ = link.session.remove_entity(*object);
+    for object in exported.components().values() {
+        withdraw(link, *object, stats);
     }
-    if let Some(object) = exported.object {
-        link.export_owner.remove(&object);
-        let _ = link.session.remove_entity(object);
-    }
+    withdraw(link, exported.object, stats);
+}
+
+/// Removes one exported object from the peer. The session refuses only
+/// when it is closing or never had the object; either way nothing is left
+/// to withdraw, so the refusal is only counted.
+fn withdraw(link: &mut Link, object: ObjectId<Local>, stats: &mut FederationStats) {
+    let removed = link.session.remove_entity(object);
+    stats.session(removed, "exported object not withdrawn");
 }
 
 /// Whether a component of type `type_name` may go out on `link`: the link's
@@ -199,12 +201,10 @@ fn export_component(
     };
     // Idempotent: a component reaches here from the journal and from a
     // route change in the same round.
-    if exported.components.contains_key(&component.id) {
+    if exported.components().contains_key(&component.id) {
         return;
     }
-    let Some(entity_object) = exported.object else {
-        return;
-    };
+    let entity_object = exported.object;
     let Some(type_id) = link.type_for(&uri) else {
         warn!(link = %link.id, uri = %RemoteText(&uri), "cannot introduce component type");
         return;
@@ -215,11 +215,7 @@ fn export_component(
         warn!(link = %link.id, %entity, component = %component.id, error = %RemoteText(&error), "cannot export component");
         return;
     }
-    if let Some(exported) = link.exported.get_mut(&entity) {
-        exported.components.insert(component.id, object);
-    }
-    link.export_owner
-        .insert(object, (entity, Some(component.id)));
+    link.exported.insert_component(entity, component.id, object);
 }
 
 impl Federation {
@@ -230,46 +226,45 @@ impl Federation {
         let path = self.outgoing_path(global);
         let policy = self.outgoing_policy(global);
         // Untracked entities were unexported when they left the scene.
-        let Some(scene_id) = self.globals.get(&global).map(|t| t.scene) else {
+        let Some(scene_id) = self.tracked.get(&global).map(|t| t.scene()) else {
             return;
         };
         let Some(link) = self.links.get_mut(&link_id) else {
             return;
         };
-        let have = link
-            .exported
-            .get(&scene_id)
-            .is_some_and(|e| e.object.is_some());
+        let have = link.exported.contains(&scene_id);
         let path_value = Value::List(
             ValueType::Uuid,
             path.iter().map(|u| Value::Uuid(*u)).collect(),
         );
         match (want, have) {
-            (false, true) => unexport_entity(link, scene_id),
+            (false, true) => unexport_entity(link, scene_id, &mut self.stats),
             (true, true) => {
                 // Only a changed path is sent (see `ExportedEntity::path`).
-                let Some(exported) = link.exported.get_mut(&scene_id) else {
+                let Some(exported) = link.exported.get(&scene_id) else {
                     return;
                 };
-                if let Some(object) = exported.object.filter(|_| exported.path != path) {
+                let object = exported.object;
+                let moved = exported.path != path;
+                let stale = exported.policy.as_deref() != Some(&*policy);
+                if moved {
                     let sent = link.session.set_property(
                         object,
                         PropertyKey::new(entity::COMPONENT, entity::PATH),
                         path_value,
                     );
                     if sent.is_ok() {
-                        exported.path = path;
+                        link.exported.set_path(scene_id, path);
                     }
                 }
-                let stale = exported.policy.as_deref() != Some(&*policy);
-                if let Some(object) = exported.object.filter(|_| stale) {
+                if stale {
                     let sent = link.session.set_property(
                         object,
                         PropertyKey::new(entity::COMPONENT, entity::EXPORT),
                         policy.to_value(),
                     );
                     if sent.is_ok() {
-                        exported.policy = Some(policy);
+                        link.exported.set_policy(scene_id, policy);
                     }
                 }
             }
@@ -309,16 +304,7 @@ impl Federation {
                     warn!(link = %link_id, entity = %global, error = %RemoteText(&error), "cannot export entity");
                     return;
                 }
-                link.exported.insert(
-                    scene_id,
-                    ExportedEntity {
-                        object: Some(object),
-                        path,
-                        policy: Some(policy),
-                        ..Default::default()
-                    },
-                );
-                link.export_owner.insert(object, (scene_id, None));
+                link.exported.insert_entity(scene_id, object, path, policy);
                 debug!(link = %link_id, entity = %global, object = object.get(), "entity exported");
             }
             (false, false) => {}
@@ -334,7 +320,7 @@ impl Federation {
         link_id: LinkId,
         scene: &Scene,
     ) {
-        let Some(scene_id) = self.globals.get(&global).map(|t| t.scene) else {
+        let Some(scene_id) = self.tracked.get(&global).map(|t| t.scene()) else {
             return;
         };
         let rule = self.relay_rule(global);
@@ -351,7 +337,7 @@ impl Federation {
         // only a restrictive one can refuse what is already out.
         let refused: Vec<ComponentId> = match rule.as_deref() {
             Some(policy) if *policy.filter_for(link.peer) != TypeFilter::All => exported
-                .components
+                .components()
                 .keys()
                 .filter(|id| {
                     target
@@ -365,16 +351,11 @@ impl Federation {
         };
         let missing: Vec<&Component> = target
             .replicated_components()
-            .filter(|c| !exported.components.contains_key(&c.id))
+            .filter(|c| !exported.components().contains_key(&c.id))
             .collect();
         for id in refused {
-            let object = link
-                .exported
-                .get_mut(&scene_id)
-                .and_then(|e| e.components.remove(&id));
-            if let Some(object) = object {
-                link.export_owner.remove(&object);
-                let _ = link.session.remove_entity(object);
+            if let Some(object) = link.exported.remove_component(scene_id, id) {
+                withdraw(link, object, &mut self.stats);
             }
         }
         for component in missing {
@@ -392,8 +373,8 @@ impl Federation {
             }
             match change.kind {
                 ChangeKind::EntityCreated(_) => {
-                    let global = match self.by_scene.get(&id) {
-                        Some(global) => *global,
+                    let global = match self.tracked.global_of(id) {
+                        Some(global) => global,
                         None => match scene.entity(id) {
                             Some(e) if e.origin == Origin::Local => self.track_local(id),
                             _ => continue,
@@ -402,22 +383,22 @@ impl Federation {
                     self.sync_all_links(global, scene);
                 }
                 ChangeKind::EntityRemoved(_) => {
-                    if let Some(global) = self.by_scene.remove(&id) {
-                        if self.globals.get(&global).is_some_and(|t| t.local) {
-                            self.globals.remove(&global);
-                        }
+                    // The entity left the scene: its identity goes with it
+                    // (a remote one is presented anew if a copy changes).
+                    if let Some((global, _)) = self.tracked.remove_scene(id) {
+                        debug!(entity = %global, scene = %id, "tracked entity left the scene");
                     }
                     for link in self.links.values_mut() {
-                        unexport_entity(link, id);
+                        unexport_entity(link, id, &mut self.stats);
                     }
                 }
                 ChangeKind::ComponentCreated(_, c) => {
                     let rule = self
-                        .by_scene
-                        .get(&id)
-                        .and_then(|global| self.relay_rule(*global));
+                        .tracked
+                        .global_of(id)
+                        .and_then(|global| self.relay_rule(global));
                     for link in self.links.values_mut() {
-                        if link.exported.get(&id).is_some_and(|e| e.object.is_some()) {
+                        if link.exported.contains(&id) {
                             if let Some(component) =
                                 scene.entity(id).and_then(|e| e.components.get(&c))
                             {
@@ -428,13 +409,8 @@ impl Federation {
                 }
                 ChangeKind::ComponentRemoved(_, c) => {
                     for link in self.links.values_mut() {
-                        let object = link
-                            .exported
-                            .get_mut(&id)
-                            .and_then(|e| e.components.remove(&c));
-                        if let Some(object) = object {
-                            link.export_owner.remove(&object);
-                            let _ = link.session.remove_entity(object);
+                        if let Some(object) = link.exported.remove_component(id, c) {
+                            withdraw(link, object, &mut self.stats);
                         }
                     }
                 }
@@ -447,6 +423,7 @@ impl Federation {
                     };
                     let structural = !matches!(change.kind, ChangeKind::AttributeChanged(..));
                     for link in self.links.values_mut() {
+                        // The lookup the read-ahead walks too (`export_targets`).
                         let Some(object) = link.exported_component(id, c) else {
                             continue;
                         };
@@ -467,15 +444,18 @@ impl Federation {
                                     )),
                                 });
                             } else if let Some(value) = value {
-                                let _ = link.session.update_property(
+                                let sent = link.session.update_property(
                                     object,
                                     &attribute_key(index),
                                     value,
                                 );
+                                self.stats.session(sent, "attribute change not exported");
                             }
                         }
                         if !values.is_empty() {
-                            let _ = link.session.update_entity(object, values);
+                            let sent = link.session.update_entity(object, values);
+                            self.stats
+                                .session(sent, "dynamic attribute change not exported");
                         }
                     }
                 }
@@ -484,7 +464,7 @@ impl Federation {
                         continue;
                     };
                     for link in self.links.values_mut() {
-                        let Some(object) = link.exported.get(&id).and_then(|e| e.object) else {
+                        let Some(object) = link.exported.object_of(id) else {
                             continue;
                         };
                         let values = vec![
@@ -499,7 +479,9 @@ impl Federation {
                                 parent_value(link, target.parent),
                             ),
                         ];
-                        let _ = link.session.update_entity(object, values);
+                        let sent = link.session.update_entity(object, values);
+                        self.stats
+                            .session(sent, "temporary flag or parent not exported");
                     }
                 }
             }
@@ -514,8 +496,8 @@ impl Federation {
     ) -> Option<(ObjectId<Local>, Vec<ComponentId>)> {
         let exported = self.links.get(&link)?.exported.get(&entity)?;
         Some((
-            exported.object?,
-            exported.components.keys().copied().collect(),
+            exported.object,
+            exported.components().keys().copied().collect(),
         ))
     }
 }

@@ -127,11 +127,11 @@ impl Federation {
                 _ => None,
             })
             .collect();
-        if let Some(tracked) = self.globals.get(&global) {
+        if let Some(tracked) = self.tracked.get(&global) {
             debug!(link = %from, entity = %global, name = %RemoteText(&name), "entity action for this node's clients");
             self.events
                 .push_back(FederationEvent::ActionForClients(EntityAction {
-                    entity_id: tracked.scene,
+                    entity_id: tracked.scene(),
                     name: name.clone(),
                     execution_type: exec_type::LOCAL,
                     parameters: parameters.clone(),

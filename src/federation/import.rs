@@ -6,11 +6,12 @@ use smallvec::SmallVec;
 
 use tracing::{debug, warn};
 
-use super::core::{Federation, FederationEvent, Tracked};
+use super::core::{Federation, FederationEvent};
 use super::ids::{GlobalId, LinkId};
 use super::link::{Link, RemoteType};
 use super::mapping::{self, attribute_key, component, UriKind};
 use super::mirror::{self, ComponentKind, MirrorComponent};
+use super::stats::FederationStats;
 use super::values::from_less;
 use crate::less::ids::{ObjectId, PropertyKey, Remote};
 use crate::less::session::{CloseReason, Event};
@@ -23,14 +24,13 @@ use crate::tundra::{
 };
 
 /// The scene id text an OBJECT-ID of `link` stands for ("" when unknown).
-fn reference_in(federation: &Federation, link: &Link, value: &Value) -> String {
+pub(super) fn reference_in(federation: &Federation, link: &Link, value: &Value) -> String {
     match value {
         Value::ObjectId(raw) => link
             .mirror
-            .entities
-            .get(&ObjectId::new(*raw))
-            .and_then(|e| federation.globals.get(&e.global))
-            .map_or_else(String::new, |t| t.scene.0.to_string()),
+            .entity(ObjectId::new(*raw))
+            .and_then(|e| federation.tracked.get(&e.global))
+            .map_or_else(String::new, |t| t.scene().0.to_string()),
         Value::String(name) => name.clone(),
         _ => String::new(),
     }
@@ -136,33 +136,6 @@ impl Federation {
         }
     }
 
-    /// Reads, for every queued update of a link's component objects, the
-    /// chain of records applying it will read (mirror component and entity,
-    /// global record, scene component), before any is applied: each chain
-    /// is a run of dependent cache misses at 10 000 entities, and walking
-    /// them back to back lets the misses of different updates overlap.
-    fn warm_updates(&self, link_id: LinkId, scene: &Scene) {
-        let Some(link) = self.links.get(&link_id) else {
-            return;
-        };
-        for event in link.session.pending_events() {
-            let Event::EntityUpdated { entity, .. } = event else {
-                continue;
-            };
-            let Some(mirrored) = link.mirror.components.get(entity) else {
-                continue;
-            };
-            let owner = mirrored.owner.and_then(|o| link.mirror.entities.get(&o));
-            let tracked = owner.and_then(|owner| self.globals.get(&owner.global));
-            if let Some(tracked) = tracked {
-                if let Some(component) = tracked.components.get(entity) {
-                    scene.warm(tracked.scene, *component);
-                }
-            }
-            mirrored.warm();
-        }
-    }
-
     fn handle_event(
         &mut self,
         link_id: LinkId,
@@ -207,45 +180,37 @@ impl Federation {
             Event::EntityUpdated { entity, values } => {
                 let link = self.links.get_mut(&link_id)?;
                 // Component objects first: they take nearly every update.
-                if let Some(object) = link.mirror.components.get_mut(&entity) {
-                    let before = object.owner;
+                if link.mirror.component(entity).is_some() {
                     // The values move into the mirror; the scene takes them
                     // from there (by attribute index: the keys move too).
                     let attributes: SmallVec<[u8; 8]> = values
                         .iter()
                         .filter_map(|v| attribute_index(&v.key))
                         .collect();
-                    if let Err(error) = mirror::apply_component_values(object, values) {
+                    let (owner, applied) = link.mirror.update_component(entity, values)?;
+                    if owner.changed() {
+                        self.disown_presented(link_id, entity, owner.before, scene);
+                    }
+                    if let Err(error) = applied {
                         warn!(link = %link_id, error = %RemoteText(&error), "bad component update");
                         return None;
                     }
-                    // An owner may arrive in an update (a re-send carries only
-                    // values no later packet carried): attach it then.
-                    let after = object.owner;
-                    if before != after {
-                        if let Some(old) = before.and_then(|o| link.mirror.entities.get_mut(&o)) {
-                            old.components.remove(&entity);
+                    if owner.changed() {
+                        let link = self.links.get(&link_id)?;
+                        let waiting = owner
+                            .after
+                            .and_then(|o| link.mirror.entity(o))
+                            .map(|e| e.global)
+                            .filter(|g| {
+                                self.tracked.get(g).and_then(|t| t.selected) != Some(link_id)
+                            });
+                        if let Some(global) = waiting {
+                            // As for a new component object: a route change may wait on it.
+                            self.reroute(global, scene);
                         }
-                        if let Some(o) = after {
-                            match link.mirror.entities.get_mut(&o) {
-                                Some(new) => {
-                                    new.components.insert(entity);
-                                }
-                                None => link.mirror.wait_for_owner(o, entity),
-                            }
-                        }
-                    }
-                    let waiting = after
-                        .filter(|_| before != after)
-                        .and_then(|o| link.mirror.entities.get(&o))
-                        .map(|e| e.global)
-                        .filter(|g| self.globals.get(g).and_then(|t| t.selected) != Some(link_id));
-                    if let Some(global) = waiting {
-                        // As for a new component object: a route change may wait on it.
-                        self.reroute(global, scene);
                     }
                     self.apply_component_update(link_id, entity, &attributes, scene);
-                } else if link.mirror.entities.contains_key(&entity) {
+                } else if link.mirror.entity(entity).is_some() {
                     self.handle_entity_object(link_id, entity, &values, false, scene);
                 }
             }
@@ -351,22 +316,23 @@ impl Federation {
         let Some(link) = self.links.get_mut(&link_id) else {
             return;
         };
-        let global = if let Some(existing) = link.mirror.entities.get_mut(&object) {
-            if let Err(error) = mirror::apply_entity_values(existing, values) {
-                warn!(link = %link_id, error = %RemoteText(&error), "bad entity update");
-                return;
-            }
-            existing.global
-        } else if introduced {
-            match mirror::entity_from_values(values) {
-                Ok(mut entity) => {
-                    let global = entity.global;
-                    // Components introduced before their entity wait here.
-                    entity.components = link.mirror.take_orphans(object);
-                    link.mirror.entities.insert(object, entity);
-                    link.mirror.by_global.insert(global, object);
-                    global
+        let global = if let Some(updated) = link.mirror.update_entity(object, values) {
+            match updated {
+                Ok(global) => global,
+                Err(error) => {
+                    warn!(link = %link_id, error = %RemoteText(&error), "bad entity update");
+                    return;
                 }
+            }
+        } else if introduced {
+            // Components introduced before their entity wait in the mirror
+            // and join it here.
+            let inserted = mirror::entity_from_values(values).and_then(|entity| {
+                let global = entity.global;
+                link.mirror.insert_entity(object, entity).map(|()| global)
+            });
+            match inserted {
+                Ok(global) => global,
                 Err(error) => {
                     warn!(link = %link_id, error = %RemoteText(&error), "bad entity object");
                     return;
@@ -378,12 +344,12 @@ impl Federation {
         let has_parent = self
             .links
             .get(&link_id)
-            .and_then(|l| l.mirror.entities.get(&object))
+            .and_then(|l| l.mirror.entity(object))
             .is_some_and(|e| e.parent.is_some());
         if has_parent {
             self.awaiting_parent.insert(global);
         }
-        let selected_here = self.globals.get(&global).and_then(|t| t.selected) == Some(link_id);
+        let selected_here = self.tracked.get(&global).and_then(|t| t.selected) == Some(link_id);
         self.reroute(global, scene);
         if selected_here && !introduced {
             self.apply_entity_properties(link_id, global, scene);
@@ -395,23 +361,23 @@ impl Federation {
         let Some(link) = self.links.get(&link_id) else {
             return;
         };
-        let Some(tracked) = self.globals.get(&global) else {
+        let Some(tracked) = self.tracked.get(&global) else {
             return;
         };
-        let Some(object) = link.mirror.by_global.get(&global) else {
-            return;
-        };
-        let Some(entity) = link.mirror.entities.get(object) else {
+        let Some(entity) = link.mirror.copy_of(global) else {
             return;
         };
         let parent = entity
             .parent
-            .and_then(|p| link.mirror.entities.get(&p))
-            .and_then(|p| self.globals.get(&p.global))
-            .map(|t| t.scene);
+            .and_then(|p| link.mirror.entity(p))
+            .and_then(|p| self.tracked.get(&p.global))
+            .map(|t| t.scene());
         let source = ChangeSource::Peer(link_id.0);
-        let _ = scene.set_temporary(source, tracked.scene, entity.temporary);
-        let _ = scene.set_parent(source, tracked.scene, parent);
+        let temporary = scene.set_temporary(source, tracked.scene(), entity.temporary);
+        self.stats
+            .scene(temporary, "peer's temporary flag not applied");
+        let parented = scene.set_parent(source, tracked.scene(), parent);
+        self.stats.scene(parented, "peer's parent not applied");
     }
 
     fn handle_component_object(
@@ -425,15 +391,12 @@ impl Federation {
             return;
         };
         let owner = component.owner;
-        link.mirror.components.insert(object, component);
-        let Some(owner) = owner else { return };
-        let Some(entity) = link.mirror.entities.get_mut(&owner) else {
-            link.mirror.wait_for_owner(owner, object);
+        // Filed under its owner, or waiting for it.
+        link.mirror.insert_component(object, component);
+        let Some(global) = owner.and_then(|o| link.mirror.entity(o)).map(|e| e.global) else {
             return;
         };
-        entity.components.insert(object);
-        let global = entity.global;
-        if self.globals.get(&global).and_then(|t| t.selected) == Some(link_id) {
+        if self.tracked.get(&global).and_then(|t| t.selected) == Some(link_id) {
             self.present_component(link_id, global, object, scene);
         } else {
             // This copy may now be complete enough for a waiting route change.
@@ -452,23 +415,23 @@ impl Federation {
         let Some(link) = self.links.get(&link_id) else {
             return;
         };
-        let Some(tracked) = self.globals.get(&global) else {
+        let Some(tracked) = self.tracked.get(&global) else {
             return;
         };
         if tracked.components.contains_key(&object) {
             return;
         }
-        let Some(mirrored) = link.mirror.components.get(&object) else {
+        let Some(mirrored) = link.mirror.component(object) else {
             return;
         };
         let Some(data) = component_data(self, link, scene, mirrored) else {
             return;
         };
-        let entity = tracked.scene;
+        let entity = tracked.scene();
         match scene.create_components(ChangeSource::Peer(link_id.0), entity, vec![data]) {
             Ok(pairs) => {
                 if let (Some((_, id)), Some(tracked)) =
-                    (pairs.first(), self.globals.get_mut(&global))
+                    (pairs.first(), self.tracked.get_mut(&global))
                 {
                     tracked.components.insert(object, *id);
                 }
@@ -484,22 +447,19 @@ impl Federation {
         let Some(link) = self.links.get(&link_id) else {
             return;
         };
-        let Some(object) = link.mirror.by_global.get(&global) else {
-            return;
-        };
-        let Some(entity) = link.mirror.entities.get(object) else {
+        let Some(entity) = link.mirror.copy_of(global) else {
             return;
         };
         let temporary = entity.temporary;
         let has_parent = entity.parent.is_some();
-        let component_objects: Vec<ObjectId<Remote>> = entity.components.iter().copied().collect();
+        let component_objects: Vec<ObjectId<Remote>> =
+            entity.components().iter().copied().collect();
         let mut data = Vec::new();
         let mut objects = Vec::new();
         for id in component_objects {
             if let Some(c) = link
                 .mirror
-                .components
-                .get(&id)
+                .component(id)
                 .and_then(|c| component_data(self, link, scene, c))
             {
                 data.push(c);
@@ -524,16 +484,14 @@ impl Federation {
             .into_iter()
             .zip(created.components.iter().map(|(_, id)| *id))
             .collect();
-        self.globals.insert(
-            global,
-            Tracked {
-                scene: created.id,
-                local: false,
-                selected: Some(link_id),
-                components,
-            },
-        );
-        self.by_scene.insert(created.id, global);
+        if let Err(error) =
+            self.tracked
+                .insert(global, created.id, false, Some(link_id), components)
+        {
+            // Only an identity not yet tracked is presented (`reroute`).
+            warn!(link = %link_id, entity = %global, %error, "presented entity not tracked");
+            return;
+        }
         debug!(link = %link_id, entity = %global, scene = %created.id, "entity presented");
         self.apply_entity_properties(link_id, global, scene);
         if has_parent {
@@ -551,10 +509,10 @@ impl Federation {
     /// updates. Components only the old copy had are removed, those only the
     /// new copy has are created.
     pub(super) fn switch_route(&mut self, global: GlobalId, link_id: LinkId, scene: &mut Scene) {
-        let Some(tracked) = self.globals.get_mut(&global) else {
+        let Some(tracked) = self.tracked.get_mut(&global) else {
             return;
         };
-        let entity = tracked.scene;
+        let entity = tracked.scene();
         let mut unclaimed: Vec<ComponentId> = tracked.components.drain().map(|(_, c)| c).collect();
         unclaimed.sort();
         tracked.selected = Some(link_id);
@@ -564,15 +522,13 @@ impl Federation {
         };
         let objects: Vec<ObjectId<Remote>> = link
             .mirror
-            .by_global
-            .get(&global)
-            .and_then(|o| link.mirror.entities.get(o))
-            .map(|e| e.components.iter().copied().collect())
+            .copy_of(global)
+            .map(|e| e.components().iter().copied().collect())
             .unwrap_or_default();
         let mut kept = Vec::new();
         let mut fresh = Vec::new();
         for object in objects {
-            let Some(mirrored) = link.mirror.components.get(&object) else {
+            let Some(mirrored) = link.mirror.component(object) else {
                 continue;
             };
             let same = unclaimed.iter().position(|id| {
@@ -590,10 +546,12 @@ impl Federation {
         }
         let source = ChangeSource::Peer(link_id.0);
         for component in unclaimed {
-            let _ = scene.remove_component(source, entity, component);
+            let removed = scene.remove_component(source, entity, component);
+            self.stats
+                .scene(removed, "component of the old route not removed");
         }
         for (object, component) in kept {
-            if let Some(tracked) = self.globals.get_mut(&global) {
+            if let Some(tracked) = self.tracked.get_mut(&global) {
                 tracked.components.insert(object, component);
             }
             self.refresh_presented_component(link_id, global, object, scene);
@@ -613,12 +571,12 @@ impl Federation {
         object: ObjectId<Remote>,
         scene: &mut Scene,
     ) {
-        let (Some(link), Some(tracked)) = (self.links.get(&link_id), self.globals.get(&global))
+        let (Some(link), Some(tracked)) = (self.links.get(&link_id), self.tracked.get(&global))
         else {
             return;
         };
         let (Some(mirrored), Some(&component)) = (
-            link.mirror.components.get(&object),
+            link.mirror.component(object),
             tracked.components.get(&object),
         ) else {
             return;
@@ -627,18 +585,21 @@ impl Federation {
         let Some(data) = component_data(self, link, scene, mirrored) else {
             return;
         };
-        let entity = tracked.scene;
+        let entity = tracked.scene();
         let source = ChangeSource::Peer(link_id.0);
         match data.body {
             ComponentBody::Attributes(block) if !dynamic => {
                 for (index, value) in block.values.into_iter().enumerate() {
                     if let Ok(index) = u8::try_from(index) {
-                        let _ = scene.edit_attribute(source, entity, component, index, value);
+                        let edited = scene.edit_attribute(source, entity, component, index, value);
+                        self.stats
+                            .scene(edited, "value of the new route not applied");
                     }
                 }
             }
             ComponentBody::Attributes(block) => {
-                let _ = reconcile_dynamic(scene, source, entity, component, block.dynamic);
+                let target = (source, entity, component);
+                reconcile_dynamic(scene, &mut self.stats, target, block.dynamic);
             }
             ComponentBody::Opaque(bytes) => {
                 let same = scene
@@ -647,8 +608,9 @@ impl Federation {
                     .is_some_and(|c| c.content == ComponentContent::Opaque(bytes.clone()));
                 if !same {
                     // Opaque content has no attributes to edit: present anew.
-                    let _ = scene.remove_component(source, entity, component);
-                    if let Some(tracked) = self.globals.get_mut(&global) {
+                    let removed = scene.remove_component(source, entity, component);
+                    self.stats.scene(removed, "opaque component not replaced");
+                    if let Some(tracked) = self.tracked.get_mut(&global) {
                         tracked.components.remove(&object);
                     }
                     self.present_component(link_id, global, object, scene);
@@ -668,24 +630,22 @@ impl Federation {
         let Some(link) = self.links.get(&link_id) else {
             return;
         };
-        let Some(mirrored) = link.mirror.components.get(&object) else {
+        // The chain the read-ahead walks too (`read_ahead.rs`).
+        let Some(target) = self.update_target(link, object) else {
             return;
         };
-        let Some(owner) = mirrored.owner.and_then(|o| link.mirror.entities.get(&o)) else {
+        let mirrored = target.mirrored;
+        let Some((entity, component_id)) = target.scene else {
+            // The presented copy's object not yet in the scene: present it.
+            let owner = link.mirror.owner_of(mirrored).map(|o| o.global);
+            let presented_here = owner
+                .and_then(|g| self.tracked.get(&g))
+                .is_some_and(|t| t.selected == Some(link_id));
+            if let Some(global) = owner.filter(|_| presented_here) {
+                self.present_component(link_id, global, object, scene);
+            }
             return;
         };
-        let Some(tracked) = self.globals.get(&owner.global) else {
-            return;
-        };
-        if tracked.selected != Some(link_id) {
-            return;
-        }
-        let Some(component_id) = tracked.components.get(&object).copied() else {
-            let global = owner.global;
-            self.present_component(link_id, global, object, scene);
-            return;
-        };
-        let entity = tracked.scene;
         let source = ChangeSource::Peer(link_id.0);
         let reference = |value: &Value| reference_in(self, link, value);
         match &mirrored.kind {
@@ -713,14 +673,44 @@ impl Federation {
                     }
                 }
                 for (index, value) in edits {
-                    let _ = scene.edit_attribute(source, entity, component_id, index, value);
+                    let edited = scene.edit_attribute(source, entity, component_id, index, value);
+                    self.stats.scene(edited, "peer's update not applied");
                 }
             }
             ComponentKind::Dynamic { .. } => {
                 let wanted = dynamic_attributes(mirrored, &reference);
-                let _ = reconcile_dynamic(scene, source, entity, component_id, wanted);
+                let target = (source, entity, component_id);
+                reconcile_dynamic(scene, &mut self.stats, target, wanted);
             }
             ComponentKind::Opaque { .. } => {}
+        }
+    }
+
+    /// A component object of the presented copy named another owner: it
+    /// is no longer a component of the entity it was presented in.
+    fn disown_presented(
+        &mut self,
+        link_id: LinkId,
+        object: ObjectId<Remote>,
+        before: Option<ObjectId<Remote>>,
+        scene: &mut Scene,
+    ) {
+        let Some(link) = self.links.get(&link_id) else {
+            return;
+        };
+        let Some(global) = before.and_then(|o| link.mirror.entity(o)).map(|e| e.global) else {
+            return;
+        };
+        let Some(tracked) = self.tracked.get_mut(&global) else {
+            return;
+        };
+        if tracked.selected != Some(link_id) {
+            return;
+        }
+        if let Some(component) = tracked.components.remove(&object) {
+            let entity = tracked.scene();
+            let removed = scene.remove_component(ChangeSource::Peer(link_id.0), entity, component);
+            self.stats.scene(removed, "re-owned component not removed");
         }
     }
 
@@ -733,31 +723,27 @@ impl Federation {
         let Some(link) = self.links.get_mut(&link_id) else {
             return;
         };
-        if let Some(entity) = link.mirror.entities.remove(&object) {
-            link.mirror.by_global.remove(&entity.global);
+        // The entity's component objects go with it; if this copy was
+        // presented, the route change below takes them out of the scene.
+        if let Some(entity) = link.mirror.remove_entity(object) {
             self.reroute(entity.global, scene);
             return;
         }
-        let Some(component) = link.mirror.components.remove(&object) else {
+        let Some(component) = link.mirror.remove_component(object) else {
             return;
         };
-        let Some(owner) = component
-            .owner
-            .and_then(|o| link.mirror.entities.get_mut(&o))
-        else {
-            if let Some(owner) = component.owner {
-                link.mirror.forget_orphan(owner, object);
-            }
+        let Some(global) = link.mirror.owner_of(&component).map(|e| e.global) else {
             return;
         };
-        owner.components.remove(&object);
-        let global = owner.global;
-        let Some(tracked) = self.globals.get_mut(&global) else {
+        let Some(tracked) = self.tracked.get_mut(&global) else {
             return;
         };
         if tracked.selected == Some(link_id) {
             if let Some(id) = tracked.components.remove(&object) {
-                let _ = scene.remove_component(ChangeSource::Peer(link_id.0), tracked.scene, id);
+                let source = ChangeSource::Peer(link_id.0);
+                let removed = scene.remove_component(source, tracked.scene(), id);
+                self.stats
+                    .scene(removed, "peer's removed component not removed");
             }
         }
     }
@@ -784,7 +770,7 @@ impl Federation {
 
     /// Where a presented entity's parent reference stands.
     fn parent_state(&self, global: GlobalId, scene: &Scene) -> ParentState {
-        let Some(t) = self.globals.get(&global) else {
+        let Some(t) = self.tracked.get(&global) else {
             return ParentState::Settled;
         };
         let Some(link_id) = t.selected else {
@@ -793,12 +779,7 @@ impl Federation {
         let Some(link) = self.links.get(&link_id) else {
             return ParentState::Settled;
         };
-        let Some(entity) = link
-            .mirror
-            .by_global
-            .get(&global)
-            .and_then(|o| link.mirror.entities.get(o))
-        else {
+        let Some(entity) = link.mirror.copy_of(global) else {
             return ParentState::Settled;
         };
         let Some(parent) = entity.parent else {
@@ -806,11 +787,10 @@ impl Federation {
         };
         let wanted = link
             .mirror
-            .entities
-            .get(&parent)
-            .and_then(|p| self.globals.get(&p.global))
-            .map(|p| p.scene);
-        let Some(current) = scene.entity(t.scene).map(|e| e.parent) else {
+            .entity(parent)
+            .and_then(|p| self.tracked.get(&p.global))
+            .map(|p| p.scene());
+        let Some(current) = scene.entity(t.scene()).map(|e| e.parent) else {
             return ParentState::Settled;
         };
         match wanted {
@@ -826,46 +806,52 @@ impl Federation {
         link: LinkId,
         object: ObjectId<crate::less::ids::Local>,
     ) -> Option<(EntityId, Option<ComponentId>)> {
-        self.links.get(&link)?.export_owner.get(&object).copied()
+        self.links.get(&link)?.exported.owner(object)
     }
 }
 
 /// Makes a presented DynamicComponent's attributes match `wanted`.
 fn reconcile_dynamic(
     scene: &mut Scene,
-    source: ChangeSource,
-    entity: EntityId,
-    component: ComponentId,
+    stats: &mut FederationStats,
+    (source, entity, component): (ChangeSource, EntityId, ComponentId),
     wanted: Vec<DynamicAttribute>,
-) -> Option<()> {
-    let current = scene.entity(entity)?.components.get(&component)?.clone();
+) {
+    let Some(current) = scene
+        .entity(entity)
+        .and_then(|e| e.components.get(&component))
+        .cloned()
+    else {
+        return;
+    };
     let wanted_indices: std::collections::HashSet<u8> = wanted.iter().map(|a| a.index).collect();
     for index in 0..=255u8 {
         if current.attribute(index).is_some() && !wanted_indices.contains(&index) {
-            let _ = scene.remove_attribute(source, entity, component, index);
+            let removed = scene.remove_attribute(source, entity, component, index);
+            stats.scene(removed, "dynamic attribute not removed");
         }
     }
     for attribute in wanted {
-        match current.attribute(attribute.index) {
+        let index = attribute.index;
+        match current.attribute(index) {
             Some(existing) if existing.ty() == attribute.value.attribute_type() => {
-                let _ = scene.edit_attribute(
-                    source,
-                    entity,
-                    component,
-                    attribute.index,
-                    attribute.value,
-                );
+                let edited =
+                    scene.edit_attribute(source, entity, component, index, attribute.value);
+                stats.scene(edited, "dynamic attribute not edited");
             }
             Some(_) => {
-                let _ = scene.remove_attribute(source, entity, component, attribute.index);
-                let _ = scene.create_attribute(source, entity, component, attribute);
+                // Another type in the slot: the attribute is created anew.
+                let removed = scene.remove_attribute(source, entity, component, index);
+                stats.scene(removed, "retyped dynamic attribute not removed");
+                let created = scene.create_attribute(source, entity, component, attribute);
+                stats.scene(created, "retyped dynamic attribute not created");
             }
             None => {
-                let _ = scene.create_attribute(source, entity, component, attribute);
+                let created = scene.create_attribute(source, entity, component, attribute);
+                stats.scene(created, "dynamic attribute not created");
             }
         }
     }
-    Some(())
 }
 
 /// What `resolve_references` does with an awaiting entity.

@@ -3,10 +3,10 @@
 //! the peer presents.
 
 use foldhash::{HashMap, HashMapExt};
-use smallvec::SmallVec;
 
 use uuid::Uuid;
 
+use super::exports::Exports;
 use super::ids::LinkId;
 use super::mirror::{ComponentKind, Mirror};
 use crate::less::ids::{Local, ObjectId, Remote, RequestId, TypeId};
@@ -48,60 +48,6 @@ impl Default for LinkPolicy {
     }
 }
 
-/// The component objects of an exported entity, by component id: an entity
-/// has a handful, kept inline in its record (a hash table of its own cost
-/// a cache miss per attribute change exported).
-#[derive(Debug, Default)]
-pub struct ComponentObjects(SmallVec<[(ComponentId, ObjectId<Local>); 4]>);
-
-impl ComponentObjects {
-    pub fn get(&self, component: &ComponentId) -> Option<&ObjectId<Local>> {
-        self.0.iter().find(|(c, _)| c == component).map(|(_, o)| o)
-    }
-
-    pub fn contains_key(&self, component: &ComponentId) -> bool {
-        self.get(component).is_some()
-    }
-
-    /// Sets the object of `component`.
-    pub fn insert(&mut self, component: ComponentId, object: ObjectId<Local>) {
-        match self.0.iter_mut().find(|(c, _)| *c == component) {
-            Some(entry) => entry.1 = object,
-            None => self.0.push((component, object)),
-        }
-    }
-
-    pub fn remove(&mut self, component: &ComponentId) -> Option<ObjectId<Local>> {
-        let position = self.0.iter().position(|(c, _)| c == component)?;
-        Some(self.0.remove(position).1)
-    }
-
-    /// Component ids, in export order.
-    pub fn keys(&self) -> impl Iterator<Item = &ComponentId> {
-        self.0.iter().map(|(c, _)| c)
-    }
-
-    /// Objects, in export order.
-    pub fn values(&self) -> impl Iterator<Item = &ObjectId<Local>> {
-        self.0.iter().map(|(_, o)| o)
-    }
-}
-
-/// An entity this node exports on the link.
-#[derive(Debug, Default)]
-pub struct ExportedEntity {
-    pub object: Option<ObjectId<Local>>,
-    pub components: ComponentObjects,
-    /// The path last sent for the entity object: it is sent again only when
-    /// it changes. Re-sending an unchanged path makes the peer re-route and
-    /// answer with its own unchanged path, so two nodes that export the same
-    /// entity to each other (a triangle) would echo paths without end.
-    pub path: Vec<Uuid>,
-    /// The origin's export policy last sent for the entity object (sent
-    /// again only when it changes, as the path).
-    pub policy: Option<std::sync::Arc<super::origin_policy::OriginPolicy>>,
-}
-
 /// A type the peer introduced, as this node understood it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RemoteType {
@@ -125,15 +71,19 @@ pub struct Link {
     pub peer_name: String,
     pub policy: LinkPolicy,
     pub session: Session,
-    pub local_types: HashMap<String, TypeId<Local>>,
-    pub remote_types: HashMap<TypeId<Remote>, RemoteType>,
-    pub exported: HashMap<EntityId, ExportedEntity>,
-    /// Reverse of `exported`: object → (entity, component or the entity).
-    pub export_owner: HashMap<ObjectId<Local>, (EntityId, Option<ComponentId>)>,
+    /// Types this node introduced, by URI (kept with the session by
+    /// `type_for`).
+    local_types: HashMap<String, TypeId<Local>>,
+    /// Types the peer introduced, as this node understood them.
+    pub(super) remote_types: HashMap<TypeId<Remote>, RemoteType>,
+    /// What this node exports on the link.
+    pub exported: Exports,
+    /// What the peer presents on the link.
     pub mirror: Mirror,
     /// Calls this node invoked on the peer: the entity called, and whom to
     /// answer (none: one of this node's clients).
-    pub forwarded_calls: HashMap<RequestId<Local>, (super::ids::GlobalId, Option<ForwardedCall>)>,
+    pub(super) forwarded_calls:
+        HashMap<RequestId<Local>, (super::ids::GlobalId, Option<ForwardedCall>)>,
     /// Background refresh position and budget (`refresh.rs`).
     pub refresh: super::refresh::RefreshCursor,
 }
@@ -154,8 +104,7 @@ impl Link {
             session,
             local_types: HashMap::new(),
             remote_types: HashMap::new(),
-            exported: HashMap::new(),
-            export_owner: HashMap::new(),
+            exported: Exports::new(),
             mirror: Mirror::default(),
             forwarded_calls: HashMap::new(),
             refresh: Default::default(),
@@ -173,15 +122,12 @@ impl Link {
     }
 
     /// The object exported for an entity's component, if any.
+    #[inline]
     pub fn exported_component(
         &self,
         entity: EntityId,
         component: ComponentId,
     ) -> Option<ObjectId<Local>> {
-        self.exported
-            .get(&entity)?
-            .components
-            .get(&component)
-            .copied()
+        self.exported.component_object(entity, component)
     }
 }

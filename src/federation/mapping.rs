@@ -387,4 +387,15 @@ mod tests {
         assert_eq!(parse_uri("urn:lessgate:tundra:opaque:abc"), None);
         assert_eq!(parse_uri("urn:other"), None);
     }
+
+    proptest::proptest! {
+        /// The escaping of custom URIs is a bijection: any text comes back
+        /// from its escaped form, which never holds a separator.
+        #[test]
+        fn any_text_escapes_without_separators_and_back(text in ".{0,40}") {
+            let escaped = escape(&text);
+            proptest::prop_assert!(!escaped.contains(';') && !escaped.contains(':'));
+            proptest::prop_assert_eq!(unescape(&escaped), Some(text));
+        }
+    }
 }

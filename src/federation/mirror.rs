@@ -38,7 +38,8 @@ impl ComponentKind {
     }
 }
 
-/// An entity object.
+/// An entity object. Its component set is kept by the [`Mirror`] that holds
+/// it: the component objects that name it as owner.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MirrorEntity {
     pub global: GlobalId,
@@ -48,7 +49,15 @@ pub struct MirrorEntity {
     pub parent: Option<ObjectId<Remote>>,
     /// The origin's export policy as this copy carries it (none: unstated).
     pub policy: Option<Arc<OriginPolicy>>,
-    pub components: BTreeSet<ObjectId<Remote>>,
+    components: BTreeSet<ObjectId<Remote>>,
+}
+
+impl MirrorEntity {
+    /// The component objects that name this entity as owner.
+    #[inline]
+    pub fn components(&self) -> &BTreeSet<ObjectId<Remote>> {
+        &self.components
+    }
 }
 
 /// A component object.
@@ -85,33 +94,184 @@ impl MirrorComponent {
     }
 
     /// The latest value of property `key`.
+    #[inline]
     pub fn value(&self, key: &PropertyKey) -> Option<&Value> {
         self.values.get(self.schema.property_index(key)?)
     }
 }
 
-/// One link's view of the peer's objects.
+/// A component object's owner before and after an update.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OwnerChange {
+    pub before: Option<ObjectId<Remote>>,
+    pub after: Option<ObjectId<Remote>>,
+}
+
+impl OwnerChange {
+    pub fn changed(&self) -> bool {
+        self.before != self.after
+    }
+}
+
+/// One link's view of the peer's objects. The maps are private so that they
+/// stay consistent with each other:
+/// - `by_global` is the inverse of the entities' identities (one object per
+///   identity, one identity per object);
+/// - every component object whose owner is here is in the owner's component
+///   set, and only those are;
+/// - every component object whose owner is not here (yet) waits in
+///   `orphans` under that owner, and only those do;
+/// - removing an entity object removes its component objects.
 #[derive(Debug, Default)]
 pub struct Mirror {
-    pub entities: HashMap<ObjectId<Remote>, MirrorEntity>,
-    pub components: HashMap<ObjectId<Remote>, MirrorComponent>,
-    pub by_global: HashMap<GlobalId, ObjectId<Remote>>,
+    entities: HashMap<ObjectId<Remote>, MirrorEntity>,
+    components: HashMap<ObjectId<Remote>, MirrorComponent>,
+    by_global: HashMap<GlobalId, ObjectId<Remote>>,
     /// Component objects whose owner entity object has not arrived yet, by
-    /// owner: the entity takes them when it arrives. Entries may be stale
-    /// (the component since removed or re-owned); the taker checks. Kept so
-    /// an arriving entity costs its own components, not a scan of all.
-    pub orphans: HashMap<ObjectId<Remote>, Vec<ObjectId<Remote>>>,
+    /// owner: the entity takes them when it arrives. Kept so an arriving
+    /// entity costs its own components, not a scan of all.
+    orphans: HashMap<ObjectId<Remote>, Vec<ObjectId<Remote>>>,
 }
 
 impl Mirror {
-    /// Notes a component whose owner entity object is not here yet.
-    pub fn wait_for_owner(&mut self, owner: ObjectId<Remote>, component: ObjectId<Remote>) {
-        self.orphans.entry(owner).or_default().push(component);
+    #[inline]
+    pub fn entity(&self, object: ObjectId<Remote>) -> Option<&MirrorEntity> {
+        self.entities.get(&object)
     }
 
-    /// A waiting component was removed before its owner arrived.
-    pub fn forget_orphan(&mut self, owner: ObjectId<Remote>, component: ObjectId<Remote>) {
-        if let Some(waiting) = self.orphans.get_mut(&owner) {
+    #[inline]
+    pub fn component(&self, object: ObjectId<Remote>) -> Option<&MirrorComponent> {
+        self.components.get(&object)
+    }
+
+    /// The entity object that is the peer's copy of `global`.
+    #[inline]
+    pub fn object_of(&self, global: GlobalId) -> Option<ObjectId<Remote>> {
+        self.by_global.get(&global).copied()
+    }
+
+    /// The peer's copy of `global`.
+    #[inline]
+    pub fn copy_of(&self, global: GlobalId) -> Option<&MirrorEntity> {
+        self.entities.get(self.by_global.get(&global)?)
+    }
+
+    /// The entity object a component object names as owner, if it is here.
+    #[inline]
+    pub fn owner_of(&self, component: &MirrorComponent) -> Option<&MirrorEntity> {
+        self.entities.get(&component.owner?)
+    }
+
+    /// The identities of every entity object.
+    pub fn globals(&self) -> impl Iterator<Item = GlobalId> + '_ {
+        self.by_global.keys().copied()
+    }
+
+    pub fn entity_count(&self) -> usize {
+        self.entities.len()
+    }
+
+    pub fn component_count(&self) -> usize {
+        self.components.len()
+    }
+
+    /// Adds an introduced entity object; it takes the component objects
+    /// that arrived before it. Refused when the object or its identity is
+    /// already here (a peer may not present one entity twice on a link).
+    pub fn insert_entity(
+        &mut self,
+        object: ObjectId<Remote>,
+        mut entity: MirrorEntity,
+    ) -> Result<(), MirrorError> {
+        if self.entities.contains_key(&object) || self.by_global.contains_key(&entity.global) {
+            return Err(MirrorError::Duplicate(entity.global));
+        }
+        entity.components = self
+            .orphans
+            .remove(&object)
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
+        self.by_global.insert(entity.global, object);
+        self.entities.insert(object, entity);
+        Ok(())
+    }
+
+    /// Applies an update of an entity object's values; the identity it
+    /// returns never changes. `None` when the object is not here.
+    pub fn update_entity(
+        &mut self,
+        object: ObjectId<Remote>,
+        values: &[PropertyValue],
+    ) -> Option<Result<GlobalId, MirrorError>> {
+        let entity = self.entities.get_mut(&object)?;
+        Some(apply_entity_values(entity, values).map(|()| entity.global))
+    }
+
+    /// Removes an entity object and the component objects it owns.
+    pub fn remove_entity(&mut self, object: ObjectId<Remote>) -> Option<MirrorEntity> {
+        let entity = self.entities.remove(&object)?;
+        self.by_global.remove(&entity.global);
+        for component in &entity.components {
+            self.components.remove(component);
+        }
+        Some(entity)
+    }
+
+    /// Adds an introduced component object (replacing one with the same
+    /// id), under its owner or waiting for it.
+    pub fn insert_component(&mut self, object: ObjectId<Remote>, component: MirrorComponent) {
+        self.remove_component(object);
+        let owner = component.owner;
+        self.components.insert(object, component);
+        self.attach(object, owner);
+    }
+
+    /// Applies an update of a component object's values and files it under
+    /// its owner if the update changed it (an owner may arrive in an update:
+    /// a re-send carries only values no later packet carried). The owner
+    /// change stands even when a later value was bad. `None` when the
+    /// object is not here.
+    #[inline]
+    pub fn update_component(
+        &mut self,
+        object: ObjectId<Remote>,
+        values: Vec<PropertyValue>,
+    ) -> Option<(OwnerChange, Result<(), MirrorError>)> {
+        let component = self.components.get_mut(&object)?;
+        let before = component.owner;
+        // Values before a bad one are applied: the owner stays filed right.
+        let applied = apply_component_values(component, values);
+        let after = component.owner;
+        if before != after {
+            self.detach(object, before);
+            self.attach(object, after);
+        }
+        Some((OwnerChange { before, after }, applied))
+    }
+
+    /// Removes a component object from the mirror and from its owner.
+    pub fn remove_component(&mut self, object: ObjectId<Remote>) -> Option<MirrorComponent> {
+        let component = self.components.remove(&object)?;
+        self.detach(object, component.owner);
+        Some(component)
+    }
+
+    fn attach(&mut self, component: ObjectId<Remote>, owner: Option<ObjectId<Remote>>) {
+        let Some(owner) = owner else { return };
+        match self.entities.get_mut(&owner) {
+            Some(entity) => {
+                entity.components.insert(component);
+            }
+            None => self.orphans.entry(owner).or_default().push(component),
+        }
+    }
+
+    fn detach(&mut self, component: ObjectId<Remote>, owner: Option<ObjectId<Remote>>) {
+        let Some(owner) = owner else { return };
+        if let Some(entity) = self.entities.get_mut(&owner) {
+            entity.components.remove(&component);
+        } else if let Some(waiting) = self.orphans.get_mut(&owner) {
             waiting.retain(|c| *c != component);
             if waiting.is_empty() {
                 self.orphans.remove(&owner);
@@ -119,17 +279,60 @@ impl Mirror {
         }
     }
 
-    /// The components waiting for `entity` that still name it as owner.
-    pub fn take_orphans(&mut self, entity: ObjectId<Remote>) -> BTreeSet<ObjectId<Remote>> {
-        let waiting = self.orphans.remove(&entity).unwrap_or_default();
-        waiting
-            .into_iter()
-            .filter(|c| {
-                self.components
-                    .get(c)
-                    .is_some_and(|c| c.owner == Some(entity))
-            })
-            .collect()
+    /// Checks that the maps agree with each other (see [`Mirror`]); the
+    /// first disagreement found, for tests.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        if self.by_global.len() != self.entities.len() {
+            return Err(format!(
+                "{} identities for {} entity objects",
+                self.by_global.len(),
+                self.entities.len()
+            ));
+        }
+        for (global, object) in &self.by_global {
+            match self.entities.get(object) {
+                Some(entity) if entity.global == *global => {}
+                _ => return Err(format!("identity {global} names object {object:?}")),
+            }
+        }
+        for (object, entity) in &self.entities {
+            for component in &entity.components {
+                let owner = self.components.get(component).and_then(|c| c.owner);
+                if owner != Some(*object) {
+                    return Err(format!("{object:?} lists {component:?} it does not own"));
+                }
+            }
+        }
+        for (owner, waiting) in &self.orphans {
+            if self.entities.contains_key(owner) || waiting.is_empty() {
+                return Err(format!(
+                    "orphans wait for {owner:?}, which is here or empty"
+                ));
+            }
+            for component in waiting {
+                if self.components.get(component).and_then(|c| c.owner) != Some(*owner) {
+                    return Err(format!(
+                        "{component:?} waits for {owner:?} it does not name"
+                    ));
+                }
+            }
+        }
+        for (object, component) in &self.components {
+            let Some(owner) = component.owner else {
+                continue;
+            };
+            let filed = match self.entities.get(&owner) {
+                Some(entity) => entity.components.contains(object),
+                None => self
+                    .orphans
+                    .get(&owner)
+                    .is_some_and(|waiting| waiting.iter().filter(|c| *c == object).count() == 1),
+            };
+            if !filed {
+                return Err(format!("{object:?} is not filed under its owner {owner:?}"));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -140,6 +343,8 @@ pub enum MirrorError {
     MissingIdentity,
     #[error("property {0} has the wrong shape")]
     BadValue(PropertyKey),
+    #[error("entity {0} is already presented on this link")]
+    Duplicate(GlobalId),
 }
 
 fn key(c: u64, p: u64) -> PropertyKey {

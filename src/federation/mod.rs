@@ -5,12 +5,30 @@
 //! lie on the entity's path; and sends edits and actions of entities it does
 //! not simulate to their authority. The core is pure: it drives
 //! [`crate::less::session::Session`]s and mutates the [`crate::scene::Scene`].
+//!
+//! Who keeps which state consistent (each behind methods, each with a
+//! `check_invariants` the tests call; [`Federation::check_invariants`] runs
+//! them all and the checks between them):
+//! - `tracked.rs`: federation identity <-> scene entity, one bijection;
+//! - [`mirror::Mirror`]: a link's view of the peer's objects, components
+//!   filed under their owner entity (or waiting for it), one object per
+//!   identity;
+//! - [`exports::Exports`]: what this node exports on a link and the reverse
+//!   index from object to scene entity;
+//! - `call_order.rs`: calls waiting for a route change.
+//!
+//! The federation takes its inputs through its own `handle_*` methods (a
+//! client's edit or removal of a remote entity, its actions); it does not
+//! know the Tundra server's events. Refusals it goes on from are counted in
+//! [`FederationStats`]. `read_ahead.rs` reads ahead along the update paths'
+//! own lookup chains.
 
 mod authority;
 mod call_order;
 mod core;
 pub mod encodings;
 mod export;
+pub mod exports;
 mod flood;
 pub mod ids;
 mod import;
@@ -18,10 +36,23 @@ pub mod link;
 pub mod mapping;
 pub mod mirror;
 pub mod origin_policy;
+mod read_ahead;
 pub mod refresh;
 pub mod schemas;
+pub mod stats;
+mod tracked;
 pub mod values;
 
 pub use self::core::{Federation, FederationEvent};
 pub use ids::{GlobalId, LinkId};
 pub use link::{Link, LinkPolicy, TypeFilter};
+pub use stats::FederationStats;
+
+#[cfg(test)]
+mod mirror_tests;
+#[cfg(test)]
+mod read_ahead_tests;
+#[cfg(test)]
+mod test_pair;
+#[cfg(test)]
+mod tests;

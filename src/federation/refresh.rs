@@ -50,7 +50,7 @@ impl Federation {
             });
             cursor.last_time = Some(now);
             cursor.credit = (cursor.credit + rate * elapsed).min(rate);
-            if cursor.credit <= 0.0 || link.export_owner.is_empty() {
+            if cursor.credit <= 0.0 || link.exported.is_empty() {
                 continue;
             }
             // One lap at most, in ascending id order after the last object
@@ -59,7 +59,7 @@ impl Federation {
             let lap: Vec<ObjectId<Local>> = link
                 .session
                 .local_objects_after(cursor.last_object)
-                .filter(|o| link.export_owner.contains_key(o))
+                .filter(|o| link.exported.contains_object(o))
                 // Each object refreshed costs at least a byte, so the credit
                 // bounds the visit; objects skipped wait for the next tick.
                 .take(cursor.credit.ceil() as usize)

@@ -41,10 +41,6 @@ use crate::upstream::Bridge;
 pub use links::LinkUp;
 pub use output::{Event, Transmit};
 
-/// The client id upstream actions are attributed to when they enter the
-/// federation (no local client sent them).
-pub const UPSTREAM_CLIENT: ClientId = ClientId(u64::MAX);
-
 /// Client frames (counted through their transport's events) a driver hands
 /// in before draining the outputs: enough to fill a LESS datagram with
 /// updates, few enough that a burst never delays other work by more than a
@@ -223,8 +219,7 @@ impl Node {
     ) {
         for frame in frames {
             if let Some((entity, component)) = edit_attributes_target(frame.as_ref()) {
-                self.scene.warm(entity, component);
-                self.federation.warm(entity, component);
+                self.federation.warm(&self.scene, entity, component);
             }
         }
         for frame in frames {

@@ -4,7 +4,7 @@
 
 use tracing::{debug, info};
 
-use super::{Event, Node, UPSTREAM_CLIENT};
+use super::{Event, Node};
 use crate::federation::FederationEvent;
 use crate::logging::RemoteText;
 use crate::server::ServerEvent;
@@ -15,20 +15,10 @@ impl Node {
     fn handle_bridge_event(&mut self, event: BridgeEvent) {
         match event {
             BridgeEvent::DeliverAction(action) => self.server.deliver_action(action),
-            BridgeEvent::FloodAction(action) => self.federation.handle_server_event(
-                &ServerEvent::PeersAction {
-                    client: UPSTREAM_CLIENT,
-                    action,
-                },
-                &mut self.scene,
-            ),
-            BridgeEvent::ActionToAuthority(action) => self.federation.handle_server_event(
-                &ServerEvent::Action {
-                    client: UPSTREAM_CLIENT,
-                    action,
-                },
-                &mut self.scene,
-            ),
+            BridgeEvent::FloodAction(action) => self.federation.handle_peers_action(&action),
+            BridgeEvent::ActionToAuthority(action) => self
+                .federation
+                .handle_action_for_authority(&action, &self.scene),
             BridgeEvent::EditToAuthority {
                 entity,
                 component,
@@ -42,29 +32,24 @@ impl Node {
                 // This node is the authority (an entity of its own
                 // clients): the edit applies here and reaches its clients
                 // and peers as any change of the node's.
-                let _ = self.scene.edit_attribute(
+                if let Err(error) = self.scene.edit_attribute(
                     crate::scene::ChangeSource::Node,
                     entity,
                     component,
                     index,
                     value,
-                );
+                ) {
+                    debug!(%entity, %error, "world server's edit of this node's entity refused");
+                }
             }
             BridgeEvent::EditToAuthority {
                 entity,
                 component,
                 index,
                 value,
-            } => self.federation.handle_server_event(
-                &ServerEvent::RemoteEdit {
-                    client: UPSTREAM_CLIENT,
-                    entity,
-                    component,
-                    index,
-                    value,
-                },
-                &mut self.scene,
-            ),
+            } => self
+                .federation
+                .handle_remote_edit(entity, component, index, value, &self.scene),
             BridgeEvent::TypeRegistered(type_id) => {
                 self.server.handle_type_registered(type_id, None)
             }
@@ -98,7 +83,32 @@ impl Node {
             }
             while let Some(event) = self.server.poll_event() {
                 busy = true;
-                self.federation.handle_server_event(&event, &mut self.scene);
+                // The server's events the federation acts on.
+                match &event {
+                    ServerEvent::RemoteEdit {
+                        entity,
+                        component,
+                        index,
+                        value,
+                        ..
+                    } => self.federation.handle_remote_edit(
+                        *entity,
+                        *component,
+                        *index,
+                        value.clone(),
+                        &self.scene,
+                    ),
+                    ServerEvent::RemoteRemove {
+                        entity, component, ..
+                    } => self.federation.handle_remote_remove(*entity, *component),
+                    ServerEvent::Action { action, .. } => self
+                        .federation
+                        .handle_action_for_authority(action, &self.scene),
+                    ServerEvent::PeersAction { action, .. } => {
+                        self.federation.handle_peers_action(action)
+                    }
+                    _ => {}
+                }
                 if let Some(bridge) = &mut self.upstream {
                     match &event {
                         ServerEvent::Action { action, .. } => {

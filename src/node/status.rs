@@ -214,7 +214,7 @@ impl NodeStatus {
                         ("overload", st.rejected_overload),
                     ]),
                     exported_entities: l.exported.len(),
-                    mirrored_entities: l.mirror.entities.len(),
+                    mirrored_entities: l.mirror.entity_count(),
                     bulk: BulkStatus {
                         packets_sent: st.bulk_packets_sent,
                         body_bytes_sent: st.bulk_bytes_uncompressed_sent,

@@ -94,6 +94,25 @@ pub struct BridgeStats {
     pub sessions: u64,
     pub edits_sent: u64,
     pub actions_sent: u64,
+    /// Changes from the world server (or echoes of the bridge's own) the
+    /// scene refused: the node's copy is left as it was.
+    pub scene_refusals: u64,
+}
+
+impl BridgeStats {
+    /// Counts and logs a refused scene change; the value of an accepted one.
+    pub(super) fn scene<T>(
+        &mut self,
+        result: Result<T, crate::scene::SceneError>,
+        what: &'static str,
+    ) -> Option<T> {
+        result
+            .map_err(|error| {
+                self.scene_refusals += 1;
+                tracing::debug!(reason = what, error = %RemoteText(&error), "scene refused a world server change");
+            })
+            .ok()
+    }
 }
 
 /// The bridge core.

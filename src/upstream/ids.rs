@@ -157,12 +157,18 @@ impl IdMap {
     }
 
     /// Records a mirrored entity.
+    /// Records a mirrored entity. A node entity copies one world entity:
+    /// a previous pairing of either id is replaced.
     pub fn insert_mirrored(&mut self, upstream: EntityId, entry: Mirrored) {
         let local = entry.local;
         if let Some(old) = self.mirrored.insert(upstream, entry) {
             self.local_to_upstream.remove(&old.local);
         }
-        self.local_to_upstream.insert(local, upstream);
+        if let Some(previous) = self.local_to_upstream.insert(local, upstream) {
+            if previous != upstream {
+                self.mirrored.remove(&previous);
+            }
+        }
     }
 
     /// Forgets a mirrored entity; returns its entry.
@@ -218,19 +224,35 @@ impl IdMap {
     /// CreateEntityReply: the exported entity created as `unacked` is `id`.
     pub fn ack_export(&mut self, unacked: EntityId, id: EntityId) -> Option<EntityId> {
         let local = self.unacked_to_exported.remove(&unacked)?;
-        let entry = self.exported.get_mut(&local)?;
-        entry.upstream = Some(id);
-        self.upstream_to_exported.insert(id, local);
+        self.bind_upstream(local, id)?;
         Some(local)
+    }
+
+    /// Gives exported entity `local` the world id `id`. One world id names
+    /// one export: a world server that reuses an id takes it from the
+    /// export that had it (its next reconnect finds that one again).
+    fn bind_upstream(&mut self, local: EntityId, id: EntityId) -> Option<()> {
+        let entry = self.exported.get_mut(&local)?;
+        if let Some(old) = entry.upstream.replace(id) {
+            self.upstream_to_exported.remove(&old);
+        }
+        if let Some(other) = self.upstream_to_exported.insert(id, local) {
+            if other != local {
+                if let Some(other) = self.exported.get_mut(&other) {
+                    other.upstream = None;
+                }
+            }
+        }
+        Some(())
     }
 
     /// Re-associates an exported entity with an id the world server reports
     /// after a reconnect (the entity survived there).
     pub fn rebind_export(&mut self, local: EntityId, id: EntityId) {
-        if let Some(entry) = self.exported.get_mut(&local) {
-            entry.upstream = Some(id);
-            entry.seen = true;
-            self.upstream_to_exported.insert(id, local);
+        if self.bind_upstream(local, id).is_some() {
+            if let Some(entry) = self.exported.get_mut(&local) {
+                entry.seen = true;
+            }
         }
     }
 
@@ -285,6 +307,50 @@ impl IdMap {
 
     pub fn exported_count(&self) -> usize {
         self.exported.len()
+    }
+
+    /// Checks that every reverse map is the exact inverse of its forward
+    /// map; the first disagreement, for tests.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        if self.local_to_upstream.len() != self.mirrored.len() {
+            return Err(format!(
+                "{} node ids for {} mirrored entities",
+                self.local_to_upstream.len(),
+                self.mirrored.len()
+            ));
+        }
+        for (upstream, entry) in &self.mirrored {
+            if self.local_to_upstream.get(&entry.local) != Some(upstream) {
+                return Err(format!(
+                    "mirrored {upstream} is {} one way only",
+                    entry.local
+                ));
+            }
+        }
+        for (upstream, local) in &self.upstream_to_exported {
+            if self.exported.get(local).and_then(|e| e.upstream) != Some(*upstream) {
+                return Err(format!(
+                    "world id {upstream} names {local}, which is not it"
+                ));
+            }
+        }
+        let acked = self
+            .exported
+            .values()
+            .filter(|e| e.upstream.is_some())
+            .count();
+        if acked != self.upstream_to_exported.len() {
+            return Err(format!(
+                "{} world ids for {acked} acked exports",
+                self.upstream_to_exported.len()
+            ));
+        }
+        for (unacked, local) in &self.unacked_to_exported {
+            if self.exported.get(local).map(|e| e.unacked) != Some(*unacked) {
+                return Err(format!("unacked {unacked} names {local}, which is not it"));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -363,5 +429,84 @@ mod tests {
         assert!(!map.mirrored(EntityId(1)).unwrap().seen);
         assert!(!map.exported(EntityId(5)).unwrap().seen);
         assert_eq!(map.ack_export(unacked, EntityId(9)), None);
+    }
+
+    mod properties {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        #[derive(Debug, Clone)]
+        enum Step {
+            Mirror(u32, u32),
+            Unmirror(u32),
+            BeginExport(u32),
+            /// Acknowledges the n-th unacked id handed out so far.
+            Ack(usize, u32),
+            Rebind(u32, u32),
+            Move(u32, u32),
+            EndExport(u32),
+            BeginSession,
+        }
+
+        fn step() -> impl Strategy<Value = Step> {
+            // World ids 1..8, node ids 100..106.
+            prop_oneof![
+                (1u32..8, 100u32..106).prop_map(|(u, l)| Step::Mirror(u, l)),
+                (1u32..8).prop_map(Step::Unmirror),
+                (100u32..106).prop_map(Step::BeginExport),
+                (0usize..8, 1u32..8).prop_map(|(n, u)| Step::Ack(n, u)),
+                (100u32..106, 1u32..8).prop_map(|(l, u)| Step::Rebind(l, u)),
+                (100u32..106, 100u32..106).prop_map(|(a, b)| Step::Move(a, b)),
+                (100u32..106).prop_map(Step::EndExport),
+                Just(Step::BeginSession),
+            ]
+        }
+
+        proptest! {
+            /// Whatever the world server replies and in whatever order the
+            /// bridge mirrors, exports, moves and forgets, every reverse
+            /// map stays the inverse of its forward map: a world id names
+            /// one node entity and back, and an unacked id names the export
+            /// that holds it.
+            #[test]
+            fn any_sequence_keeps_both_directions_consistent(
+                steps in proptest::collection::vec(step(), 0..60)
+            ) {
+                let mut map = IdMap::default();
+                let mut issued = Vec::new();
+                for step in steps {
+                    match step {
+                        Step::Mirror(u, l) => {
+                            map.insert_mirrored(EntityId(u), Mirrored::new(EntityId(l)))
+                        }
+                        Step::Unmirror(u) => {
+                            map.remove_mirrored(EntityId(u));
+                        }
+                        Step::BeginExport(l) => issued.push(map.begin_export(EntityId(l))),
+                        Step::Ack(n, u) => {
+                            if let Some(unacked) = issued.get(n) {
+                                map.ack_export(*unacked, EntityId(u));
+                            }
+                        }
+                        Step::Rebind(l, u) => map.rebind_export(EntityId(l), EntityId(u)),
+                        Step::Move(a, b) => {
+                            map.move_export(EntityId(a), EntityId(b));
+                        }
+                        Step::EndExport(l) => {
+                            map.end_export(EntityId(l));
+                        }
+                        Step::BeginSession => map.begin_session(),
+                    }
+                    prop_assert_eq!(map.check_invariants(), Ok(()));
+                }
+                // Unacked ids are never handed out twice in a row of this
+                // length (they wrap only after 2^30).
+                let mut distinct = issued.clone();
+                distinct.sort();
+                distinct.dedup();
+                prop_assert_eq!(distinct.len(), issued.len());
+            }
+        }
     }
 }

@@ -97,7 +97,9 @@ impl Bridge {
                                 name: a.name,
                                 value: a.value,
                             };
-                            let _ = scene.create_attribute(source, local, component, attribute);
+                            let created =
+                                scene.create_attribute(source, local, component, attribute);
+                            self.stats.scene(created, "world attribute not created");
                         }
                     }
                 }
@@ -106,7 +108,8 @@ impl Bridge {
                 if let Some((upstream, local)) = entity_of(self, m.entity_id) {
                     for a in m.attributes {
                         if let Some(component) = self.local_component(upstream, a.component_id) {
-                            let _ = scene.remove_attribute(source, local, component, a.index);
+                            let removed = scene.remove_attribute(source, local, component, a.index);
+                            self.stats.scene(removed, "world attribute not removed");
                         }
                     }
                 }
@@ -119,20 +122,24 @@ impl Bridge {
                             .mirrored_mut(upstream)
                             .and_then(|e| e.components.remove(&id));
                         if let Some(component) = removed {
-                            let _ = scene.remove_component(source, local, component);
+                            let removed = scene.remove_component(source, local, component);
+                            self.stats.scene(removed, "world component not removed");
                         }
                     }
                 }
             }
             Message::EditEntityProperties(m) => {
                 if let Some((_, local)) = entity_of(self, m.entity_id) {
-                    let _ = scene.set_temporary(source, local, m.temporary);
+                    let changed = scene.set_temporary(source, local, m.temporary);
+                    self.stats
+                        .scene(changed, "world temporary flag not applied");
                 }
             }
             Message::SetEntityParent(m) => {
                 if let Some((_, local)) = entity_of(self, m.entity_id) {
                     let parent = self.local_entity(m.parent_id);
-                    let _ = scene.set_parent(source, local, parent);
+                    let changed = scene.set_parent(source, local, parent);
+                    self.stats.scene(changed, "world parent not applied");
                 }
             }
             other => debug!(message = other.name(), "world server message ignored"),
@@ -271,13 +278,14 @@ impl Bridge {
                         Ok(decoded) => {
                             for mut edit in decoded.edits {
                                 self.value_in(&mut edit.value);
-                                let _ = scene.edit_attribute(
+                                let edited = scene.edit_attribute(
                                     ChangeSource::Node,
                                     local,
                                     component,
                                     edit.index,
                                     edit.value,
                                 );
+                                self.stats.scene(edited, "world edit not applied");
                             }
                         }
                         Err(error) => {

@@ -58,13 +58,14 @@ impl Bridge {
                         blocks: vec![block],
                     }));
                     self.stats.edits_sent += 1;
-                    let _ = scene.edit_attribute(
+                    let edited = scene.edit_attribute(
                         ChangeSource::Node,
                         edit.entity,
                         edit.component,
                         edit.index,
                         edit.value,
                     );
+                    self.stats.scene(edited, "proxied edit not applied");
                 }
                 Err(error) => {
                     warn!(entity = %edit.entity, error = %RemoteText(&error), "edit does not fit its attribute")

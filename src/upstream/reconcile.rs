@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use tracing::debug;
 
-use super::bridge::{Bridge, LinkState};
+use super::bridge::{Bridge, BridgeStats, LinkState};
 use super::echo::shadow_of_data;
 use super::export::is_exportable;
 use super::ids::Mirrored;
@@ -37,7 +37,9 @@ impl Bridge {
             debug!(%upstream, entity = %local, "world entity gone after reconnect");
             self.ids.remove_mirrored(upstream);
             scene.set_proxied(local, false);
-            let _ = scene.remove_entity(ChangeSource::Node, local);
+            let removed = scene.remove_entity(ChangeSource::Node, local);
+            self.stats
+                .scene(removed, "vanished world entity not removed");
         }
         for local in self.ids.exported_ids() {
             let lost = self.ids.exported(local).is_some_and(|e| !e.seen);
@@ -64,7 +66,8 @@ impl Bridge {
         for (upstream, local) in all {
             self.ids.remove_mirrored(upstream);
             scene.set_proxied(local, false);
-            let _ = scene.remove_entity(ChangeSource::Node, local);
+            let removed = scene.remove_entity(ChangeSource::Node, local);
+            self.stats.scene(removed, "world entity not removed");
         }
         for local in self.ids.exported_ids() {
             // What the world server had of them is unknown by the next login.
@@ -88,9 +91,12 @@ impl Bridge {
         };
         let local = entry.local;
         let source = ChangeSource::Node;
-        let _ = scene.set_temporary(source, local, m.temporary);
+        let changed = scene.set_temporary(source, local, m.temporary);
+        self.stats
+            .scene(changed, "world temporary flag not applied");
         if m.parent.is_some() {
-            let _ = scene.set_parent(source, local, parent);
+            let changed = scene.set_parent(source, local, parent);
+            self.stats.scene(changed, "world parent not applied");
         }
         let mut claimed = BTreeSet::new();
         let mut map = BTreeMap::new();
@@ -122,7 +128,7 @@ impl Bridge {
                 Some(component) => {
                     claimed.insert(component);
                     map.insert(upstream_component, component);
-                    apply_values(scene, local, component, &data);
+                    apply_values(scene, &mut self.stats, (local, component), &data);
                 }
                 None => {
                     if let Ok(pairs) = scene.create_components(source, local, vec![data]) {
@@ -144,7 +150,9 @@ impl Bridge {
             })
             .unwrap_or_default();
         for component in stale {
-            let _ = scene.remove_component(source, local, component);
+            let removed = scene.remove_component(source, local, component);
+            self.stats
+                .scene(removed, "stale world component not removed");
         }
         self.ids.insert_mirrored(
             upstream,
@@ -208,14 +216,20 @@ impl Bridge {
 
 /// Writes a full update's values into an existing component; equal values
 /// are not recorded by the scene, so only differences reach the journal.
-fn apply_values(scene: &mut Scene, entity: EntityId, component: ComponentId, data: &ComponentData) {
+fn apply_values(
+    scene: &mut Scene,
+    stats: &mut BridgeStats,
+    (entity, component): (EntityId, ComponentId),
+    data: &ComponentData,
+) {
     let source = ChangeSource::Node;
     let ComponentBody::Attributes(block) = &data.body else {
         return;
     };
     for (index, value) in block.values.iter().enumerate() {
         if let Ok(index) = u8::try_from(index) {
-            let _ = scene.edit_attribute(source, entity, component, index, value.clone());
+            let edited = scene.edit_attribute(source, entity, component, index, value.clone());
+            stats.scene(edited, "world value not applied");
         }
     }
     let statics = block.values.len();
@@ -231,7 +245,8 @@ fn apply_values(scene: &mut Scene, entity: EntityId, component: ComponentId, dat
         .unwrap_or_default();
     for index in existing {
         if !block.dynamic.iter().any(|d| d.index == index) {
-            let _ = scene.remove_attribute(source, entity, component, index);
+            let removed = scene.remove_attribute(source, entity, component, index);
+            stats.scene(removed, "world dynamic attribute not removed");
         }
     }
     for dynamic in &block.dynamic {
@@ -241,16 +256,30 @@ fn apply_values(scene: &mut Scene, entity: EntityId, component: ComponentId, dat
             .and_then(|c| c.attribute(dynamic.index))
             .is_some_and(|a| a.ty() == dynamic.value.attribute_type());
         if present {
-            let _ = scene.edit_attribute(
+            let edited = scene.edit_attribute(
                 source,
                 entity,
                 component,
                 dynamic.index,
                 dynamic.value.clone(),
             );
+            stats.scene(edited, "world dynamic attribute not edited");
         } else {
-            let _ = scene.remove_attribute(source, entity, component, dynamic.index);
-            let _ = scene.create_attribute(source, entity, component, dynamic.clone());
+            // Absent, or another type in the slot: created anew.
+            if present_any(scene, entity, component, dynamic.index) {
+                let removed = scene.remove_attribute(source, entity, component, dynamic.index);
+                stats.scene(removed, "retyped world attribute not removed");
+            }
+            let created = scene.create_attribute(source, entity, component, dynamic.clone());
+            stats.scene(created, "world dynamic attribute not created");
         }
     }
+}
+
+/// Whether the component has attribute `index` at all.
+fn present_any(scene: &Scene, entity: EntityId, component: ComponentId, index: u8) -> bool {
+    scene
+        .entity(entity)
+        .and_then(|e| e.components.get(&component))
+        .is_some_and(|c| c.attribute(index).is_some())
 }

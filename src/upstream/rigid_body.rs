@@ -128,8 +128,10 @@ impl Bridge {
         let placeable = placeable.zip(current);
         for (component, edit) in record_edits(record, placeable, body) {
             // As `handle_edit`: the node's copy takes the world's value.
-            let _ =
+            let edited =
                 scene.edit_attribute(ChangeSource::Node, local, component, edit.index, edit.value);
+            self.stats
+                .scene(edited, "world rigid body move not applied");
         }
     }
 

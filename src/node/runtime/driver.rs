@@ -164,7 +164,7 @@ impl Running {
                     for link in self.node.federation().links() {
                         if let Some(peer) = links.get(&link.id) {
                             peer.report_stats(link.session.stats());
-                            peer.set_entity_counts(link.exported.len() as u64, link.mirror.entities.len() as u64);
+                            peer.set_entity_counts(link.exported.len() as u64, link.mirror.entity_count() as u64);
                         }
                     }
                     let status = self.snapshot(&tundra_url, &clock, peer_node.as_ref());

@@ -1,0 +1,52 @@
+//! What the federation counts: refusals it handles by going on, so that
+//! they are visible instead of discarded.
+
+use tracing::debug;
+
+use crate::less::session::CommandError;
+use crate::logging::RemoteText;
+use crate::scene::SceneError;
+
+/// Counters of one node's federation.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FederationStats {
+    /// Changes a peer's objects or requests asked of the scene that the
+    /// scene refused (an attribute that does not fit, a component already
+    /// gone): the scene is left as it was.
+    pub scene_refusals: u64,
+    /// Commands a session refused (it is closing, or the object is already
+    /// withdrawn): nothing was sent.
+    pub session_refusals: u64,
+}
+
+impl FederationStats {
+    /// Counts and logs a refused scene change; the value of an accepted one.
+    #[inline]
+    pub(super) fn scene<T>(
+        &mut self,
+        result: Result<T, SceneError>,
+        what: &'static str,
+    ) -> Option<T> {
+        result
+            .map_err(|error| {
+                self.scene_refusals += 1;
+                debug!(reason = what, error = %RemoteText(&error), "scene refused a federation change");
+            })
+            .ok()
+    }
+
+    /// Counts and logs a refused session command.
+    #[inline]
+    pub(super) fn session<T>(
+        &mut self,
+        result: Result<T, CommandError>,
+        what: &'static str,
+    ) -> Option<T> {
+        result
+            .map_err(|error| {
+                self.session_refusals += 1;
+                debug!(reason = what, %error, "session refused a federation command");
+            })
+            .ok()
+    }
+}

@@ -1,0 +1,272 @@
+//! Import, export, authority and link loss, between two federations over
+//! one in-memory link (`test_pair.rs`).
+
+use std::collections::BTreeSet;
+
+use super::test_pair::TestPair;
+use super::{GlobalId, LinkPolicy, TypeFilter};
+use crate::scene::{Change, ChangeSource, Origin};
+use crate::tundra::{AttributeValue, ComponentId};
+
+/// Long enough for introductions, acknowledgements and re-sends to settle.
+const SETTLE_MS: u64 = 600;
+
+fn only(names: &[&str]) -> TypeFilter {
+    TypeFilter::Only(
+        names
+            .iter()
+            .map(|n| (*n).to_owned())
+            .collect::<BTreeSet<_>>(),
+    )
+}
+
+fn global_on_a(pair: &TestPair, entity: crate::tundra::EntityId) -> GlobalId {
+    pair.nodes[0]
+        .federation
+        .global_of(entity)
+        .expect("own entity has an identity")
+}
+
+#[test]
+fn an_entity_a_peer_introduces_is_imported_once_with_its_components() {
+    let mut pair = TestPair::new();
+    let entity = pair.nodes[0].create(&["Name", "Placeable"]);
+    let global = global_on_a(&pair, entity);
+    assert_eq!(global.origin, pair.nodes[0].federation.node_id());
+    pair.run(SETTLE_MS);
+    pair.check();
+
+    let b = &pair.nodes[1];
+    let presented = b.presented(global).expect("B presents A's entity");
+    assert_eq!(b.remote_count(), 1);
+    assert_eq!(b.federation.global_of(presented), Some(global));
+    assert_eq!(b.component_types(presented), ["Name", "Placeable"]);
+    assert_eq!(
+        b.scene.entity(presented).map(|e| e.origin),
+        Some(Origin::Remote)
+    );
+    let link = b.federation.link(b.link).expect("link");
+    assert_eq!(link.mirror.entity_count(), 1);
+    assert_eq!(link.mirror.component_count(), 2);
+    // B does not send A's own entity back to it.
+    assert!(b.federation.exported_objects(b.link, presented).is_none());
+
+    // More time (keepalives, acknowledgements) presents nothing twice.
+    pair.run(SETTLE_MS);
+    pair.check();
+    assert_eq!(pair.nodes[1].remote_count(), 1);
+    assert_eq!(pair.nodes[1].presented(global), Some(presented));
+}
+
+#[test]
+fn a_component_added_later_joins_the_imported_entity() {
+    let mut pair = TestPair::new();
+    let entity = pair.nodes[0].create(&["Name"]);
+    let global = global_on_a(&pair, entity);
+    pair.run(SETTLE_MS);
+    let a = &mut pair.nodes[0];
+    let schema = a.scene.registry().get_by_name("Placeable").unwrap().clone();
+    let values = schema
+        .attributes
+        .iter()
+        .map(|x| x.default.clone())
+        .collect();
+    let data = crate::tundra::ComponentData::with_values(ComponentId(9), &schema, values);
+    a.scene
+        .create_components(ChangeSource::Node, entity, vec![data])
+        .expect("component added");
+    a.settle();
+    pair.run(SETTLE_MS);
+    pair.check();
+    let b = &pair.nodes[1];
+    let presented = b.presented(global).unwrap();
+    assert_eq!(b.component_types(presented), ["Name", "Placeable"]);
+}
+
+#[test]
+fn an_export_filter_leaves_out_the_types_it_does_not_name() {
+    let export_names_only = LinkPolicy {
+        export: only(&["Name"]),
+        accept: TypeFilter::All,
+    };
+    let mut pair = TestPair::with_policies(export_names_only, LinkPolicy::default());
+    let entity = pair.nodes[0].create(&["Name", "Placeable", "RigidBody"]);
+    let global = global_on_a(&pair, entity);
+    pair.run(SETTLE_MS);
+    pair.check();
+
+    let a = &pair.nodes[0];
+    let (_, exported) = a.federation.exported_objects(a.link, entity).unwrap();
+    assert_eq!(exported.len(), 1, "only the Name component goes out");
+    let b = &pair.nodes[1];
+    let presented = b.presented(global).expect("the entity itself goes out");
+    assert_eq!(b.component_types(presented), ["Name"]);
+}
+
+#[test]
+fn an_accept_filter_leaves_out_the_types_it_does_not_name() {
+    let accept_names_only = LinkPolicy {
+        export: TypeFilter::All,
+        accept: only(&["EC_Name"]),
+    };
+    let mut pair = TestPair::with_policies(LinkPolicy::default(), accept_names_only);
+    let entity = pair.nodes[0].create(&["Name", "Placeable"]);
+    let global = global_on_a(&pair, entity);
+    pair.run(SETTLE_MS);
+    pair.check();
+    let b = &pair.nodes[1];
+    let presented = b.presented(global).unwrap();
+    assert_eq!(b.component_types(presented), ["Name"]);
+}
+
+/// The `name` attribute of the Name component of `entity` on node `index`.
+fn name_of(pair: &TestPair, index: usize, entity: crate::tundra::EntityId) -> Option<String> {
+    let node = &pair.nodes[index];
+    let name_type = node.scene.registry().get_by_name("Name")?.type_id;
+    let component = node.scene.entity(entity)?.component_of_type(name_type)?;
+    match &component.attribute(0)?.value {
+        AttributeValue::String(text) => Some(text.clone()),
+        _ => None,
+    }
+}
+
+#[test]
+fn an_edit_of_a_remote_entity_becomes_a_tweak_its_authority_applies() {
+    let mut pair = TestPair::new();
+    let entity = pair.nodes[0].create(&["Name"]);
+    let global = global_on_a(&pair, entity);
+    pair.run(SETTLE_MS);
+    let b = &mut pair.nodes[1];
+    let presented = b.presented(global).unwrap();
+    let name_type = b.scene.registry().get_by_name("Name").unwrap().type_id;
+    let component = b
+        .scene
+        .entity(presented)
+        .and_then(|e| e.component_of_type(name_type))
+        .map(|c| c.id)
+        .unwrap();
+    let renamed = AttributeValue::String("renamed at B".into());
+    b.federation
+        .handle_remote_edit(presented, component, 0, renamed, &b.scene);
+    // B's copy waits for the authority: nothing changed here yet.
+    let mut journal: Vec<Change> = Vec::new();
+    b.scene.take_journal_into(&mut journal);
+    assert!(journal.is_empty(), "B applied the edit itself: {journal:?}");
+    assert_eq!(name_of(&pair, 1, presented).as_deref(), Some(""));
+
+    // A, the authority, applies it as a change from its link to B; its
+    // update brings B's copy along.
+    pair.run(SETTLE_MS);
+    pair.check();
+    assert_eq!(name_of(&pair, 0, entity).as_deref(), Some("renamed at B"));
+    assert_eq!(
+        name_of(&pair, 1, presented).as_deref(),
+        Some("renamed at B")
+    );
+    assert_eq!(pair.nodes[0].federation.stats().scene_refusals, 0);
+}
+
+#[test]
+fn removing_a_remote_entity_asks_its_authority() {
+    let mut pair = TestPair::new();
+    let entity = pair.nodes[0].create(&["Name"]);
+    let global = global_on_a(&pair, entity);
+    pair.run(SETTLE_MS);
+    let b = &mut pair.nodes[1];
+    let presented = b.presented(global).unwrap();
+    b.federation.handle_remote_remove(presented, None);
+    // Still here until the authority removes it.
+    assert!(b.scene.entity(presented).is_some());
+    pair.run(SETTLE_MS);
+    pair.check();
+    assert!(pair.nodes[0].scene.entity(entity).is_none(), "A removed it");
+    assert!(
+        pair.nodes[1].scene.entity(presented).is_none(),
+        "and B's copy left"
+    );
+    assert!(pair.nodes[1].presented(global).is_none());
+    let link = pair.nodes[1].federation.link(pair.nodes[1].link).unwrap();
+    assert_eq!(link.mirror.entity_count(), 0);
+    assert_eq!(link.mirror.component_count(), 0);
+}
+
+#[test]
+fn a_link_going_down_withdraws_what_it_mirrored() {
+    let mut pair = TestPair::new();
+    let first = pair.nodes[0].create(&["Name", "Placeable"]);
+    let second = pair.nodes[0].create(&["Name"]);
+    let own_b = pair.nodes[1].create(&["Name"]);
+    pair.run(SETTLE_MS);
+    assert_eq!(pair.nodes[1].remote_count(), 2);
+    assert_eq!(pair.nodes[0].remote_count(), 1);
+
+    pair.link_down(1);
+    pair.check();
+    let b = &pair.nodes[1];
+    assert_eq!(
+        b.remote_count(),
+        0,
+        "entities reachable only through the link left"
+    );
+    for entity in [first, second] {
+        assert!(b.presented(global_on_a(&pair, entity)).is_none());
+    }
+    assert!(b.scene.entity(own_b).is_some(), "B's own entity stays");
+    assert!(b.federation.link(b.link).is_none());
+
+    pair.link_down(0);
+    pair.check();
+    assert_eq!(pair.nodes[0].remote_count(), 0);
+    assert!(pair.nodes[0].scene.entity(first).is_some());
+}
+
+#[test]
+fn an_own_entity_removed_leaves_the_peer_and_the_identity_maps() {
+    let mut pair = TestPair::new();
+    let entity = pair.nodes[0].create(&["Name"]);
+    let global = global_on_a(&pair, entity);
+    pair.run(SETTLE_MS);
+    let a = &mut pair.nodes[0];
+    a.scene
+        .remove_entity(ChangeSource::Node, entity)
+        .expect("removed");
+    a.settle();
+    assert_eq!(a.federation.global_of(entity), None);
+    assert!(a.federation.exported_objects(a.link, entity).is_none());
+    pair.run(SETTLE_MS);
+    pair.check();
+    assert!(pair.nodes[1].presented(global).is_none());
+    assert_eq!(pair.nodes[1].remote_count(), 0);
+}
+
+#[test]
+fn an_attribute_change_at_the_origin_reaches_the_peer() {
+    let mut pair = TestPair::new();
+    let entity = pair.nodes[0].create(&["Name"]);
+    let global = global_on_a(&pair, entity);
+    pair.run(SETTLE_MS);
+    let a = &mut pair.nodes[0];
+    let component = *a
+        .scene
+        .entity(entity)
+        .unwrap()
+        .components
+        .keys()
+        .next()
+        .unwrap();
+    a.scene
+        .edit_attribute(
+            ChangeSource::Node,
+            entity,
+            component,
+            0,
+            AttributeValue::String("moved".into()),
+        )
+        .unwrap();
+    a.settle();
+    pair.run(SETTLE_MS);
+    pair.check();
+    let presented = pair.nodes[1].presented(global).unwrap();
+    assert_eq!(name_of(&pair, 1, presented).as_deref(), Some("moved"));
+    assert_eq!(pair.nodes[1].remote_count(), 1);
+}
