@@ -266,6 +266,20 @@ impl Node {
         self.server.handle_tick(&self.scene, now, backlog);
     }
 
+    /// Writes the waiting changes of every idle client before the tick
+    /// (`server::early_send`): the driver calls it after each batch of
+    /// inputs and at [`Node::poll_send_timeout`]. `backlog` reports each
+    /// client's unsent bytes.
+    pub fn handle_send_early(&mut self, now: Time, backlog: &dyn Fn(ClientId) -> usize) {
+        self.settle();
+        self.server.handle_send_early(&self.scene, now, backlog);
+    }
+
+    /// When [`Node::handle_send_early`] should next run even without input.
+    pub fn poll_send_timeout(&self) -> Option<Time> {
+        self.server.poll_timeout()
+    }
+
     /// Passes events between the server and the federation and hands the
     /// scene's changes to everything that synchronises from it, until quiet.
     pub fn settle(&mut self) {

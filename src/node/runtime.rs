@@ -96,6 +96,11 @@ impl Clock {
     pub fn now(&self) -> Time {
         Time::from_micros(u64::try_from(self.0.elapsed().as_micros()).unwrap_or(u64::MAX))
     }
+
+    /// The process instant of a protocol time.
+    pub fn instant_of(&self, time: Time) -> Instant {
+        self.0 + std::time::Duration::from_micros(time.as_micros())
+    }
 }
 
 /// Work the embedding program does on the node's own scene each network
@@ -346,6 +351,7 @@ impl Running {
         > = None;
         tokio::pin!(shutdown);
         loop {
+            let send_early_at = self.node.poll_send_timeout().map(|t| clock.instant_of(t));
             // Peer datagrams carry the acknowledgements that open the LESS
             // send window. Handled one per wake-up behind batches of client
             // frames, they arrived late, the peer declared packets lost and
@@ -428,6 +434,9 @@ impl Running {
                         None => upstream_events = None,
                     }
                 }
+                // Clients waiting out their early-send gap: written below,
+                // with every arm's inputs.
+                _ = sleep_until(send_early_at) => {}
                 _ = tick.tick() => {
                     if let Some(hook) = &mut self.tick_hook {
                         hook(&mut self.node.scene, clock.now());
@@ -461,6 +470,8 @@ impl Running {
                     break;
                 }
             }
+            let backlog = |id: ClientId| handles.get(&id).map_or(0, ClientHandle::queued_bytes);
+            self.node.handle_send_early(clock.now(), &backlog);
             self.drain(&mut handles);
             self.flush_links(&clock, &mut links);
             if let Some(bridge) = &mut self.node.upstream {
@@ -726,6 +737,14 @@ async fn next_upstream_event(
 ) -> Option<crate::transport::upstream::UpstreamEvent> {
     match events {
         Some(events) => events.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Sleeps until `at`, or forever without one.
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
         None => std::future::pending().await,
     }
 }
