@@ -272,14 +272,18 @@ impl TundraServer {
                 self.entity_quota.forget(entity);
             }
         }
+        let busy = self.early_rule.max_pending_entities;
         for client in self.clients.values_mut().filter(|c| c.is_authenticated()) {
             let before = client.sync.pending();
             for change in changes {
                 client.sync.apply(client.id, change.source, change.kind);
             }
             // Only newly queued entities make a client worth considering
-            // for an early write (a deferred one is already queued).
-            if client.sync.pending() > before {
+            // for an early write (a deferred one is already queued), and
+            // only up to the count that marks it busy: under load this
+            // runs for every frame, and past it the answer is the tick.
+            let pending = client.sync.pending();
+            if pending > before && pending <= busy {
                 self.early.handle_changed(client.id);
             }
         }
