@@ -278,6 +278,10 @@ impl Node {
         if let Some(at) = self.upstream.as_ref().and_then(Bridge::poll_timeout) {
             deadline = deadline.min(at);
         }
+        // Clients with changes that may leave before the tick.
+        if let Some(at) = self.server.poll_timeout() {
+            deadline = deadline.min(at);
+        }
         Some(match self.last_timeout {
             Some(last) => deadline.max(last + TIMER_GRANULARITY),
             None => deadline,
@@ -285,8 +289,8 @@ impl Node {
     }
 
     /// Runs every timer due at `now`: the link sessions' (acknowledgements,
-    /// re-sends, keepalives, idle timeouts), the bridge's, and the network
-    /// tick. `backlog` reports each client's unsent bytes, which only the
+    /// re-sends, keepalives, idle timeouts), the bridge's, the network tick,
+    /// and the early writes of idle clients. `backlog` reports each client's unsent bytes, which only the
     /// transport knows (the tick sends a slow client less).
     pub fn handle_timeout(&mut self, now: Time, backlog: &dyn Fn(ClientId) -> usize) {
         self.last_timeout = Some(now);
@@ -312,6 +316,9 @@ impl Node {
         } else {
             self.settle();
         }
+        // An idle client's changes leave now rather than at the next tick
+        // (server::early_send); a busy one's wait for the tick.
+        self.server.handle_send_early(&self.scene, now, backlog);
     }
 
     // ----- outputs -----

@@ -129,8 +129,9 @@ fn a_deadline_still_due_after_its_timeout_is_reported_later() {
     assert!(next >= now + TIMER_GRANULARITY, "{next:?} after {now:?}");
 }
 
-#[test]
-fn a_client_frame_reaches_other_clients_at_the_tick() {
+/// Logs in a writer and a reader, and has the writer create an entity 10 ms
+/// after the first tick; returns the node, the reader and that time.
+fn created_after_the_first_tick() -> (Node, ClientId, Time) {
     let mut node = node(1);
     let (writer, reader) = (ClientId(1), ClientId(2));
     node.handle_timeout(Time::ZERO, &no_backlog);
@@ -143,17 +144,45 @@ fn a_client_frame_reaches_other_clients_at_the_tick() {
         !before
             .iter()
             .any(|t| matches!(t, Transmit::Client(c, _) if *c == reader)),
-        "nothing for the other client before the tick: {before:?}"
+        "nothing for the other client before a timer runs: {before:?}"
+    );
+    (node, reader, now)
+}
+
+fn sent_to(node: &mut Node, client: ClientId, now: Time) -> bool {
+    std::iter::from_fn(|| node.poll_transmit(now))
+        .any(|t| matches!(t, Transmit::Client(c, _) if c == client))
+}
+
+#[test]
+fn a_client_frame_reaches_an_idle_client_before_the_tick() {
+    let (mut node, reader, now) = created_after_the_first_tick();
+    let due = node.poll_timeout().unwrap();
+    assert!(due < Time::ZERO + TICK, "due at {due:?}, before the tick");
+    let at = due.max(now);
+    node.handle_timeout(at, &no_backlog);
+    assert!(
+        sent_to(&mut node, reader, at),
+        "an idle client gets the new entity at once"
+    );
+}
+
+#[test]
+fn a_client_frame_reaches_a_busy_client_at_the_tick() {
+    let (mut node, reader, now) = created_after_the_first_tick();
+    let busy = |_: ClientId| 1 << 20;
+    let due = node.poll_timeout().unwrap().max(now);
+    node.handle_timeout(due, &busy);
+    assert!(
+        !sent_to(&mut node, reader, due),
+        "a client with a backlog waits for the tick"
     );
     let tick = node.poll_timeout().unwrap();
     assert_eq!(tick, Time::ZERO + TICK);
-    node.handle_timeout(tick, &no_backlog);
-    let after: Vec<_> = std::iter::from_fn(|| node.poll_transmit(tick)).collect();
+    node.handle_timeout(tick, &busy);
     assert!(
-        after
-            .iter()
-            .any(|t| matches!(t, Transmit::Client(c, _) if *c == reader)),
-        "the tick sends the new entity to the other client: {after:?}"
+        sent_to(&mut node, reader, tick),
+        "the tick sends the new entity to the busy client"
     );
 }
 

@@ -61,6 +61,8 @@ pub struct Client {
     pub bodies: HashMap<EntityId, BodyState>,
     /// Since when the client's unsent bytes have been over the limit.
     pub backlogged_since: Option<Time>,
+    /// When its scene changes were last written (tick or early send).
+    pub last_sync_write: Option<Time>,
     /// The IP address it connected from: its pending-login budget and
     /// `limits.max_entities_per_address`.
     pub address: IpAddr,
@@ -88,6 +90,7 @@ impl Client {
             last_sent: HashMap::new(),
             bodies: HashMap::new(),
             backlogged_since: None,
+            last_sync_write: None,
             address,
         }
     }

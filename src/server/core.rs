@@ -8,6 +8,7 @@ use bytes::Bytes;
 use tracing::{debug, info, warn};
 
 use super::client::{Client, LoginState};
+use super::early_send::{EarlySendRule, EarlySends};
 use super::edit_frame::EditFrames;
 use super::entity_quota::EntityQuota;
 use super::limits::ServerLimits;
@@ -128,6 +129,9 @@ pub struct TundraServer {
     pub(super) entity_quota: EntityQuota,
     /// The time of the frame or tick being handled.
     pub(super) now: Time,
+    /// Clients that may be written before the tick, and the rule deciding.
+    pub(super) early: EarlySends,
+    pub(super) early_rule: EarlySendRule,
 }
 
 impl TundraServer {
@@ -139,6 +143,8 @@ impl TundraServer {
         TundraServer {
             entity_quota,
             now: Time::ZERO,
+            early: EarlySends::default(),
+            early_rule: EarlySendRule::for_tick(config.tick),
             config,
             clients: BTreeMap::new(),
             transmits: VecDeque::new(),
@@ -236,6 +242,7 @@ impl TundraServer {
         let Some(mut gone) = self.clients.remove(&client) else {
             return;
         };
+        self.early.forget(client);
         if !gone.is_authenticated() {
             self.pending.release(gone.address);
         }
@@ -265,9 +272,19 @@ impl TundraServer {
                 self.entity_quota.forget(entity);
             }
         }
+        let busy = self.early_rule.max_pending_entities;
         for client in self.clients.values_mut().filter(|c| c.is_authenticated()) {
+            let before = client.sync.pending();
             for change in changes {
                 client.sync.apply(client.id, change.source, change.kind);
+            }
+            // Only newly queued entities make a client worth considering
+            // for an early write (a deferred one is already queued), and
+            // only up to the count that marks it busy: under load this
+            // runs for every frame, and past it the answer is the tick.
+            let pending = client.sync.pending();
+            if pending > before && pending <= busy {
+                self.early.handle_changed(client.id);
             }
         }
     }
@@ -290,6 +307,7 @@ impl TundraServer {
     pub fn deliver_action(&mut self, action: EntityAction) {
         for client in self.clients.values_mut().filter(|c| c.is_authenticated()) {
             client.pending_actions.push(action.clone());
+            self.early.handle_changed(client.id);
         }
     }
 

@@ -9,6 +9,9 @@
 
 mod client;
 mod core;
+mod early_send;
+#[cfg(test)]
+mod early_send_tests;
 mod edit_frame;
 mod entity_quota;
 #[doc(hidden)]
@@ -39,6 +42,7 @@ mod writer;
 pub use self::core::{ServerConfig, ServerEvent, ServerStats, TundraServer};
 pub use crate::tundra::LoginDialect;
 pub use client::Client;
+pub use early_send::{EarlySendRule, SendTiming};
 pub use limits::ServerLimits;
 pub use refusal_log::{RefusalLog, Summary, Verdict, SUMMARY_INTERVAL};
 pub use sync_state::{Presence, SlotSet, SyncState};

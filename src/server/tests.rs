@@ -15,7 +15,7 @@ use crate::tundra::{
     Registry,
 };
 
-const PLACEABLE: u32 = 20;
+pub(super) const PLACEABLE: u32 = 20;
 const RIGID_BODY: u32 = 23;
 
 /// A scene with one local entity holding a Placeable (component 1) and a
@@ -45,11 +45,16 @@ pub(super) fn scene() -> (Scene, EntityId) {
     (scene, id)
 }
 
-fn server() -> TundraServer {
+pub(super) fn server() -> TundraServer {
     TundraServer::new(ServerConfig::default())
 }
 
-fn connect(server: &mut TundraServer, scene: &mut Scene, client: ClientId, protocol: u32) {
+pub(super) fn connect(
+    server: &mut TundraServer,
+    scene: &mut Scene,
+    client: ClientId,
+    protocol: u32,
+) {
     server.handle_connect(client, Time::ZERO, LoginDialect::Json);
     let login = Message::Login(Login {
         login_data: "{\"username\":\"t\"}".into(),
@@ -61,7 +66,7 @@ fn connect(server: &mut TundraServer, scene: &mut Scene, client: ClientId, proto
     while server.poll_event().is_some() {}
 }
 
-fn transform(x: f32) -> AttributeValue {
+pub(super) fn transform(x: f32) -> AttributeValue {
     AttributeValue::Transform(Transform {
         pos: Float3::new(x, 0.0, 0.0),
         rot: Float3::new(0.0, 0.0, 0.0),
@@ -69,12 +74,17 @@ fn transform(x: f32) -> AttributeValue {
     })
 }
 
-fn block(scene: &Scene, component: u32, type_id: u32, edit: AttributeEdit) -> EditAttributesBlock {
+pub(super) fn block(
+    scene: &Scene,
+    component: u32,
+    type_id: u32,
+    edit: AttributeEdit,
+) -> EditAttributesBlock {
     let slots = scene.registry().get(type_id).unwrap().slot_types();
     EditAttributesBlock::encode(ComponentId(component), &[edit], &slots).unwrap()
 }
 
-fn edit_frame(entity: EntityId, blocks: Vec<EditAttributesBlock>) -> Vec<u8> {
+pub(super) fn edit_frame(entity: EntityId, blocks: Vec<EditAttributesBlock>) -> Vec<u8> {
     Message::EditAttributes(EditAttributes {
         scene_id: 0,
         entity_id: entity,
@@ -156,14 +166,14 @@ fn edits_before_login_are_dropped_and_malformed_ones_close() {
     assert!(reason.starts_with("malformed message 113"), "{reason}");
 }
 
-fn settle(server: &mut TundraServer, scene: &mut Scene) {
+pub(super) fn settle(server: &mut TundraServer, scene: &mut Scene) {
     let changes = scene.take_journal();
     server.handle_scene_changes(&changes);
 }
 
 /// Runs a tick; returns each client's frames. `backlogged` clients report
 /// more unsent bytes than the limit, so they are skipped this tick.
-fn tick(
+pub(super) fn tick(
     server: &mut TundraServer,
     scene: &Scene,
     now: Time,
@@ -181,7 +191,7 @@ fn tick(
     std::iter::from_fn(|| server.poll_transmit()).collect()
 }
 
-fn frames_of(frames: &[(ClientId, Bytes)], client: ClientId) -> Vec<Bytes> {
+pub(super) fn frames_of(frames: &[(ClientId, Bytes)], client: ClientId) -> Vec<Bytes> {
     frames
         .iter()
         .filter(|(c, _)| *c == client)
@@ -190,7 +200,11 @@ fn frames_of(frames: &[(ClientId, Bytes)], client: ClientId) -> Vec<Bytes> {
 }
 
 /// The EditAttributes frame the general encoder gives for these edits.
-fn expected_edit(scene: &Scene, entity: EntityId, edits: &[(u32, u32, AttributeEdit)]) -> Vec<u8> {
+pub(super) fn expected_edit(
+    scene: &Scene,
+    entity: EntityId,
+    edits: &[(u32, u32, AttributeEdit)],
+) -> Vec<u8> {
     let blocks = edits
         .iter()
         .map(|(component, type_id, edit)| block(scene, *component, *type_id, edit.clone()))
@@ -205,7 +219,7 @@ fn visible(value: bool) -> AttributeEdit {
     }
 }
 
-fn moved(x: f32) -> AttributeEdit {
+pub(super) fn moved(x: f32) -> AttributeEdit {
     AttributeEdit {
         index: 0,
         value: transform(x),

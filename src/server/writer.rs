@@ -1,6 +1,7 @@
 //! The network tick: each client is sent the latest state of what changed,
 //! in Tundra's per-entity message order (reference section 7.2 step 5;
-//! seed 002's SyncState algorithm).
+//! seed 002's SyncState algorithm). An idle client is written the same way
+//! before the tick (`early_send`).
 
 use std::time::Duration;
 
@@ -66,18 +67,27 @@ impl TundraServer {
                 // once it reads again.
                 continue;
             }
-            self.write_pending_types(scene, id);
-            self.write_entities(scene, id, now);
-            let actions = self
-                .clients
-                .get_mut(&id)
-                .map(|c| std::mem::take(&mut c.pending_actions))
-                .unwrap_or_default();
-            for action in actions {
-                self.push_message(id, &Message::EntityAction(action));
-            }
+            self.write_client(scene, id, now);
         }
         self.edit_frames.finish_tick();
+    }
+
+    /// Writes everything waiting for one client: new component types, its
+    /// scene changes, then actions (at the tick, or early: `early_send`).
+    pub(super) fn write_client(&mut self, scene: &Scene, id: ClientId, now: Time) {
+        self.write_pending_types(scene, id);
+        self.write_entities(scene, id, now);
+        let actions = match self.clients.get_mut(&id) {
+            Some(client) => {
+                client.last_sync_write = Some(now);
+                std::mem::take(&mut client.pending_actions)
+            }
+            None => Vec::new(),
+        };
+        self.early.forget(id);
+        for action in actions {
+            self.push_message(id, &Message::EntityAction(action));
+        }
     }
 
     fn write_entities(&mut self, scene: &Scene, id: ClientId, now: Time) {

@@ -916,6 +916,54 @@ mod tests {
         assert!(session.stats().packets_resent > 0);
     }
 
+    /// The peer's first datagram, empty, acknowledging every packet up to
+    /// sequence `last`.
+    fn acknowledgement_up_to(last: u8) -> Vec<u8> {
+        let framing = crate::less::packet::DatagramFraming {
+            sequence: 40,
+            ack_last: last,
+            ack_bits: u64::MAX,
+        };
+        let key = SessionKeys::derive(&SECRET, LinkRole::Acceptor).send;
+        crate::less::packet::seal_datagram(&key, &framing, 1, 0, &[])
+    }
+
+    /// Queues an IntroduceType whose uri is `len` bytes long.
+    fn queue_type(session: &mut Session, id: u64, len: usize) {
+        session
+            .queue_message(Message::IntroduceType {
+                type_id: TypeId::new(id),
+                uri: "x".repeat(len),
+            })
+            .unwrap();
+    }
+
+    #[test]
+    fn an_idle_link_sends_at_once_and_a_busy_one_sends_what_waited_together() {
+        let mut session = session(FramingMode::Datagram);
+        let now = Time::from_millis(1);
+        // Idle, within its window: a message leaves when it is queued, alone,
+        // with no timer or tick to wait for.
+        queue_type(&mut session, 1000, 10);
+        let counts: Vec<usize> = drain(&mut session, now).iter().map(|s| s.2).collect();
+        assert_eq!(counts, [1]);
+        // Busy: 63 packets of one large message each fill the window of 64;
+        // what is queued then waits for acknowledgements ...
+        for id in 1001..1064 {
+            queue_type(&mut session, id, 1000);
+        }
+        assert_eq!(drain(&mut session, now).len(), 63);
+        for id in 2000..2040 {
+            queue_type(&mut session, id, 10);
+        }
+        assert!(drain(&mut session, now).is_empty(), "the window is full");
+        // ... and leaves with the first one, in one packet rather than forty.
+        let later = Time::from_millis(2);
+        session.handle_datagram(later, &acknowledgement_up_to(57));
+        let counts: Vec<usize> = drain(&mut session, later).iter().map(|s| s.2).collect();
+        assert_eq!(counts, [40]);
+    }
+
     #[test]
     fn silence_closes_after_the_idle_timeout() {
         let mut session = session(FramingMode::Stream);
