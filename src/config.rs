@@ -108,7 +108,7 @@ impl Default for NodeSection {
     }
 }
 
-/// How LESS packets travel on a peer link (docs/peer-link.md section 7).
+/// How LESS packets travel on a peer link (docs/peer-link.md §7).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PeerLinkMode {
@@ -128,7 +128,7 @@ pub struct PeeringSection {
     /// UDP listen address for LESS datagrams (mode `udp`).
     pub data_listen: SocketAddr,
     /// The data address announced to peers in the Hello instead of the
-    /// bound one (docs/peer-link.md 5.2): for a node behind a UDP relay or
+    /// bound one (docs/peer-link.md §5.2): for a node behind a UDP relay or
     /// port forward, and for tests that put an impairment proxy on the data
     /// path. Peers send to it and accept datagrams only from it.
     pub data_advertise: Option<SocketAddr>,
@@ -152,17 +152,17 @@ pub struct PeeringSection {
     pub handshake_timeout_ms: u64,
     /// Seconds between per-link stats lines (0 turns them off).
     pub stats_interval_secs: u64,
-    /// Offer the compact per-property encodings (docs/less-wire.md 16) in
+    /// Offer the compact per-property encodings (docs/less-wire.md §16) in
     /// the Hello; a link uses them only if the peer offers them too.
     pub compact_encodings: bool,
-    /// Offer bulk packets (`bulk:zstd/1`, docs/less-wire.md 16.5) in the
+    /// Offer bulk packets (`bulk:zstd/1`, docs/less-wire.md §16.5) in the
     /// Hello: on a UDP link where the peer offers them too, a large backlog
     /// of introductions (a link start with thousands of entities) travels
     /// zstd-compressed on the reliable stream.
     pub bulk_introductions: bool,
     /// Background refresh budget per link in bytes per second: current
     /// values of exported entities are re-sent round-robin so a lost final
-    /// update heals without a request (seed 004). 0 is off; the default
+    /// update heals without a request (docs/less-wire.md §16.7). 0 is off; the default
     /// is [`DEFAULT_REFRESH_BYTES_PER_SECOND`].
     pub refresh_bytes_per_sec: u32,
 }
@@ -216,10 +216,10 @@ pub struct TundraSection {
     /// Login properties a client must present with exactly these values
     /// (for example `{ token = "secret" }`); a mismatch is refused with a reason.
     pub required_login: std::collections::BTreeMap<String, String>,
-    /// Throttle far entities using ObserverPosition (reference section 6.3).
+    /// Throttle far entities using ObserverPosition (docs/tundra-wire.md §6.3).
     pub interest_management: bool,
     /// Address for native Tundra clients over kNet: UDP and TCP on the same
-    /// port, as a real Tundra server listens (knet-wire.md section 5.1).
+    /// port, as a real Tundra server listens (docs/knet-wire.md §5.1).
     /// Off unless set. The port may equal `listen`'s: kNet UDP never
     /// collides with the WebSocket listener, but kNet TCP needs a port of
     /// its own then, so the TCP half is skipped with a warning.
@@ -634,7 +634,7 @@ impl NodeConfig {
         if peering.mtu < MIN_PEER_MTU || peering.mtu > MAX_PEER_MTU {
             return Err(invalid("peering.mtu", "must be between 128 and 65507"));
         }
-        // docs/peer-link.md 5.2: the announced address is a real unicast
+        // docs/peer-link.md §5.2: the announced address is a real unicast
         // address with a port; anything else would be refused by peers.
         if let Some(advertise) = peering.data_advertise {
             if advertise.ip().is_unspecified() || advertise.ip().is_multicast() {

@@ -1,4 +1,4 @@
-//! Bulk packets across a federation link (docs/less-wire.md 16.5): a node
+//! Bulk packets across a federation link (docs/less-wire.md §16.5): a node
 //! with a large world meets a peer; when both offer `bulk:zstd/1` the
 //! world's introductions cross in compressed bulk packets, otherwise in
 //! datagrams, and the peer ends up with every entity, name and position

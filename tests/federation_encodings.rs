@@ -1,4 +1,4 @@
-//! Compact encodings across a federation link (docs/less-wire.md 16): two
+//! Compact encodings across a federation link (docs/less-wire.md §16): two
 //! nodes that both offer them exchange transforms in `tundra-transform/1`
 //! within its stated precision; a node that offers none gets every value
 //! plain and exact, and both ends agree without any error.

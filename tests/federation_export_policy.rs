@@ -1,5 +1,5 @@
 //! An origin's export restrictions hold across the federation
-//! (docs/federation.md section 4.1): a relay forwards a component of the
+//! (docs/federation.md §4.1): a relay forwards a component of the
 //! origin's entity to a node only if the origin would send it there itself.
 
 mod sim;

@@ -10,7 +10,7 @@
 //! acknowledgements and timestamp from b's latest datagram as the proxy
 //! captured it, and the ids from b's own introductions on that link
 //! (decoded with `less::json`). They are sent from the proxy socket a knows
-//! b by (docs/peer-link.md 7.1).
+//! b by (docs/peer-link.md §7.1).
 
 mod common;
 mod net_common;
@@ -127,7 +127,7 @@ fn b_state(proxy: &net_common::Proxy) -> BState {
 #[derive(Debug, Clone, Copy)]
 enum Breach {
     /// introduce-entity of a type b never introduced (logic error,
-    /// docs/less-wire.md 10).
+    /// docs/less-wire.md §10).
     UnknownType,
     /// update-entity of property 1.60 of b's entity object: a property the
     /// entity type does not declare, so a never subscribed it (section 10).

@@ -161,7 +161,7 @@ async fn required_login_applies_to_native_clients_as_to_websocket_ones() {
 }
 
 /// `0000|0001|…|0399|`: 2000 bytes, as in the captured fragmented
-/// CreateEntity (knet-wire.md section 6.1).
+/// CreateEntity (docs/knet-wire.md §6.1).
 fn long_description() -> String {
     (0..400).map(|i| format!("{i:04}|")).collect()
 }

@@ -1,9 +1,9 @@
 //! The kNet codecs against real captures (`tests/data/knet/*.jsonl`, between
-//! a real tundra-urho3d server and real or test clients; `knet-wire.md`
+//! a real tundra-urho3d server and real or test clients; docs/knet-wire.md
 //! §6): every UDP datagram parses with all its blocks and re-encodes byte
 //! for byte; every TCP direction decodes to whole messages and re-frames
 //! byte for byte; the Login, the fragmented CreateEntity and the
-//! retransmissions carry what the reference says.
+//! retransmissions carry what docs/knet-wire.md says.
 
 use std::path::PathBuf;
 

@@ -1,6 +1,6 @@
 //! The kNet TCP drivers on real sockets (127.0.0.1): `serve_connection`
 //! against a raw client socket speaking the captured bytes of
-//! `knet-wire.md` §6.2, and `run_client` against a raw server socket.
+//! docs/knet-wire.md §6.2, and `run_client` against a raw server socket.
 //! Timeouts only guard against hangs; no timing decides a result.
 
 use std::time::Duration;

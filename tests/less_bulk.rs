@@ -1,4 +1,4 @@
-//! Bulk packets between two sessions (docs/less-wire.md 16.5): a large
+//! Bulk packets between two sessions (docs/less-wire.md §16.5): a large
 //! backlog of introductions crosses as zstd-compressed stream datagrams when
 //! both ends agreed `bulk:zstd/1`, and as datagrams otherwise; everything
 //! arrives either way. Also the measurement of section 16.5: bytes on the
@@ -316,7 +316,7 @@ fn tundra_introductions(count: u64, bulk: bool) -> (u64, u64, Stats) {
     )
 }
 
-/// Not a timed test: prints the bytes of docs/less-wire.md 16.5 (run with
+/// Not a timed test: prints the bytes of docs/less-wire.md §16.5 (run with
 /// `--nocapture`) and checks that bulk packets make the introductions
 /// substantially smaller.
 #[test]

@@ -1,4 +1,4 @@
-//! Bytes per transform update on the peer link (docs/less-wire.md 16.6):
+//! Bytes per transform update on the peer link (docs/less-wire.md §16.6):
 //! one LESS update of a Placeable transform, plain (update-entity, and the
 //! keyed update-property of 16.8) and in `tundra-transform/1` (keyed),
 //! against what Tundra sends for the same change:
@@ -182,7 +182,7 @@ fn general_motion_bytes_and_precision() {
     assert!(t.plain <= t.edit_attributes, "{t:?}");
     assert!(t.plain_keyed < t.plain, "{t:?}");
     assert!(t.compact * 2 < t.plain, "{t:?}");
-    // The target of docs/less-wire.md 16.6: no more bytes than
+    // The target of docs/less-wire.md §16.6: no more bytes than
     // RigidBodyUpdate, at equal or better precision (asserted below).
     assert!(t.compact <= t.rigid_body, "{t:?}");
     assert!(t.compact_position_error <= t.rigid_position_error, "{t:?}");

@@ -9,7 +9,7 @@
 //! while (a lost packet, or one refused without being inserted), so both
 //! hold a gap. Before the fix every packet without messages was answered at
 //! once while a gap existed, so the pair exchanged packets without end at a
-//! single instant (docs/less-wire.md section 7, "Acknowledging").
+//! single instant (docs/less-wire.md §7, "Acknowledging").
 
 mod less_harness;
 
@@ -158,7 +158,7 @@ fn a_duplicate_with_messages_is_acknowledged_within_the_ack_delay_not_at_once() 
     // A sender with a full window carries its acks on a re-send, which the
     // peer sees as a duplicate with messages; if that were answered at once
     // (by a re-send, the peer's window being full too), two such ends would
-    // exchange re-sends without pause (docs/less-wire.md section 7).
+    // exchange re-sends without pause (docs/less-wire.md §7).
     let mut a = end(LinkRole::Initiator);
     let mut b = end(LinkRole::Acceptor);
     let delay = config(LinkRole::Acceptor, FramingMode::Datagram).max_ack_delay;

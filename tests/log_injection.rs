@@ -15,7 +15,7 @@ use common::TundraClient;
 use lessgate::tundra::messages::Login;
 use lessgate::tundra::Message;
 
-/// Login data travels with a u16 length (reference section 4.1).
+/// Login data travels with a u16 length (docs/tundra-wire.md §4.1).
 const LONG_USERNAME_BYTES: usize = 60_000;
 
 const EVIL_USERNAME: &str = "evil\nERROR forged line\x1b[31m\u{202e}";

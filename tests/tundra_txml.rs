@@ -1,5 +1,5 @@
 //! Every fixture scene loads with the entity and component counts of the
-//! wire reference's fixture table (§10.2), and its known components turn
+//! fixture table of docs/tundra-wire.md §10.2, and its known components turn
 //! into ComponentFullUpdates that survive the binary codec.
 
 use std::path::PathBuf;
@@ -20,7 +20,7 @@ fn load(name: &str) -> Scene {
     txml::load_file(&fixture(name), &Registry::builtin()).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
-/// (file, entities, components) from reference §10.2. The WebTundra file is
+/// (file, entities, components) from docs/tundra-wire.md §10.2. The WebTundra file is
 /// not in that table; its counts are those of the file itself.
 const TABLE: &[(&str, usize, usize)] = &[
     ("tundra-Tests-ReplicationTest.txml", 5, 17),

@@ -1,5 +1,5 @@
 //! `lessgate keygen`: creates a node's peer-link identity and prints the
-//! fingerprint that peers pin (docs/peer-link.md section 3).
+//! fingerprint that peers pin (docs/peer-link.md §3).
 
 use std::path::PathBuf;
 

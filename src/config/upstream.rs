@@ -1,5 +1,5 @@
 //! The `[upstream]` section: the Tundra world server this node logs in to
-//! as a client and bridges into the federation (docs/upstream.md section 2),
+//! as a client and bridges into the federation (docs/upstream.md §2),
 //! over WebSocket (`ws://`) or natively over kNet (`knet+udp://`,
 //! `knet+tcp://`).
 
@@ -23,7 +23,7 @@ const KNET_UDP_SCHEME: &str = "knet+udp://";
 const KNET_TCP_SCHEME: &str = "knet+tcp://";
 
 /// Login properties are sent as one JSON string with a u16 length
-/// (reference section 4.1); this keeps the whole object far below 64 KiB.
+/// (docs/tundra-wire.md §4.1); this keeps the whole object far below 64 KiB.
 const MAX_LOGIN_PROPERTY_BYTES: usize = 1024;
 /// At most this many login properties.
 const MAX_LOGIN_PROPERTIES: usize = 32;
@@ -77,9 +77,9 @@ impl UpstreamSection {
         &self,
         invalid: &dyn Fn(&'static str, &str) -> ConfigError,
     ) -> Result<(), ConfigError> {
-        // Tundra's WebSocket server is plain ws:// (reference section 2.1:
+        // Tundra's WebSocket server is plain ws:// (docs/tundra-wire.md §2.1:
         // websocketpp `asio_no_tls`); its native listener is kNet over UDP
-        // or TCP (knet-wire.md §5.1). The bridge dials nothing else.
+        // or TCP (docs/knet-wire.md §5.1). The bridge dials nothing else.
         let Some(transport) = parse_url(&self.url) else {
             return Err(invalid(
                 "upstream.url",

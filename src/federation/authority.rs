@@ -1,6 +1,6 @@
 //! Authority: edits and actions on entities another node simulates travel to
 //! that node as tweaks and method calls, hop by hop; only its answer changes
-//! state (docs/federation.md section 5).
+//! state (docs/federation.md §5).
 
 use tracing::{debug, warn};
 
@@ -425,7 +425,7 @@ pub(super) enum AuthorityRequest {
     RemoveComponent(ComponentId),
 }
 
-/// The arguments of the entity `action` method (docs/federation.md 2.1).
+/// The arguments of the entity `action` method (docs/federation.md §2.1).
 fn parse_action(entity_id: EntityId, arguments: &[Value]) -> Option<EntityAction> {
     match arguments {
         [Value::String(name), Value::Integer(kind), Value::List(_, parameters)] => {

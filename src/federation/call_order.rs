@@ -1,6 +1,6 @@
 //! Method calls to one entity's authority leave this node in the order they
 //! were made, also when the route to the authority changes
-//! (docs/federation.md section 5: an action is executed once, and the calls
+//! (docs/federation.md §5: an action is executed once, and the calls
 //! of one caller in order).
 //!
 //! One LESS session applies method invocations in sequence order, so calls

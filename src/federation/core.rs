@@ -1,5 +1,5 @@
 //! The federation core: which entities this node presents and exports, and
-//! through which link (docs/federation.md sections 1, 4 and 5). Pure: LESS
+//! through which link (docs/federation.md §1, §4 and §5). Pure: LESS
 //! sessions in, scene changes and session commands out.
 
 use foldhash::{HashSet, HashSetExt};
@@ -92,7 +92,7 @@ impl Federation {
 
     /// The export filters of every peer file, linked or not: what nodes
     /// this node names in no policy may receive of its entities through
-    /// relays is what all of them allow (docs/federation.md section 4.1).
+    /// relays is what all of them allow (docs/federation.md §4.1).
     pub fn set_configured_exports(&mut self, filters: Vec<TypeFilter>, scene: &Scene) {
         self.configured_exports = filters;
         self.refresh_own_policy(scene);

@@ -1,5 +1,5 @@
 //! Which Tundra properties use which compact encoding on a link that agreed
-//! on it (docs/federation.md 2.5, docs/less-wire.md 16).
+//! on it (docs/federation.md §2.5, docs/less-wire.md §16).
 //!
 //! One rule today: every Transform attribute of a Tundra component type
 //! (the only attributes the mapping carries as VECTOR(9, FLOAT32), section

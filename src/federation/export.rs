@@ -1,5 +1,5 @@
 //! Exports: this node's view of an entity, sent as LESS objects on a link
-//! (docs/federation.md section 2), kept current from the scene's journal.
+//! (docs/federation.md §2), kept current from the scene's journal.
 
 use tracing::{debug, warn};
 

@@ -1,7 +1,7 @@
 //! EntityActions with the Peers bit reach the clients of every node, once:
 //! flooded over every link as the connection schema's `entity-action`
 //! interaction, named by the entity's federation identity, and delivered
-//! once per (sender, sequence) (docs/federation.md section 5).
+//! once per (sender, sequence) (docs/federation.md §5).
 
 use std::collections::{HashSet, VecDeque};
 

@@ -7,7 +7,7 @@ use uuid::Uuid;
 pub use crate::link_id::LinkId;
 
 /// An entity's identity across the federation: its origin node and the
-/// origin's serial for it (docs/federation.md section 1).
+/// origin's serial for it (docs/federation.md §1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct GlobalId {
     pub origin: Uuid,

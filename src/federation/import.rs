@@ -1,5 +1,5 @@
 //! Imports: what peers present becomes entities in this node's scene, once
-//! per entity, from the copy routing chose (docs/federation.md 3 and 4).
+//! per entity, from the copy routing chose (docs/federation.md §3 and §4).
 
 use foldhash::HashMap;
 use smallvec::SmallVec;
@@ -865,7 +865,7 @@ enum ParentState {
 }
 
 /// The attribute index a property of a component object stands for
-/// (docs/federation.md 2.2: property i of component `attributes`).
+/// (docs/federation.md §2.2: property i of component `attributes`).
 fn attribute_index(key: &PropertyKey) -> Option<u8> {
     match key.component.elements() {
         [c] if c.0 == component::ATTRIBUTES => u8::try_from(key.property.0).ok(),

@@ -1,4 +1,4 @@
-//! The Tundra-to-LESS type mapping of docs/federation.md section 2: LESS type
+//! The Tundra-to-LESS type mapping of docs/federation.md §2: LESS type
 //! schemas derived from the Tundra component registry, and the URIs that name
 //! them. The mapping is a rule over the registry's data (`schemas/tundra/`),
 //! so a component type added there federates with no code change.

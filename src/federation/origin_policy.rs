@@ -1,5 +1,5 @@
 //! An origin's export restrictions, carried with its entities so that relays
-//! honour them (docs/federation.md section 4.1).
+//! honour them (docs/federation.md §4.1).
 //!
 //! The origin states, per destination node, which component types that node
 //! may receive, plus one rule for every node it does not name. A relay

@@ -1,4 +1,4 @@
-//! Periodic background refresh of unchanged values (seed 004: "we would
+//! Periodic background refresh of unchanged values (docs/less-wire.md §16.7: "we would
 //! rebroadcast everything every x seconds (distributed using some
 //! algorithm) to ensure that everything stays in sync if packets are lost
 //! ... Clients do not ask servers for dropped packets").

@@ -1,4 +1,4 @@
-//! Tundra attribute values to LESS values and back (docs/federation.md 2.4).
+//! Tundra attribute values to LESS values and back (docs/federation.md §2.4).
 //!
 //! EntityReference values carry ids, so they are renumbered on every hop:
 //! the caller passes the translation in both directions.

@@ -1,6 +1,6 @@
 //! `/origins`: which node each entity of this node's scene comes from, so
 //! the viewer can colour entities by origin. Read off the federation's
-//! global ids (docs/federation.md section 1) with the status snapshot, so a
+//! global ids (docs/federation.md §1) with the status snapshot, so a
 //! request never touches the node; entities without a federation identity
 //! (not federated yet, or local-only) belong to this node.
 //!

@@ -1,6 +1,6 @@
 //! `/schema.json`: the node's component registry as JSON, so the viewer can
 //! decode every component generically (type id -> name and static attribute
-//! layout, reference §9) instead of carrying its own copy of the layouts.
+//! layout, docs/tundra-wire.md §9) instead of carrying its own copy of the layouts.
 //!
 //! Built from a [`Registry`] when the runtime notices the registry changed;
 //! requests only serialize the last document. Owns no registry.

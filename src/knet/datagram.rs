@@ -1,5 +1,5 @@
-//! The kNet UDP datagram: its header and message blocks (`knet-wire.md`
-//! §4.1-4.2) and the size limits of §4.6-4.7. Parsing borrows from the
+//! The kNet UDP datagram: its header and message blocks (docs/knet-wire.md
+//! §4.1-§4.2) and the size limits of §4.6-4.7. Parsing borrows from the
 //! datagram and allocates nothing; writing validates every block before
 //! the first byte goes out.
 //!

@@ -1,4 +1,4 @@
-//! Unit tests of `datagram.rs`: the vectors of `knet-wire.md` §6.1 and §6.3,
+//! Unit tests of `datagram.rs`: the vectors of docs/knet-wire.md §6.1 and §6.3,
 //! every parse error of §4.11, and the writer's limits.
 
 use super::*;

@@ -1,5 +1,5 @@
 //! The one error type of the kNet codecs and connections: every way remote
-//! bytes can be malformed (`knet-wire.md` §4.11 lists what kills a kNet
+//! bytes can be malformed (docs/knet-wire.md §4.11 lists what kills a kNet
 //! connection) and every value a local caller may try to write that the wire
 //! cannot carry. Each variant names the problem well enough for a log line.
 

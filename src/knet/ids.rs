@@ -1,4 +1,4 @@
-//! The id spaces of the kNet transport (`knet-wire.md` §2, §4.1-4.7), one
+//! The id spaces of the kNet transport (docs/knet-wire.md §2, §4.1-§4.7), one
 //! newtype each so they cannot be confused: 22-bit wrapping packet ids,
 //! message ids, 32-bit wrapping reliable message numbers and fragment
 //! transfer ids. Only the arithmetic lives here, no state.

@@ -1,4 +1,4 @@
-//! kNet messages as the connections queue them (`knet-wire.md` §2, §4.4,
+//! kNet messages as the connections queue them (docs/knet-wire.md §2, §4.4,
 //! §4.13, §5.2): the outbound message with its flags and priority, the
 //! transport-internal messages (ping, PacketAck, disconnect) and the
 //! reliable / in-order flags Tundra gives each of its message ids.

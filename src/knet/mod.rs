@@ -1,5 +1,5 @@
-//! kNet, the native transport of realXtend Tundra (reference:
-//! `knet-wire.md`), over UDP and TCP: codecs and sans-IO connections.
+//! kNet, the native transport of realXtend Tundra (docs/knet-wire.md;
+//! docs/knet.md), over UDP and TCP: codecs and sans-IO connections.
 //!
 //! Everything here is pure: bytes and an explicit `now` in, bytes, timeouts
 //! and events out. The sockets live in `crate::transport::knet`.

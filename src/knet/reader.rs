@@ -1,5 +1,5 @@
 //! Byte-aligned little-endian reads and the three VLE forms of the kNet
-//! transport headers (`knet-wire.md` §1), plus their writers.
+//! transport headers (docs/knet-wire.md §1), plus their writers.
 //!
 //! The reader is total: every read checks the bytes left and returns a
 //! [`KnetError`] instead of kNet's `VLEReadError` sentinel (0xFFFFFFFF) or an

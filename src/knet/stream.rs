@@ -1,4 +1,4 @@
-//! kNet's TCP framing (`knet-wire.md` §3.1): the stream is a plain
+//! kNet's TCP framing (docs/knet-wire.md §3.1): the stream is a plain
 //! concatenation of `VLE8_16_32 contentLength`, `VLE8_16_32 id`, payload,
 //! with nothing before the first block. No flags, no fragments.
 //!

@@ -1,4 +1,4 @@
-//! One kNet connection over TCP (`knet-wire.md` §3), sans-IO: the framing of
+//! One kNet connection over TCP (docs/knet-wire.md §3), sans-IO: the framing of
 //! both directions (§3.1), the keep-alive pings and the silence timeout
 //! (§3.2). Both roles behave alike: there is no handshake, the connection is
 //! open as soon as the TCP connection exists.

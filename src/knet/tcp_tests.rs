@@ -1,4 +1,4 @@
-//! Unit tests of `tcp.rs`: the captured TCP session of `knet-wire.md` §6.2
+//! Unit tests of `tcp.rs`: the captured TCP session of docs/knet-wire.md §6.2
 //! (T1-T4) and D5/D6 of §6.3, reads split every way, each framing error of
 //! §3.1, and the ping cadence and silence timeout under fake time.
 

@@ -1,5 +1,5 @@
 //! Bulk packets: zstd-compressed stream datagrams for large initial
-//! introductions (seed 003; docs/less-wire.md 16.5).
+//! introductions (docs/less-wire.md §16.5).
 //!
 //! On a datagram-mode link whose Hellos both list [`BULK_FEATURE`], every
 //! stream datagram carries a form byte after its length:
@@ -27,11 +27,11 @@ use super::packet::{
 };
 use super::signature::{MacKey, SIGNATURE_LEN};
 
-/// The Hello feature offering bulk packets (docs/peer-link.md 5.2).
+/// The Hello feature offering bulk packets (docs/peer-link.md §5.2).
 pub const BULK_FEATURE: &str = "bulk:zstd/1";
 
 /// Largest decompressed payload (timestamp, count, messages) of a bulk
-/// packet: the stream frame limit of docs/less-wire.md section 13, so a bulk
+/// packet: the stream frame limit of docs/less-wire.md §13, so a bulk
 /// packet never carries more than a plain stream datagram could, and a
 /// receiver never allocates more for one.
 pub const MAX_BULK_BODY_LEN: usize = MAX_FRAME_LEN;
@@ -76,7 +76,7 @@ fn seal_form(key: &MacKey, form: Form, framing: &DatagramFraming, payload: &[u8]
 }
 
 /// A form-`00` stream datagram: what a link that agreed bulk packets sends
-/// instead of the plain stream datagram of docs/less-wire.md section 6.
+/// instead of the plain stream datagram of docs/less-wire.md §6.
 pub fn seal_plain_formed(
     key: &MacKey,
     framing: &DatagramFraming,
@@ -324,7 +324,7 @@ mod tests {
             hex::encode(&frame),
             format!("1901010001{signature}28b52ffd200421000005010505")
         );
-        // docs/less-wire.md 16.5 shows this frame with its signature.
+        // docs/less-wire.md §16.5 shows this frame with its signature.
         assert_eq!(signature, "a1904a460e0b4359");
         let (_, opened) = open_formed_stream_datagram(&key(), &frame).unwrap();
         let FormedPacket::Bulk(body) = opened else {

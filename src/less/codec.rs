@@ -1,5 +1,5 @@
 //! The byte-level codec shared by every LESS structure: a borrowing [`Reader`],
-//! the INTEGER encoding (draft section 3), and the one narrow [`DecodeError`].
+//! the INTEGER encoding (docs/less-wire.md §1), and the one narrow [`DecodeError`].
 //!
 //! This module owns how bytes become integers and slices; it knows nothing of
 //! values, messages or packets. Every read is bounds-checked and total.
@@ -7,7 +7,7 @@
 use super::limits::{INTEGER_MAX_LEN, VALUE_BUDGET_SLACK};
 
 /// Why bytes could not be decoded. A decode error from an authenticated peer
-/// is a framing error: the session ends (draft section 5).
+/// is a framing error: the session ends (docs/less-wire.md §12).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeError {
     #[error("input ends inside a field")]
@@ -147,7 +147,7 @@ impl<'a> Reader<'a> {
         Ok(array)
     }
 
-    /// Reads an INTEGER (draft section 3).
+    /// Reads an INTEGER (docs/less-wire.md §1).
     ///
     /// A first byte below 0x80 is the value. Otherwise bit 0x40 marks the
     /// negative form (the magnitude is the bitwise complement of the value),

@@ -1,5 +1,5 @@
 //! Entry point for the fuzz target `less_bulk` in `tests/fuzz`: bulk
-//! packets (zstd-compressed stream datagrams, docs/less-wire.md 16.5),
+//! packets (zstd-compressed stream datagrams, docs/less-wire.md §16.5),
 //! sealed and opened directly and fed to a session that agreed them. Kept in
 //! the library so `tests/less_fuzz_corpus.rs` replays the saved corpus on
 //! stable Rust. The function must return for any input; a panic is a bug.

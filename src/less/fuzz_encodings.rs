@@ -1,6 +1,6 @@
 //! Entry points for the fuzz targets `less_encodings` and
-//! `less_keyed_update` in `tests/fuzz`: the compact encodings (seed 004,
-//! docs/less-wire.md 16) and the messages that carry them, decoded on a link
+//! `less_keyed_update` in `tests/fuzz`: the compact encodings (docs/less-wire.md
+//! §16) and the messages that carry them, decoded on a link
 //! that agreed every encoding and the keyed update message. Kept in the
 //! library so `tests/less_fuzz_corpus.rs` replays the saved corpora on
 //! stable Rust. Each function must return for any input; a panic is a bug.

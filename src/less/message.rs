@@ -1,4 +1,4 @@
-//! The twelve LESS messages (draft section 3) and their encoding.
+//! The twelve LESS messages (docs/less-wire.md §4) and their encoding.
 //!
 //! `Message<S, D>` is a message sent by the owner of space `S` to the owner of
 //! space `D`: outgoing messages are `Message<Local, Remote>`, incoming ones
@@ -28,7 +28,7 @@ use super::value::{decode_string, encode_string, Value};
 
 /// Message codes, serialized as INTEGER. 1-11 are the draft's;
 /// connection-control has none in the draft and takes 12, the first unused
-/// code (decision 3).
+/// code (docs/less-wire.md §4).
 pub mod code {
     pub const INTRODUCE_TYPE: i64 = 1;
     pub const SUBSCRIBE_TYPE: i64 = 2;
@@ -42,7 +42,7 @@ pub mod code {
     pub const INTERACTION: i64 = 10;
     pub const TWEAK_ENTITY: i64 = 11;
     pub const CONNECTION_CONTROL: i64 = 12;
-    /// update-property (docs/less-wire.md 16.8): an update-entity of one
+    /// update-property (docs/less-wire.md §16.8): an update-entity of one
     /// property whose key is the code minus `UPDATE_PROPERTY_FIRST`, so
     /// code and key share one INTEGER byte. Only on links that agreed the
     /// `msg:update-property/1` feature.
@@ -65,7 +65,7 @@ impl MethodStatus {
     pub const SUCCESS: MethodStatus = MethodStatus(0);
     /// The arguments do not match the method's declared signature.
     pub const BAD_REQUEST: MethodStatus = MethodStatus(400);
-    /// The application refused the call (a permission error, draft section 5).
+    /// The application refused the call (a permission error, docs/less-wire.md §12).
     pub const FORBIDDEN: MethodStatus = MethodStatus(403);
     /// No such entity or method.
     pub const NOT_FOUND: MethodStatus = MethodStatus(404);
@@ -107,7 +107,7 @@ pub enum Message<S: Space, D: Space> {
     /// `7 entity-id`: an object of the destination.
     RequestEntity { entity: ObjectId<D> },
     /// `8 request-id entity-id component-id-path property-id argument-list`,
-    /// with exactly one argument-list (decision 4). The request id is the
+    /// with exactly one argument-list (docs/less-wire.md §4). The request id is the
     /// invoker's; the entity is the destination's.
     MethodInvocation {
         request: RequestId<S>,
@@ -159,7 +159,7 @@ pub trait DecodeContext<S: Space, D: Space> {
     }
     /// The connection schema.
     fn connection(&self) -> &ConnectionSchema;
-    /// The link's per-property encodings (docs/less-wire.md 16); plain
+    /// The link's per-property encodings (docs/less-wire.md §16); plain
     /// unless the link agreed on some.
     fn encodings(&self) -> &LinkEncodings {
         &crate::less::encoding::link::PLAIN
@@ -186,7 +186,7 @@ impl<S: Space, D: Space> Message<S, D> {
     }
 
     /// True for the messages whose values follow the per-property rule and
-    /// may take effect out of order (decision 8): update-entity and tweak-entity.
+    /// may take effect out of order (docs/less-wire.md §9): update-entity and tweak-entity.
     pub fn carries_properties_only(&self) -> bool {
         matches!(
             self,
@@ -472,7 +472,7 @@ impl<S: Space, D: Space> Message<S, D> {
 }
 
 /// Appends an update-entity of borrowed values as the link carries them, in
-/// the keyed form (update-property, docs/less-wire.md 16.8) when the link
+/// the keyed form (update-property, docs/less-wire.md §16.8) when the link
 /// agreed it and the values are one property that has a key: the bytes
 /// [`Message::encode_on`] gives for the same update, built from a sender's
 /// state without a message.

@@ -1,4 +1,4 @@
-//! Hex fixtures for every message, written by hand from draft section 3.
+//! Hex fixtures for every message, written by hand from docs/less-wire.md §4.
 
 use super::*;
 use crate::less::ids::{ComponentId, ComponentPath, Local, Remote};

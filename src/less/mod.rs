@@ -1,4 +1,4 @@
-//! The LESS peer protocol (IETF draft-ietf-mmox-less-protocol-00, seed 001)
+//! The LESS peer protocol (IETF draft-ietf-mmox-less-protocol-00; docs/less-wire.md)
 //! as a deterministic core: values, messages, signed packets, the
 //! acknowledgement window and one session per peer link.
 //!

@@ -1,4 +1,4 @@
-//! Packet framing (draft sections 3 and 4) and the signature check.
+//! Packet framing (docs/less-wire.md §5 and §6) and the signature check.
 //!
 //! Three frame shapes exist (docs/less-wire.md "Framing"):
 //! - datagram: `sequence-number(BYTE) ack-last(BYTE) ack-bitmask(INTEGER) packet`;
@@ -18,7 +18,7 @@ use super::codec::{write_count, write_integer, write_u64, DecodeError, Reader};
 use super::limits::{INTEGER_MAX_LEN, MAX_FRAME_LEN, MAX_MESSAGES};
 use super::signature::{MacKey, SIGNATURE_LEN};
 
-/// The UDP framing fields (draft section 3, "physical framing of packets over UDP").
+/// The UDP framing fields (docs/less-wire.md §6, "physical framing of packets over UDP").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DatagramFraming {
     /// This packet's sequence number, modulo 256.
@@ -48,7 +48,7 @@ pub enum OpenError {
     #[error("bad signature")]
     BadSignature,
     /// The signature matched but the header after it is malformed: the
-    /// authenticated peer broke the framing rules (draft section 5).
+    /// authenticated peer broke the framing rules (docs/less-wire.md §12).
     #[error("framing error: {0}")]
     Framing(DecodeError),
 }

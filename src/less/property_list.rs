@@ -43,7 +43,7 @@ pub struct ComponentSubscription {
 
 /// A property value as a link carries it, borrowed from the sender's state:
 /// plain, or in the compact encoding the link agreed for its property
-/// (docs/less-wire.md 16), written straight into the message.
+/// (docs/less-wire.md §16), written straight into the message.
 #[derive(Clone, Copy, Debug)]
 pub struct WireValue<'a> {
     pub key: &'a PropertyKey,
@@ -157,7 +157,7 @@ fn encode_member_list(out: &mut Vec<u8>, items: &[Item<'_>]) {
 
 /// Reads a component-property-value-list-list, typing each value by `schema`
 /// and reading the properties the link encodes in their encoding
-/// (docs/less-wire.md 16): from `table` (by property index,
+/// (docs/less-wire.md §16): from `table` (by property index,
 /// [`LinkEncodings::table`]) when the reader keeps one, else looked up in
 /// `encodings`. Unknown components, unknown members and method ids are
 /// errors.

@@ -1,18 +1,18 @@
 //! The receiver's sequence window: which packets have arrived, which to
-//! accept, and the acknowledgement fields to send back (draft section 4).
+//! accept, and the acknowledgement fields to send back (docs/less-wire.md §7).
 //!
 //! Sequences are extended from the 8-bit wire value to 64 bits internally.
 //! With `L` the lowest sequence not yet received, a packet with extended
 //! sequence `S` is accepted only if `L <= S <= L + 63`, `S` has not been
 //! received, and its timestamp is above the *floor*: the largest timestamp of
-//! any received packet with sequence `<= L - 64` (decision 7). Because a
+//! any received packet with sequence `<= L - 64` (docs/less-wire.md §7). Because a
 //! sender never has more than 64 packets unacknowledged, every transmission
 //! of sequence `R` precedes the first transmission of `R + 64`; so a legitimate
 //! packet always clears the floor, and a packet replayed from an earlier lap
 //! of the 8-bit counter never does (proof in docs/less-wire.md "Replay").
 //! This module owns that bookkeeping and nothing else.
 
-/// Window size in packets (draft section 4: "the maximum outstanding window
+/// Window size in packets (docs/less-wire.md §7, quoting the draft: "the maximum outstanding window
 /// size is 64 packets").
 pub const WINDOW: u64 = 64;
 

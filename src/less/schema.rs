@@ -2,7 +2,7 @@
 //! properties, nested components and methods), and the connection schema
 //! (connection-control properties and interaction kinds).
 //!
-//! Draft section 2: "The schema for the type of an object must be introduced
+//! docs/less-wire.md §10, quoting the draft: "The schema for the type of an object must be introduced
 //! into the state stream" by URI; both ends look the URI up in their own
 //! registry. Decoding a CONTEXT-DEPENDENT-VARIANT needs the property's value
 //! type, which only the schema gives. This module owns the model and lookups;
@@ -262,7 +262,7 @@ impl SchemaRegistry {
     }
 
     /// Sets the rules that pick a compact encoding for properties of these
-    /// types on links that agree on it (docs/less-wire.md 16.1).
+    /// types on links that agree on it (docs/less-wire.md §16.1).
     pub fn set_encoding_rules(&mut self, rules: Vec<EncodingRule>) {
         self.encoding_rules = rules;
     }
@@ -310,7 +310,7 @@ pub struct InteractionSchema {
     pub properties: Vec<FieldSchema>,
 }
 
-/// The connection schema (draft section 2): what connection-control messages
+/// The connection schema (docs/less-wire.md §12): what connection-control messages
 /// and interactions may carry. Both ends of a link agree on it at set-up.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConnectionSchema {

@@ -1,10 +1,10 @@
 //! The sender's side of the 64-packet window: packets sent and not yet
 //! acknowledged, acknowledgement processing, and loss detection.
 //!
-//! Draft section 2: "any packet sequence number must be re-sent if dropped";
+//! docs/less-wire.md §8, quoting the draft: "any packet sequence number must be re-sent if dropped";
 //! a re-send keeps the sequence number and gets a new timestamp. At most
-//! [`WINDOW`] packets are unacknowledged at once (draft section 4). A packet
-//! counts as lost when (decision 7) a packet transmitted three or more
+//! [`WINDOW`] packets are unacknowledged at once (docs/less-wire.md §8). A packet
+//! counts as lost when (docs/less-wire.md §8) a packet transmitted three or more
 //! transmissions after it has been acknowledged, when a later transmission
 //! was acknowledged and 9/8 RTT have passed, or when its retransmission
 //! timeout (doubling per re-send) expires; once the link is seen to reorder,

@@ -1,7 +1,7 @@
-//! The packet signature (draft section 3, "signature"): a keyed hash of the
+//! The packet signature (docs/less-wire.md §5, "signature"): a keyed hash of the
 //! whole frame with the 8 signature bytes treated as zero.
 //!
-//! Decision 6: the hash is keyed BLAKE3 with a 32-byte key from the peer-link
+//! docs/less-wire.md §5: the hash is keyed BLAKE3 with a 32-byte key from the peer-link
 //! set-up, truncated to its first 8 output bytes, which are the signature's
 //! 8 bytes on the wire in output order (so the UINT64-LITTLE-ENDIAN value is
 //! `u64::from_le_bytes(output[0..8])`). Verification compares in constant

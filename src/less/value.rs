@@ -1,4 +1,4 @@
-//! LESS values and their two encodings (draft section 3): the
+//! LESS values and their two encodings (docs/less-wire.md §3): the
 //! CONTEXT-DEPENDENT-VARIANT (data only; the type comes from the schema) and
 //! the STANDALONE-VARIANT (type description, size in bytes, data).
 //!
@@ -323,7 +323,7 @@ fn decode_at(
 }
 
 /// Appends a STRING: the UTF-8 byte count as INTEGER, then each byte as the
-/// INTEGER of its unsigned value 1..=255 (decision 2: bytes >= 128 take two
+/// INTEGER of its unsigned value 1..=255 (docs/less-wire.md §3: bytes >= 128 take two
 /// bytes). The caller guarantees no NUL (see [`Value::conforms_to`]); a NUL
 /// would end the draft's `while (*str)` loop early, so it is never emitted.
 pub fn encode_string(out: &mut Vec<u8>, text: &str) {
@@ -392,7 +392,7 @@ mod tests {
         Uuid::parse_str("00112233-4455-6677-8899-aabbccddeeff").unwrap()
     }
 
-    /// (value, data encoding, standalone encoding), by hand from draft section 3.
+    /// (value, data encoding, standalone encoding), by hand from docs/less-wire.md §3.
     fn fixtures() -> Vec<(Value, &'static str, &'static str)> {
         vec![
             (Value::Null, "", "0000"),

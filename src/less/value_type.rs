@@ -1,4 +1,4 @@
-//! LESS value types: the type codes 0-12 of draft section 3, the type
+//! LESS value types: the type codes 0-12 of docs/less-wire.md §3, the type
 //! description a STANDALONE-VARIANT carries, and the text form schemas use.
 //!
 //! Type description (decision, see docs/less-wire.md "Type descriptions"):
@@ -43,7 +43,7 @@ pub enum ValueType {
     Uuid,
 }
 
-/// The type codes of draft section 3.
+/// The type codes of docs/less-wire.md §3.
 pub mod code {
     pub const NULL: i64 = 0;
     pub const OBJECT_ID: i64 = 1;

@@ -2,7 +2,7 @@
 //! be read as a ratio: WebSocket frames per second into a sink that only
 //! counts them, UDP datagrams per second of the same size, blake3 keyed
 //! hashes per second; and the wire sizes of one transform update in the
-//! formats the report compares (seed 003's fixed struct, Tundra's
+//! formats the report compares (Hadean Aether's packed struct, Tundra's
 //! EditAttributes and RigidBodyUpdate).
 
 use std::net::UdpSocket;
@@ -20,7 +20,7 @@ use crate::tundra::rigid_body_sender::{encode_body, pack, BodyState, SendDecisio
 use crate::tundra::values::{Float3, Transform};
 use crate::tundra::{ComponentId, EntityId, ProtocolVersion, Registry};
 
-/// Seed 003's `HADEAN_PACK(struct Entity { vec3f position; quat rotation;
+/// Hadean Aether's example `HADEAN_PACK(struct Entity { vec3f position; quat rotation;
 /// unsigned int color; unsigned long id; float size; })`: 12 + 16 + 4 + 8 + 4.
 pub const SEED_003_ENTITY_BYTES: usize = 44;
 
@@ -187,7 +187,7 @@ pub fn blake3_keyed_rate(input_bytes: usize, duration: Duration) -> f64 {
 /// Wire sizes of one entity's transform update, bytes.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct WireSizes {
-    /// Seed 003's packed struct.
+    /// Hadean Aether's packed struct.
     pub seed_003_struct: usize,
     /// A Tundra EditAttributes frame (with its 2-byte id) moving a
     /// Placeable's Transform: what a client sends and a server forwards.

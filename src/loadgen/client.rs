@@ -31,7 +31,7 @@ const NAME: u32 = 26;
 /// Entities created per round trip: enough to pipeline, few enough that
 /// the replies never fill the server's per-client backlog.
 const CREATE_BATCH: usize = 500;
-/// The unacked-id flag a client ORs into ids it makes up (seed 000 §ids).
+/// The unacked-id flag a client ORs into ids it makes up (docs/tundra-wire.md §7.3).
 const UNACKED: u32 = 0x4000_0000;
 /// How long one step of the setup (connect, login, a batch of creations)
 /// may take before the run is abandoned.

@@ -1,7 +1,7 @@
 //! A federation of real `lessgate run` processes on 127.0.0.1, made for one
 //! load run: fresh identities, one node.toml and peer files per node, in a
 //! chain (`n0 - n1 - ... - nk`) or a triangle, every peer file pinning the
-//! other's fingerprint (docs/peer-link.md section 3).
+//! other's fingerprint (docs/peer-link.md §3).
 //!
 //! Each node logs JSON with stats every second; a thread per node keeps the
 //! last `node stats` and `link stats` counters it printed, which is how

@@ -5,8 +5,8 @@
 //! moved value carries only `(index, seq mod 512)` as small integers inside
 //! +-256 on each axis (see [`position`]), so the measurement survives any
 //! encoding that keeps positions to better than 0.5 units, keeps within
-//! the range of the compact position encodings (docs/less-wire.md section
-//! 16), and needs no clock inside the protocol.
+//! the range of the compact position encodings (docs/less-wire.md
+//! §16), and needs no clock inside the protocol.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

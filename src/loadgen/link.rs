@@ -2,7 +2,7 @@
 //! transports: WebSocket (`ws://`, `wss://`) or native kNet
 //! (`knet+udp://host:port`, `knet+tcp://host:port`). Both carry the same
 //! Tundra frames (u16 LE id + payload); only the login data differs (JSON
-//! over WebSocket, XML over kNet: knet-wire.md section 5.3).
+//! over WebSocket, XML over kNet: docs/knet-wire.md §5.3).
 
 use std::collections::VecDeque;
 

@@ -5,8 +5,8 @@
 //! the baselines that make the results ratios (raw WebSocket frames, UDP
 //! datagrams, keyed hashes, wire sizes of the same motion).
 //!
-//! The client side speaks only the Tundra wire protocol (seed 002 over
-//! WebSocket, messages per `tundra-wire.md`), so the same run can target
+//! The client side speaks only the Tundra wire protocol (over WebSocket,
+//! messages per docs/tundra-wire.md), so the same run can target
 //! the reference Tundra server. This module measures; it owns no protocol
 //! logic and no pass/fail decision.
 

@@ -113,7 +113,7 @@ impl Node {
 
     /// Removes a link. The bridge to a world server holds the removals this
     /// causes: a replacing link may present the same entities again
-    /// (docs/upstream.md section 4).
+    /// (docs/upstream.md §4).
     fn remove_link(&mut self, link: LinkId) {
         self.settle();
         if let Some(bridge) = &mut self.upstream {

@@ -146,7 +146,7 @@ impl Node {
     }
 
     /// This node's export lists, one per peer file; relays apply them to
-    /// its entities too (docs/federation.md section 4.1).
+    /// its entities too (docs/federation.md §4.1).
     pub fn set_configured_exports(&mut self, filters: Vec<TypeFilter>) {
         self.federation.set_configured_exports(filters, &self.scene);
     }

@@ -83,7 +83,7 @@ impl LinkEnds {
 }
 
 /// Datagrams the node's UDP data socket dropped before any session parsed
-/// them (docs/peer-link.md 7.1): the first line of defence against a flood.
+/// them (docs/peer-link.md §7.1): the first line of defence against a flood.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct DataSocketCounters {
     /// From an address no link expects.
@@ -140,7 +140,7 @@ pub struct LinkStatus {
     pub exported_entities: usize,
     /// Entities the peer presents to this node on the link.
     pub mirrored_entities: usize,
-    /// Compressed bulk packets on the link (docs/less-wire.md 16.5).
+    /// Compressed bulk packets on the link (docs/less-wire.md §16.5).
     pub bulk: BulkStatus,
 }
 

@@ -1,5 +1,5 @@
 //! Which connection survives when a node has two with the same peer
-//! (docs/peer-link.md section 6.3).
+//! (docs/peer-link.md §6.3).
 //!
 //! Both nodes apply the same rule to the same facts (who dialled each
 //! connection, the peer's incarnation), so they keep the same connection

@@ -1,7 +1,7 @@
 //! A borrowing byte reader and writer helpers for the control-stream codec.
 //!
-//! Integers are little-endian (seed 003 writes its magic and version that
-//! way; docs/peer-link.md section 2 extends the rule to every field).
+//! Integers are little-endian (the versioned header of docs/peer-link.md §5.1
+//! is; docs/peer-link.md §2 extends the rule to every field).
 //! Every length the reader takes from the input is checked against a limit
 //! the caller names, so no read can allocate more than the caller allows.
 
@@ -95,7 +95,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Fails unless every byte was read: trailing bytes are an error in
-    /// version 1 (docs/peer-link.md section 2).
+    /// version 1 (docs/peer-link.md §2).
     pub fn finish(&self, what: &'static str) -> Result<(), Malformed> {
         if self.bytes.is_empty() {
             Ok(())

@@ -1,6 +1,6 @@
-//! Control-stream messages and their envelope (docs/peer-link.md section 5).
+//! Control-stream messages and their envelope (docs/peer-link.md §5).
 //!
-//! Every control message starts with the seed 003 style header: an 8-byte
+//! Every control message starts with a versioned header: an 8-byte
 //! magic, a u16 protocol version and a flags byte; then a kind byte and a
 //! u32 body length. The envelope and the Refuse body are frozen across
 //! versions so that a node can always read why another refused it. This
@@ -22,7 +22,7 @@ pub const ENVELOPE_LEN: usize = 16;
 pub const MAX_BODY_LEN: usize = 16 * 1024;
 /// Longest reason text in a Refuse or Goodbye; a sentence, not a log.
 pub const MAX_REASON_TEXT: usize = 1024;
-/// Flags bit 0: the body is compressed (seed 003). Version 1 defines no
+/// Flags bit 0: the body is compressed (docs/peer-link.md §5.1). Version 1 defines no
 /// compression, so it is never set; the other bits are reserved.
 pub const FLAG_COMPRESSED: u8 = 0x01;
 

@@ -1,7 +1,7 @@
 //! Certificate fingerprints: the identity a peer pins.
 //!
 //! A fingerprint is SHA-256 over the DER encoding of a node's certificate
-//! (docs/peer-link.md section 3), written `sha256:` followed by 64 lowercase
+//! (docs/peer-link.md §3), written `sha256:` followed by 64 lowercase
 //! hex digits. This module owns the type, its text form and its computation;
 //! it must not decide whom to trust (that is the peer set's job).
 

@@ -1,5 +1,5 @@
 //! The Hello message: what each node declares about itself and the LESS
-//! session it will run (docs/peer-link.md section 5.2).
+//! session it will run (docs/peer-link.md §5.2).
 //!
 //! This module owns the Hello body's byte layout and the checks on its
 //! values. It must not decide how two Hellos combine; `negotiate` does that.
@@ -67,11 +67,11 @@ pub struct Hello {
     /// Random per process start of the sender; tells a restarted peer from a
     /// second connection of the same process (section 6.3).
     pub incarnation: u64,
-    /// The LESS connection schema the sender uses (draft section 2).
+    /// The LESS connection schema the sender uses (docs/less-wire.md §12).
     pub schema_uri: String,
     /// Microseconds per unit of the sender's packet timestamps.
     pub timestamp_quantum_micros: u32,
-    /// The first LESS sequence number the sender will send (draft section 4:
+    /// The first LESS sequence number the sender will send (docs/less-wire.md §7:
     /// "starting at a sequence number described in the connection negotiation").
     pub initial_sequence: u8,
     /// Where the sender receives LESS packets.
@@ -189,7 +189,7 @@ impl Hello {
     }
 
     /// Checks the values a receiver must refuse as `incompatible`
-    /// (docs/peer-link.md sections 5.2 and 6.2); returns the reason text.
+    /// (docs/peer-link.md §5.2 and §6.2); returns the reason text.
     pub fn check(&self) -> Result<(), String> {
         if self.node.0.is_nil() {
             return Err("node uuid is nil".to_owned());
@@ -319,7 +319,7 @@ pub(crate) mod tests {
         hello.features = (0..MAX_FEATURES).map(|i| format!("{i:0>64}")).collect();
         let mut out = Vec::new();
         hello.encode(&mut out);
-        // docs/peer-link.md section 5.2.
+        // docs/peer-link.md §5.2.
         assert_eq!(out.len(), 3225);
         assert!(out.len() <= crate::peering::control::MAX_BODY_LEN);
         assert_eq!(Hello::decode(&out).unwrap(), hello);

@@ -1,4 +1,4 @@
-//! The link secret behind the LESS MAC keys (docs/peer-link.md section 6.4).
+//! The link secret behind the LESS MAC keys (docs/peer-link.md §6.4).
 //!
 //! Both nodes export the same 32-byte secret from their TLS 1.3 session
 //! (RFC 8446 section 7.5 through QUIC, RFC 9001 section 4) with the label

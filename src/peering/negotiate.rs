@@ -1,5 +1,5 @@
 //! Combining two Hellos into the parameters of one link's LESS session
-//! (docs/peer-link.md section 6.2).
+//! (docs/peer-link.md §6.2).
 //!
 //! Pure: both Hellos in, [`Negotiated`] or the reason for refusing out. The
 //! MAC keys are not here: they come from the TLS session (`keys`).
@@ -11,10 +11,10 @@ use super::hello::{DataPath, Hello, NodeId};
 /// How LESS packets travel on a link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LinkFraming {
-    /// UDP datagrams (draft section 3 UDP framing); oversize packets go on
+    /// UDP datagrams (docs/less-wire.md §6 UDP framing); oversize packets go on
     /// the QUIC data stream with stream framing.
     Datagram,
-    /// Every packet on the QUIC data stream (draft section 3 TCP framing).
+    /// Every packet on the QUIC data stream (docs/less-wire.md §6 TCP framing).
     Stream,
 }
 

@@ -1,6 +1,6 @@
 //! Why a peer link was refused or ended: the reason codes of Refuse and
 //! Goodbye messages, which double as QUIC application close codes
-//! (docs/peer-link.md section 9).
+//! (docs/peer-link.md §9).
 //!
 //! The numbers are part of the wire format and frozen across versions, so an
 //! old node can still tell a new one why it was refused.
@@ -33,7 +33,7 @@ impl ReasonCode {
     pub const DUPLICATE_LINK: ReasonCode = ReasonCode(0x0008);
     /// No valid LESS packet arrived within the liveness timeout.
     pub const LIVENESS_TIMEOUT: ReasonCode = ReasonCode(0x0009);
-    /// The LESS session hit a framing or logic error (draft section 5).
+    /// The LESS session hit a framing or logic error (docs/less-wire.md §12).
     pub const PROTOCOL_ERROR: ReasonCode = ReasonCode(0x000a);
     /// The handshake did not finish in time.
     pub const HANDSHAKE_TIMEOUT: ReasonCode = ReasonCode(0x000b);

@@ -13,7 +13,7 @@ impl std::fmt::Display for ClientId {
 }
 
 /// Who made a change. A change is never echoed back to the client that made
-/// it (reference section 7.5: "so that we do not echo the change back").
+/// it (docs/tundra-wire.md §7.5: "so that we do not echo the change back").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ChangeSource {
     /// The node itself: its scene file, a simulation, an authority decision.

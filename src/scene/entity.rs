@@ -21,7 +21,7 @@ impl Attribute {
 }
 
 /// A component's attributes, or its block carried byte for byte when the
-/// node does not know the type (reference section 5.1: length-prefixed blocks
+/// node does not know the type (docs/tundra-wire.md §5.1: length-prefixed blocks
 /// exist so unknown components can be skipped and forwarded).
 #[derive(Debug, Clone, PartialEq)]
 pub enum ComponentContent {

@@ -1,5 +1,5 @@
 //! Why the scene refused a change. Tundra drops refused edits silently on the
-//! wire (reference section 13.10); the node logs these reasons instead.
+//! wire (docs/tundra-wire.md §7.4); the node logs these reasons instead.
 
 use crate::tundra::{ComponentId, EntityId};
 

@@ -262,7 +262,7 @@ impl Scene {
     }
 
     /// Builds slots from a decoded block: a prefix block is completed with the
-    /// type's defaults (reference section 5.1, version tolerance).
+    /// type's defaults (docs/tundra-wire.md §5.1, version tolerance).
     fn content_from_wire(&self, type_id: u32, body: ComponentBody) -> ComponentContent {
         let block = match body {
             ComponentBody::Opaque(bytes) => return ComponentContent::Opaque(bytes),
@@ -421,7 +421,7 @@ impl Scene {
     }
 
     /// Creates a dynamic attribute; Tundra refuses to overwrite an existing
-    /// index (reference section 4.8).
+    /// index (docs/tundra-wire.md §4.8).
     pub fn create_attribute(
         &mut self,
         source: ChangeSource,

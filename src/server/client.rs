@@ -15,7 +15,7 @@ use crate::tundra::rigid_body_sender::BodyState;
 use crate::tundra::LoginDialect;
 use crate::tundra::{EntityId, ProtocolVersion, UserId};
 
-/// Where a client is in the login sequence (reference section 7.2).
+/// Where a client is in the login sequence (docs/tundra-wire.md §7.2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LoginState {
     /// Connected; only Login (100) is accepted.
@@ -46,7 +46,7 @@ pub struct Client {
     /// EntityActions to send after this client's next scene sync.
     pub pending_actions: Vec<EntityAction>,
     /// The client's unacked entity ids and the ids the server gave them
-    /// (`unackedIdsToRealIds`, reference section 7.4).
+    /// (`unackedIdsToRealIds`, docs/tundra-wire.md §7.4).
     pub unacked: HashMap<EntityId, EntityId>,
     pub entities_created: usize,
     /// Its refusals, for the log's summaries.

@@ -30,8 +30,8 @@ pub struct ServerConfig {
     pub required_login: BTreeMap<String, String>,
     pub interest_management: bool,
     /// Reply data for a successful login of a WebSocket client (must be
-    /// valid JSON: WebTundra breaks on an empty string, reference section
-    /// 14). Native clients get XML instead (`tundra::login_xml`).
+    /// valid JSON: WebTundra breaks on an empty string, docs/tundra-wire.md
+    /// §8). Native clients get XML instead (`tundra::login_xml`).
     pub login_reply: String,
 }
 

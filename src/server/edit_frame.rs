@@ -131,7 +131,7 @@ impl EditFrames {
     }
 
     /// Encodes the frame: `u16 id`, `VLE scene 0`, `VLE entity`, then per
-    /// component `VLE id, VLE size, block` (reference §4.9), each block as
+    /// component `VLE id, VLE size, block` (docs/tundra-wire.md §4.9), each block as
     /// Tundra's server writes it ([`write_block`]).
     fn encode(&mut self, entity: &Entity) -> Result<Option<Bytes>, EncodeError> {
         self.blocks.clear();

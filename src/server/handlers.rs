@@ -1,5 +1,5 @@
 //! Messages from clients: decoding, validation and their effect on the scene
-//! (reference sections 4 and 7.4). A malformed frame closes only the client
+//! (docs/tundra-wire.md §4 and §7.4). A malformed frame closes only the client
 //! that sent it; a refused request is dropped, as Tundra drops it, and
 //! logged without flooding the log (`super::refusal`). How fast a client's
 //! frames arrive is its transport's business: over its budget it is read
@@ -96,7 +96,7 @@ impl TundraServer {
             Message::RemoveComponents(m) => self.handle_remove_components(scene, client, m),
             Message::RemoveEntity(m) => {
                 // A client may remove an entity the server already removed
-                // (section 14): unknown ids are ignored, not errors.
+                // (docs/tundra-wire.md §8): unknown ids are ignored, not errors.
                 if scene
                     .entity(m.entity_id)
                     .is_some_and(|e| e.origin == Origin::Remote)
@@ -430,7 +430,7 @@ impl TundraServer {
         let Some(state) = self.clients.get(&client) else {
             return;
         };
-        // The entity id is a plain u32 and may be an unacked id (section 14).
+        // The entity id is a plain u32 and may be an unacked id (docs/tundra-wire.md §8).
         let Some(entity) = state.resolve_full_id(action.entity_id) else {
             return self.note_refusal(
                 client,

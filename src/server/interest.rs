@@ -1,4 +1,4 @@
-//! Interest management (reference section 6.3, tundra `EntityPrioritizer`):
+//! Interest management (docs/tundra-wire.md §6.3, tundra `EntityPrioritizer`):
 //! far or small entities are updated less often, as an observer's
 //! ObserverPosition (105) reports where it is.
 //!

@@ -1,6 +1,6 @@
-//! Login (100) and the reply sequence of reference section 7.2, for both
+//! Login (100) and the reply sequence of docs/tundra-wire.md §7.2, for both
 //! login dialects: JSON from WebSocket clients, XML from native (kNet)
-//! clients (knet-wire.md §5.3-5.4). Both give the same property map, checked
+//! clients (docs/knet-wire.md §5.3-§5.4). Both give the same property map, checked
 //! by the same `required_login` policy.
 
 use tracing::{info, warn};
@@ -39,7 +39,7 @@ impl TundraServer {
         let dialect = state.dialect;
         let properties = match dialect {
             // "If the JSON fails to parse nothing is sent (connection stays
-            // unauthenticated)" (reference section 4.1).
+            // unauthenticated)" (docs/tundra-wire.md §4.1).
             LoginDialect::Json => {
                 match serde_json::from_str::<serde_json::Value>(&login.login_data) {
                     Ok(serde_json::Value::Object(map)) => map,

@@ -1,5 +1,5 @@
 //! Login tests for both dialects: a native (kNet) client logs in with the
-//! captured XML of knet-wire.md §5.3 and is then treated exactly as a
+//! captured XML of docs/knet-wire.md §5.3 and is then treated exactly as a
 //! WebSocket client; `required_login` applies to both alike; malformed XML
 //! is refused with its reason.
 

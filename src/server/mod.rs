@@ -1,5 +1,5 @@
 //! The Tundra server core: what a real Tundra server does for its clients
-//! (reference sections 2.1, 4 and 7), as a pure state machine.
+//! (docs/tundra-wire.md §2.1, §4 and §7), as a pure state machine.
 //!
 //! Frames and an explicit `now` go in; frames per client, connection closes
 //! and events for the node come out. The node owns the [`Scene`] and passes

@@ -1,7 +1,7 @@
 //! The RigidBodyUpdate (119) path of the tick: protocol 4 WebSocket clients
 //! get Placeable transform and RigidBody velocity changes as quantized
 //! records, sent before the generic sync, exactly when and how Tundra's
-//! `ReplicateRigidBodyChanges` sends them (reference section 6.1).
+//! `ReplicateRigidBodyChanges` sends them (docs/tundra-wire.md §6.1).
 
 use super::sync_state::{EntitySync, Presence};
 use crate::scene::Entity;

@@ -1,5 +1,5 @@
 //! Per-client sync state: what one client has been told, and what it still
-//! needs (seed 002, "the SyncState"; reference section 7.5).
+//! needs (docs/tundra-wire.md §7.5).
 //!
 //! The state is fed the scene's journal and remembers only *that* something is
 //! dirty, never the values: the tick writer reads current values from the

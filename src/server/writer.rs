@@ -1,6 +1,6 @@
 //! The network tick: each client is sent the latest state of what changed,
-//! in Tundra's per-entity message order (reference section 7.2 step 5;
-//! seed 002's SyncState algorithm). An idle client is written the same way
+//! in Tundra's per-entity message order (docs/tundra-wire.md §7.2 step 5
+//! and §7.5). An idle client is written the same way
 //! before the tick (`early_send`).
 
 use std::time::Duration;
@@ -99,7 +99,7 @@ impl TundraServer {
         let protocol = client.protocol;
         // Protocol 4 WebSocket clients take transforms as RigidBodyUpdate,
         // and so does every native (kNet) client, whatever its protocol
-        // (tundra-wire.md section 6.1, "who gets 119").
+        // (docs/tundra-wire.md §6.1, "who gets 119").
         let rigid_bodies = protocol >= ProtocolVersion::WEB_CLIENT_RIGID_BODY
             || client.dialect == super::LoginDialect::Xml;
         let mut records = Vec::new();

@@ -1,5 +1,5 @@
 //! A node's identity on the peer link: its private key and self-signed
-//! certificate (docs/peer-link.md section 3).
+//! certificate (docs/peer-link.md §3).
 //!
 //! This module creates identities (with the system random source, hence its
 //! place in `transport`) and loads them from PEM files. Whom to trust is

@@ -1,11 +1,11 @@
 //! The upstream driver: one client connection to a Tundra world server at a
 //! time, over WebSocket (`ws://`, `wss://`) or native kNet (`knet+udp://`,
-//! `knet+tcp://`), redialled with backoff (docs/upstream.md section 5).
+//! `knet+tcp://`), redialled with backoff (docs/upstream.md §5).
 //!
 //! It only moves bytes: binary frames in become [`UpstreamEvent::Frame`],
 //! frames the bridge core produced go out through the sender handed over
 //! with [`UpstreamEvent::Connected`]. Text frames are ignored, as Tundra's
-//! server ignores them (reference section 2.1). Login, mapping and
+//! server ignores them (docs/tundra-wire.md §2.1). Login, mapping and
 //! reconciliation are the core's (`crate::upstream`).
 
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! WebSocket listener for Tundra clients (reference section 2.1).
+//! WebSocket listener for Tundra clients (docs/tundra-wire.md §2.1).
 //!
 //! One Tundra message per binary WebSocket message; text and empty binary
 //! messages are ignored as Tundra ignores them; any path, no subprotocol.

@@ -1,4 +1,4 @@
-//! The 17 Tundra attribute types and their binary form (reference §5.2,
+//! The 17 Tundra attribute types and their binary form (docs/tundra-wire.md §5.2,
 //! tundra `IAttribute.h` / `IAttribute.cpp` `ToBinary` / `FromBinary`).
 //!
 //! Every binary form is a whole number of bytes; inside an EditAttributes
@@ -352,7 +352,7 @@ mod tests {
         v
     }
 
-    /// One fixture per type, written from the layouts of reference §5.2.
+    /// One fixture per type, written from the layouts of docs/tundra-wire.md §5.2.
     fn fixtures() -> Vec<(AttributeValue, &'static str)> {
         vec![
             (AttributeValue::String("hé".into()), "030068c3a9"),

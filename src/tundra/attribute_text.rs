@@ -1,4 +1,4 @@
-//! TXML text form of attribute values (reference §5.2 "TXML text", tundra
+//! TXML text form of attribute values (docs/tundra-wire.md §5.2 "TXML text", tundra
 //! `Attribute<T>::ToString` / `FromString`, MathGeoLib `FromString`).
 //!
 //! Formatting follows the C++ writers: `%f` for floats, vectors separated by

@@ -1,4 +1,4 @@
-//! The kNet bit stream (reference §1.1-1.3, kNet `DataSerializer` /
+//! The kNet bit stream (docs/tundra-wire.md §1.1-§1.3, kNet `DataSerializer` /
 //! `DataDeserializer`): bits are packed LSB-first within each byte; every
 //! multi-byte integer or float is its little-endian bytes appended one byte
 //! at a time, so it works at any bit offset; the unused high bits of the last
@@ -540,7 +540,7 @@ impl<'a> BitReader<'a> {
 }
 
 /// Bytes → text, one char per byte (ISO 8859-1). S8 strings are 8-bit text
-/// on the wire (§1.3, seed "ASCII / LATIN1"); this mapping keeps every byte.
+/// on the wire (docs/tundra-wire.md §1.3); this mapping keeps every byte.
 pub fn latin1_decode(bytes: &[u8]) -> String {
     bytes.iter().map(|&b| char::from(b)).collect()
 }
@@ -616,7 +616,7 @@ mod tests {
 
     #[test]
     fn vle_after_one_bit_is_shifted() {
-        // Reference §1.2: bit(1) then VLE(300) -> 59 05 00.
+        // docs/tundra-wire.md §1.2: bit(1) then VLE(300) -> 59 05 00.
         let mut w = BitWriter::new();
         w.bit(true);
         w.vle(300).unwrap();

@@ -1,12 +1,12 @@
 //! Property tests of the kNet bit stream: every write and read of
 //! [`BitWriter`] / [`BitReader`], at every bit offset and length, against
-//! the bit-by-bit definition (reference §1.1), truncation included.
+//! the bit-by-bit definition (docs/tundra-wire.md §1.1), truncation included.
 //!
 //! [`BitWriter`]: super::bits::BitWriter
 //! [`BitReader`]: super::bits::BitReader
 
 /// The definition the fast paths must match: bits one at a time,
-/// LSB-first within each byte (reference §1.1).
+/// LSB-first within each byte (docs/tundra-wire.md §1.1).
 mod model {
     use crate::tundra::bits::{BitReader, BitWriter, VLE_MAX};
     use crate::tundra::error::DecodeError;

@@ -1,7 +1,7 @@
 //! What carries a Tundra client's frames, and the login form that implies.
 //!
 //! A WebSocket client writes its login data as JSON, a native client (kNet
-//! over UDP or TCP) as XML (knet-wire.md §5.6 point 2). The server core and
+//! over UDP or TCP) as XML (docs/knet-wire.md §5.6 point 2). The server core and
 //! the upstream client decide by these values; the transports that carry the
 //! frames live in `crate::transport`.
 
@@ -17,7 +17,7 @@ pub enum ClientTransport {
 
 impl ClientTransport {
     /// The login data the client sends: JSON over WebSocket, XML natively
-    /// (knet-wire.md §5.6 point 2).
+    /// (docs/knet-wire.md §5.6 point 2).
     pub fn login_dialect(self) -> LoginDialect {
         match self {
             ClientTransport::WebSocket => LoginDialect::Json,
@@ -37,10 +37,10 @@ impl fmt::Display for ClientTransport {
 }
 
 /// How a client writes its login data, which its transport decides
-/// (knet-wire.md §5.6 point 2). The LoginReply's data uses the same form.
+/// (docs/knet-wire.md §5.6 point 2). The LoginReply's data uses the same form.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LoginDialect {
-    /// A JSON object (WebSocket clients, reference section 4.1).
+    /// A JSON object (WebSocket clients, docs/tundra-wire.md §4.1).
     #[default]
     Json,
     /// `<login><key value="..." />...</login>` (native clients, §5.3).

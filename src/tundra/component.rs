@@ -1,4 +1,4 @@
-//! ComponentFullUpdate (reference §5.1): a component's id, type, instance
+//! ComponentFullUpdate (docs/tundra-wire.md §5.1): a component's id, type, instance
 //! name and its attribute block, as CreateEntity (110) and CreateComponents
 //! (111) carry it.
 //!
@@ -26,7 +26,7 @@ use super::ids::ComponentId;
 use super::registry::{ComponentSchema, Registry};
 use super::text_form::hex_bytes;
 
-/// Largest attribute block (`char attrDataBuffer_[16 * 1024]`, §4.9, §13.3).
+/// Largest attribute block (`char attrDataBuffer_[16 * 1024]`, docs/tundra-wire.md §4.9).
 pub const MAX_ATTRIBUTE_BLOCK_BYTES: usize = 16 * 1024;
 
 /// A dynamic attribute of a DynamicComponent.

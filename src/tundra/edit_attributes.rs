@@ -1,4 +1,4 @@
-//! EditAttributes blocks (reference §4.9): the per-component bit stream that
+//! EditAttributes blocks (docs/tundra-wire.md §4.9): the per-component bit stream that
 //! says which attributes changed and carries their new values.
 //!
 //! A block starts with one bit: 0 = index list (`u8 count`, then `u8 index,

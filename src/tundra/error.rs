@@ -11,7 +11,7 @@ use thiserror::Error;
 pub enum DecodeError {
     /// The input ended before a field was complete. kNet's reader returns
     /// 0xFFFFFFFF for a short VLE and throws for other short reads; both are
-    /// an error here (reference §13.1).
+    /// an error here (docs/tundra-wire.md §1.2).
     #[error("truncated {what}: needs {needed} bits, {available} left")]
     Truncated {
         what: &'static str,
@@ -44,7 +44,7 @@ impl DecodeError {
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum EncodeError {
     /// VLE8_16_32 carries at most 2^30-1; kNet throws for larger values
-    /// (reference §1.2).
+    /// (docs/tundra-wire.md §1.2).
     #[error("value {0:#x} does not fit VLE8_16_32 (maximum 0x3fffffff)")]
     VleOverflow(u64),
     /// A string, list or block is longer than its length prefix or limit.

@@ -1,4 +1,4 @@
-//! Id newtypes of the Tundra protocol and their ranges (reference §7.3,
+//! Id newtypes of the Tundra protocol and their ranges (docs/tundra-wire.md §7.3,
 //! tundra `UniqueIdGenerator.h`).
 //!
 //! Entity and component ids share one scheme: 1..=0x3FFFFFFF are replicated
@@ -60,7 +60,7 @@ macro_rules! scene_id {
             }
 
             /// The value written into a VLE field: the low 30 bits
-            /// (`id & LAST_REPLICATED_ID`, reference §3 notation `mask(id)`).
+            /// (`id & LAST_REPLICATED_ID`, docs/tundra-wire.md §3 notation `mask(id)`).
             pub fn wire(self) -> u32 {
                 self.0 & LAST_REPLICATED_ID
             }

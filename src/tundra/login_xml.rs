@@ -1,5 +1,5 @@
 //! The login data of native (kNet) clients: XML instead of WebSocket JSON
-//! (knet-wire.md §5.3 and §5.4; tundra-wire.md §4.1-4.2).
+//! (docs/knet-wire.md §5.3 and §5.4; docs/tundra-wire.md §4.1-§4.2).
 //!
 //! Owns reading a Login's XML into the same property map a JSON login gives,
 //! and writing Login and LoginReply XML byte for byte as Tundra's Urho3D
@@ -154,7 +154,7 @@ fn escape_attribute(value: &str, out: &mut String) {
     }
 }
 
-/// The Login XML of a real headless client (knet-wire.md §5.3), 275
+/// The Login XML of a real headless client (docs/knet-wire.md §5.3), 275
 /// bytes, from `fixtures/knet/udp-login-ping-disconnect.jsonl`.
 #[cfg(test)]
 pub(crate) const CAPTURED_LOGIN_HEX: &str = "3c3f786d6c2076657273696f6e3d22312e30223f3e0a3c6c6f67696e3e0a093c757365726e616d652076616c75653d2274657374657222202f3e0a093c70617373776f72642076616c75653d2222202f3e0a093c70726f746f636f6c2076616c75653d2275647022202f3e0a093c616464726573732076616c75653d223132372e302e302e3122202f3e0a093c706f72742076616c75653d22343132333422202f3e0a093c636c69656e742d76657273696f6e2076616c75653d22322e352e342e3122202f3e0a093c636c69656e742d6e616d652076616c75653d224e616d6522202f3e0a093c636c69656e742d6f7267616e697a6174696f6e2076616c75653d224f726722202f3e0a3c2f6c6f67696e3e0a";

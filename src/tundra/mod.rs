@@ -1,5 +1,6 @@
 //! The realXtend Tundra protocol as real Tundra peers put it on the wire
-//! (spec: seed 000 and `reference/tundra-wire.md`; the reference wins).
+//! (docs/tundra-wire.md: what real peers do where the 2013 protocol page
+//! says otherwise).
 //!
 //! What this module owns, bottom up:
 //! - `bits`: the kNet bit stream, VLE8_16_32, S8 and U16 strings;

@@ -1,6 +1,6 @@
-//! kNet's quantizers (reference §1.4, kNet `DataSerializer.cpp` /
+//! kNet's quantizers (docs/tundra-wire.md §1.4, kNet `DataSerializer.cpp` /
 //! `DataDeserializer.cpp`), bit-exact: every step is f32 arithmetic in the
-//! C++ order, `(u32)x` truncation, `atan2f` / `asinf` in f32 (gotcha §13.12:
+//! C++ order, `(u32)x` truncation, `atan2f` / `asinf` in f32 (docs/tundra-wire.md §1.4:
 //! an f64 `atan2` turns yaw code 2047 into 2046 for (0, 0, -1)).
 //!
 //! Functions return the integer codes; writing them is `BitWriter::bits`.

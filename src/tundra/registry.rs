@@ -1,5 +1,5 @@
 //! The component registry: every component type the node knows, by type id
-//! and by name, with its static attribute layout (reference §9).
+//! and by name, with its static attribute layout (docs/tundra-wire.md §9).
 //!
 //! Layouts are data, not code: they are read from TOML files
 //! (`schemas/tundra/*.toml`, embedded at build time for [`Registry::builtin`],

@@ -1,4 +1,4 @@
-//! RigidBodyUpdate (119) on the wire (reference §6.1, tundra
+//! RigidBodyUpdate (119) on the wire (docs/tundra-wire.md §6.1, tundra
 //! `SyncManager::ReplicateRigidBodyChanges` / `HandleRigidBodyChanges`).
 //!
 //! A pure bit stream of per-entity records, read while at least 9 bits are

@@ -1,4 +1,4 @@
-//! The parts of a RigidBodyUpdate record (reference §6.1, §6.2): position,
+//! The parts of a RigidBodyUpdate record (docs/tundra-wire.md §6.1, §6.2): position,
 //! rotation, scale and velocity in their compact forms, as raw quantized
 //! codes. Position and rotation are also the payload of ObserverPosition
 //! (105, `WriteOptimizedPosAndRot`). `*_value` helpers rebuild the floats

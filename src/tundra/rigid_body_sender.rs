@@ -1,5 +1,5 @@
 //! Building RigidBodyUpdate (119) records from float state exactly as the
-//! Tundra server does (reference §6.1, tundra
+//! Tundra server does (docs/tundra-wire.md §6.1, tundra
 //! `SyncManager::ReplicateRigidBodyChanges`): which parts changed enough to
 //! send, which send type each part uses, the quantized codes, and how
 //! records are packed into messages of at most 1400 bytes.

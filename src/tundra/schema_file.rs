@@ -1,4 +1,4 @@
-//! The component schema files (`schemas/tundra/*.toml`, reference §9): their
+//! The component schema files (`schemas/tundra/*.toml`, docs/tundra-wire.md §9): their
 //! TOML format, validation, the embedded default and loading a directory.
 //!
 //! One `[[component]]` table per type: `type_id`, `name` (with or without

@@ -1,4 +1,4 @@
-//! Loading Tundra scene files (TXML, reference §10.1; tundra
+//! Loading Tundra scene files (TXML, docs/tundra-wire.md §10.1; tundra
 //! `Scene::CreateEntityFromXml`, `IComponent::DeserializeFrom`) into a plain
 //! scene description with typed attribute values.
 //!

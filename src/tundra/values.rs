@@ -1,4 +1,4 @@
-//! Plain value types carried by Tundra attributes (reference §5.2): small
+//! Plain value types carried by Tundra attributes (docs/tundra-wire.md §5.2): small
 //! float vectors, colour, quaternion, transform and integer point. They hold
 //! data only; binary and text forms live in `attribute` and `attribute_text`,
 //! rotation math for RigidBodyUpdate in `orientation`.

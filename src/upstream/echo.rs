@@ -71,7 +71,7 @@ pub fn diff_slots(
     shadow.resize(len, None);
     for (index, slot) in current.iter().enumerate() {
         let Ok(index_u8) = u8::try_from(index) else {
-            break; // Tundra's indices are u8 (reference section 4.8)
+            break; // Tundra's indices are u8 (docs/tundra-wire.md §4.8)
         };
         match (shadow[index].as_ref(), slot) {
             (_, None) => {}

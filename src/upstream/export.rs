@@ -1,5 +1,5 @@
 //! Federation entities into the world server, through the client path
-//! (reference section 7.4): CreateEntity under an unacked id, CreateEntityReply
+//! (docs/tundra-wire.md §7.4): CreateEntity under an unacked id, CreateEntityReply
 //! (117) / CreateComponentsReply (118) for the real ids, then only what
 //! differs from the shadow (see [`super::echo`]) as Create/Edit/Remove
 //! messages, SetEntityParent (124) when the parent changes, and RemoveEntity
@@ -7,7 +7,7 @@
 //!
 //! Exported: every replicated entity of the node's scene that is not a copy
 //! of the world server's own: other nodes' entities and those of this node's
-//! clients alike (docs/upstream.md section 1). Entity ids inside values
+//! clients alike (docs/upstream.md §1). Entity ids inside values
 //! (EntityReference, such as Placeable.parentRef) are renumbered into the
 //! world server's id space.
 

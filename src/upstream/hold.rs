@@ -1,4 +1,4 @@
-//! Held removals (docs/upstream.md section 4): when a peer link goes away,
+//! Held removals (docs/upstream.md §4): when a peer link goes away,
 //! the federation withdraws the entities it carried, and a replacing link
 //! (two nodes dialled each other at once) presents them again moments later
 //! under new node ids. The world server must not see that as a removal and

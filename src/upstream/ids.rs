@@ -4,7 +4,7 @@
 //! - *mirrored*: the world server's own entities, copied into the node's
 //!   scene under node-allocated ids (their component ids are renumbered too);
 //! - *exported*: entities of the federation that the bridge created in the
-//!   world server through the client path (reference section 7.4): first under
+//!   world server through the client path (docs/tundra-wire.md §7.4): first under
 //!   an unacked id `0x4000_0000 | n`, then under the id CreateEntityReply (117)
 //!   gave.
 //!
@@ -18,7 +18,7 @@ use crate::tundra::ids::FIRST_UNACKED_ID;
 use crate::tundra::{AttributeValue, ComponentId, EntityId};
 
 /// Highest unacked sequence number: unacked ids must stay below the local
-/// range (reference section 7.3: `0x40000000 <= unacked < 0x80000000`).
+/// range (docs/tundra-wire.md §7.3: `0x40000000 <= unacked < 0x80000000`).
 const LAST_UNACKED_SERIAL: u32 = 0x3FFF_FFFF;
 
 /// A world-server entity copied into the node's scene.

@@ -1,5 +1,5 @@
-//! The client side of a Tundra login (reference sections 4.1, 4.2 and 7.1;
-//! knet-wire.md §5.3-5.4 for native logins): the Login message the bridge
+//! The client side of a Tundra login (docs/tundra-wire.md §4.1, §4.2 and §7.1;
+//! docs/knet-wire.md §5.3-§5.4 for native logins): the Login message the bridge
 //! sends, and what the LoginReply means for the session.
 //!
 //! Over WebSocket the login properties are a JSON object; over kNet they are
@@ -15,7 +15,7 @@ use crate::tundra::messages::{Login, LoginReply};
 use crate::tundra::{ClientTransport, LoginDialect, Message, ProtocolVersion, UserId};
 
 /// Properties a native login writes first, in this order, whatever the
-/// configuration holds (knet-wire.md §5.3: `password` is present even when
+/// configuration holds (docs/knet-wire.md §5.3: `password` is present even when
 /// empty; `protocol` names the transport).
 const NATIVE_FIRST: [&str; 3] = ["username", "password", "protocol"];
 
@@ -69,7 +69,7 @@ impl LoginSettings {
             .unwrap_or_default()
     }
 
-    /// The properties as one JSON object of strings (reference section 4.1).
+    /// The properties as one JSON object of strings (docs/tundra-wire.md §4.1).
     fn login_json(&self) -> String {
         serde_json::Value::Object(
             self.properties
@@ -80,7 +80,7 @@ impl LoginSettings {
         .to_string()
     }
 
-    /// The properties as a native client writes them (knet-wire.md §5.3):
+    /// The properties as a native client writes them (docs/knet-wire.md §5.3):
     /// username, password, protocol (`udp` or `tcp`, from the transport),
     /// then the other configured properties in name order. Config
     /// validation keeps the names XML names and `protocol` unset.
@@ -190,7 +190,7 @@ mod tests {
     #[test]
     fn native_reply_data_is_accepted_whatever_it_holds() {
         let s = native(ClientTransport::KnetUdp);
-        // The captured reply of a real server (knet-wire.md §5.4).
+        // The captured reply of a real server (docs/knet-wire.md §5.4).
         let captured = "<?xml version=\"1.0\"?>\n<asset>\n\t<defaultStorage name=\"Javascript\" />\n</asset>\n";
         for data in [captured, "", "not xml"] {
             let reply = LoginReply {

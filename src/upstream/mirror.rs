@@ -1,7 +1,7 @@
 //! Messages from the world server: its entities copied into the node's scene
 //! (mirrored, with [`ChangeSource::Node`] and marked proxied), replies to the
 //! bridge's own creations, and edits or actions on the federation entities
-//! the bridge created there (reference sections 4, 7.4 and 7.5).
+//! the bridge created there (docs/tundra-wire.md §4, §7.4 and §7.5).
 
 use tracing::{debug, info, warn};
 
@@ -241,7 +241,7 @@ impl Bridge {
         self.dirty.append(&mut self.waiting);
         self.ack_components(local, &m.components);
         // Edits made while unacked go out now (as Tundra's client re-sends
-        // dirty components after the ack, reference section 4.13).
+        // dirty components after the ack, docs/tundra-wire.md §4.13).
         self.dirty.insert(local);
     }
 
@@ -390,7 +390,7 @@ impl Bridge {
     }
 
     /// An action the world server sent (its clients' Peers actions arrive
-    /// as Local, reference section 4.15): for this node's clients and every
+    /// as Local, docs/tundra-wire.md §4.15): for this node's clients and every
     /// other node's; for a federation entity, to its authority as well.
     fn handle_world_action(&mut self, mut action: EntityAction) {
         let resolved = self.ids.resolve(action.entity_id);

@@ -1,6 +1,6 @@
 //! Edits and actions toward the world server: what clients and peers ask
 //! of the world's entities is sent upstream under the world server's ids
-//! (docs/upstream.md sections 1 and 6), as a Tundra client sends it.
+//! (docs/upstream.md §1 and §6), as a Tundra client sends it.
 //!
 //! Pure: frames are queued on the bridge; the node's copy changes only with
 //! [`ChangeSource::Node`], after the edit has been sent.
@@ -81,7 +81,7 @@ impl Bridge {
         if !self.ids.is_mirrored(action.entity_id) {
             return false;
         }
-        // A client strips Local from what it sends (reference section 4.15).
+        // A client strips Local from what it sends (docs/tundra-wire.md §4.15).
         let kind = action.execution_type & !exec_type::LOCAL;
         self.send_action(action, kind | exec_type::SERVER);
         true

@@ -1,4 +1,4 @@
-//! Reconnect reconciliation (docs/upstream.md section 4): after a new login
+//! Reconnect reconciliation (docs/upstream.md §4): after a new login
 //! the world server sends its whole scene again. Each entity is matched to
 //! the old mapping by id (or, for the world's own entities, by Name when the
 //! server renumbered them) and only differences reach the node's scene, so
@@ -20,7 +20,7 @@ use crate::scene::{ChangeSource, Scene};
 use crate::tundra::messages::CreateEntity;
 use crate::tundra::{AttributeValue, ComponentBody, ComponentData, ComponentId, EntityId};
 
-/// Component type of Name (reference section 9, type 26); its first
+/// Component type of Name (docs/tundra-wire.md §9, type 26); its first
 /// attribute is the name used to recognise an entity across a restart.
 const NAME_COMPONENT: u32 = 26;
 

@@ -1,4 +1,4 @@
-//! RigidBodyUpdate (119) from the world server (reference §6.1). A Tundra
+//! RigidBodyUpdate (119) from the world server (docs/tundra-wire.md §6.1). A Tundra
 //! server sends it to every native kNet client whatever its protocol, and
 //! to WebSocket clients at protocol 4, and then leaves Placeable transform
 //! and RigidBody velocity changes out of EditAttributes for them: without
@@ -27,7 +27,7 @@ use crate::tundra::{AttributeEdit, AttributeValue, ComponentId, EntityId};
 const PLACEABLE: u32 = 20;
 const RIGID_BODY: u32 = 23;
 /// Placeable `transform`, RigidBody `linearVelocity` / `angularVelocity`
-/// (reference section 9, types 20 and 23).
+/// (docs/tundra-wire.md §9, types 20 and 23).
 const TRANSFORM: u8 = 0;
 const LINEAR_VELOCITY: u8 = 13;
 const ANGULAR_VELOCITY: u8 = 14;

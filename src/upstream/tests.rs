@@ -256,7 +256,7 @@ fn federation_entities_are_created_upstream_once_and_edits_are_not_echoed() {
     let [Message::CreateEntity(create)] = out.as_slice() else {
         panic!("one CreateEntity: {out:?}");
     };
-    // Unacked id 0x40000001 travels masked (reference section 7.3).
+    // Unacked id 0x40000001 travels masked (docs/tundra-wire.md §7.3).
     assert_eq!(create.entity_id.wire(), 1);
     // Component ids are unacked ones too (masked on the wire), distinct.
     assert_eq!(

@@ -27,7 +27,7 @@ fn a_native_bridge_logs_in_with_xml_and_takes_an_xml_reply() {
     expected.extend_from_slice(xml.as_bytes());
     expected.push(0x03);
     assert_eq!(login, expected);
-    // The reply of a real server to a native client (knet-wire.md §5.4).
+    // The reply of a real server to a native client (docs/knet-wire.md §5.4).
     let reply = frame(Message::LoginReply(LoginReply {
         success: true,
         user_id: UserId(1),

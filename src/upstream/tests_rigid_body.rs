@@ -3,7 +3,7 @@
 //!
 //! Records are built by the sender code our own server uses
 //! (`rigid_body_sender::encode_body`), so each case names the send types it
-//! covers. Tolerances follow from the quantization of reference §6.1; kNet
+//! covers. Tolerances follow from the quantization of docs/tundra-wire.md §6.1; kNet
 //! truncates, so each is one quantization step:
 //! - position type 1 (signed 11.8 fixed point): 1/256 per coordinate;
 //!   type 2 and scale are f32: exact;

@@ -1,4 +1,4 @@
-//! The bridge's timers (docs/upstream.md sections 3 and 4): the end of the
+//! The bridge's timers (docs/upstream.md §3 and §4): the end of the
 //! initial scene, the login timeout, the grace period of an unreachable
 //! world server, and held removals (see [`super::hold`]).
 //!

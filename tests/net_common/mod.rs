@@ -6,7 +6,7 @@
 //! as its data address (`[peering] data_advertise`). A datagram node `j`
 //! sends to `P[i]` arrives from `j`'s bound socket; the proxy forwards it to
 //! node `i` *from `P[j]`*, the address node `i` knows `j` by
-//! (docs/peer-link.md 7.1), after loss, duplication and a random delay
+//! (docs/peer-link.md §7.1), after loss, duplication and a random delay
 //! (jitter reorders). The same sockets let a test inject forged datagrams
 //! that node `i` takes to come from `j`.
 //!
@@ -678,8 +678,8 @@ pub struct Observed {
 }
 
 /// The Tundra protocol version an observer asks for: 3 over WebSocket (no
-/// RigidBodyUpdate), 4 natively, as a real native client asks (knet-wire.md
-/// section 5.3); native clients get 119 either way.
+/// RigidBodyUpdate), 4 natively, as a real native client asks (docs/knet-wire.md
+/// §5.3); native clients get 119 either way.
 fn requested_protocol(url: &str) -> u32 {
     if lessgate::transport::knet::parse_knet_url(url).is_some() {
         4

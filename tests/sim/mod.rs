@@ -202,7 +202,7 @@ impl Sim {
             if stream_mode {
                 config.mode = FramingMode::Stream;
             } else {
-                // As the peer driver does (docs/less-wire.md 16.5).
+                // As the peer driver does (docs/less-wire.md §16.5).
                 config.bulk_packets = agreed
                     .iter()
                     .any(|f| f == lessgate::less::bulk::BULK_FEATURE);

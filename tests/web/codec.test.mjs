@@ -1,6 +1,6 @@
 // The viewer's JS Tundra codec against the byte fixtures of the Rust codec
-// (src/tundra/bits.rs, src/tundra/edit_attributes.rs) and the reference's
-// VLE table (tundra-wire.md section 1.2). Run: node --test tests/web/
+// (src/tundra/bits.rs, src/tundra/edit_attributes.rs) and the
+// VLE table (docs/tundra-wire.md §1.2). Run: node --test tests/web/
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {

@@ -42,7 +42,7 @@ pub struct LessArgs {
     /// The node's LESS data port (UDP), for `--pcap`.
     #[arg(long)]
     pub port: Option<u16>,
-    /// How the frame is framed (docs/less-wire.md section 6).
+    /// How the frame is framed (docs/less-wire.md §6).
     #[arg(long, value_enum, default_value_t = FramingArg::Datagram)]
     pub framing: FramingArg,
     /// A per-direction MAC key (64 hex digits) to check signatures with, and
@@ -53,7 +53,7 @@ pub struct LessArgs {
     /// it is tried.
     #[arg(long, value_name = "PATH")]
     pub keys_file: Option<PathBuf>,
-    /// Extra LESS type schemas (TOML, docs/less-wire.md section 14), on top
+    /// Extra LESS type schemas (TOML, docs/less-wire.md §14), on top
     /// of the node's built-in ones. May be given more than once.
     #[arg(long = "schema", value_name = "PATH")]
     pub schemas: Vec<PathBuf>,
@@ -305,7 +305,7 @@ pub fn keys_in_file(text: &str) -> Vec<String> {
 mod tests {
     use super::*;
 
-    /// docs/less-wire.md section 15 with key 42 x 32.
+    /// docs/less-wire.md §15 with key 42 x 32.
     const SECTION_15: &str = "10ffc000 {sig} a80f010505";
 
     fn section_15() -> String {

@@ -1,7 +1,7 @@
-// The Tundra wire codec for the viewer, mirroring src/tundra/ (reference:
-// shared tundra-wire.md). kNet bit streams are LSB-first within each byte;
+// The Tundra wire codec for the viewer, mirroring src/tundra/ (see
+// docs/tundra-wire.md). kNet bit streams are LSB-first within each byte;
 // multi-byte integers and floats are their little-endian bytes appended at
-// any bit offset; VLE8_16_32 is 1, 2 or 4 bytes (section 1.2). Decoders
+// any bit offset; VLE8_16_32 is 1, 2 or 4 bytes (docs/tundra-wire.md §1.2). Decoders
 // throw DecodeError on short or over-limit input and never loop unbounded.
 
 export class DecodeError extends Error {}

@@ -1,4 +1,4 @@
-//! Pending PacketAcks (knet-wire.md §4.4): the packet ids of received reliable
+//! Pending PacketAcks (docs/knet-wire.md §4.4): the packet ids of received reliable
 //! datagrams that still have to be acknowledged, and their grouping into
 //! 7-byte PacketAck messages (lowest pending id P plus a mask of P+1..P+32).
 //!

@@ -1,4 +1,4 @@
-//! One kNet connection over UDP (knet-wire.md §4), client or server side, as
+//! One kNet connection over UDP (docs/knet-wire.md §4), client or server side, as
 //! a sans-IO state machine: datagrams and an explicit `now` in, datagrams,
 //! timeouts and events out. No socket, no clock, no randomness.
 //!

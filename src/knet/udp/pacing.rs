@@ -1,4 +1,4 @@
-//! Datagram pacing (knet-wire.md §4.6): at most `rate` datagrams per second,
+//! Datagram pacing (docs/knet-wire.md §4.6): at most `rate` datagrams per second,
 //! with credit for a burst of up to `burst` datagrams after a quiet period.
 //!
 //! kNet sends when `now - lastSendTime >= 1/rate` and then advances

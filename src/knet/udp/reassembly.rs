@@ -1,4 +1,4 @@
-//! Inbound fragmented transfers (knet-wire.md §4.7), reassembled more
+//! Inbound fragmented transfers (docs/knet-wire.md §4.7), reassembled more
 //! strictly than kNet does: chunks are stored by index, parts that arrive
 //! before their FragmentStart are buffered, and the message is assembled in
 //! index order once all FragmentCount chunks are present.

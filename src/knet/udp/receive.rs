@@ -1,6 +1,6 @@
 //! The receive path of a [`UdpConnection`]: one datagram in, through the
 //! duplicate windows, acks, reliable numbers and reassembly, to the
-//! connection's events and replies (knet-wire.md §4.3-4.4, §4.7, §4.9-4.11).
+//! connection's events and replies (docs/knet-wire.md §4.3-§4.4, §4.7, §4.9-§4.11).
 
 use bytes::Bytes;
 

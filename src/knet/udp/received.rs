@@ -1,4 +1,4 @@
-//! Duplicate detection on receive (knet-wire.md §4.3 step 2 and 3): which
+//! Duplicate detection on receive (docs/knet-wire.md §4.3 step 2 and 3): which
 //! PacketIDs and which reliable message numbers this connection has already
 //! seen.
 //!

@@ -1,4 +1,4 @@
-//! The outbound side of a UDP connection (knet-wire.md §2, §4.3, §4.5-4.7):
+//! The outbound side of a UDP connection (docs/knet-wire.md §2, §4.3, §4.5-§4.7):
 //! queued messages in priority order, reliable numbering, fragmentation,
 //! TransferID allocation, the reliable datagrams in flight and their
 //! re-sending.

@@ -1,4 +1,4 @@
-//! The bit packer of the compact encodings (docs/less-wire.md section 16):
+//! The bit packer of the compact encodings (docs/less-wire.md §16):
 //! fields are written least significant bit first into bytes filled from
 //! bit 0 up, and the value is padded with zero bits to a whole byte.
 //!

@@ -1,9 +1,9 @@
 //! Which properties of a link travel in which compact encoding
-//! (docs/less-wire.md section 16.1).
+//! (docs/less-wire.md §16.1).
 //!
 //! Both ends derive the same table from two inputs they share: the
 //! encodings both offered at link set-up (Hello features `enc:<name>`,
-//! docs/peer-link.md 5.2) and the application's rules, which name
+//! docs/peer-link.md §5.2) and the application's rules, which name
 //! properties by type URI prefix, top-level component and value type. A
 //! property no agreed rule names, or whose rule names an encoding the peer
 //! did not offer, travels plain: a node that knows no encodings simply
@@ -20,7 +20,7 @@ use crate::less::value_type::ValueType;
 pub const FEATURE_PREFIX: &str = "enc:";
 
 /// The Hello feature that offers the keyed update message, update-property
-/// (docs/less-wire.md 16.8).
+/// (docs/less-wire.md §16.8).
 pub const UPDATE_PROPERTY_FEATURE: &str = "msg:update-property/1";
 
 /// The no-encodings table (what a session without encodings uses).

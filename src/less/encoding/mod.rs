@@ -1,4 +1,4 @@
-//! Compact per-property encodings (seed 004, docs/less-wire.md section 16):
+//! Compact per-property encodings (docs/less-wire.md §16):
 //! named wire forms of property values that a link may agree to use in
 //! place of the plain CONTEXT-DEPENDENT-VARIANT.
 //!

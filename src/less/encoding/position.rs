@@ -1,5 +1,5 @@
 //! `fixed-point-position/1` and `float3-half/1`: three-float vectors
-//! (VECTOR(3, FLOAT32)) in fewer bits (docs/less-wire.md section 16.3).
+//! (VECTOR(3, FLOAT32)) in fewer bits (docs/less-wire.md §16.3).
 //!
 //! Fixed point: step 2^-8 (1/256), 18 bits per coordinate, so each
 //! coordinate c with round(c * 256) in [-2^17, 2^17 - 1] (about ±512) is

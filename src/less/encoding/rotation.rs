@@ -1,7 +1,7 @@
 //! Rotation forms of the compact encodings: the smallest-three quaternion
 //! (`quat-smallest-three/1`), the yaw angle, and the conversions between
 //! Euler angles in degrees (R = Rz · Ry · Rx, the order Tundra's Transform
-//! uses, docs/federation.md 2.4) and unit quaternions.
+//! uses, docs/federation.md §2.4) and unit quaternions.
 //!
 //! Computed in `f64` so that the stated error bounds are those of the
 //! quantization, not of the arithmetic. Pure functions only.

@@ -1,7 +1,7 @@
 //! `tundra-transform/1`: a Tundra Transform as the federation carries it
 //! (VECTOR(9, FLOAT32): position xyz, Euler degrees xyz with R = Rz·Ry·Rx,
-//! scale xyz; docs/federation.md 2.4) in 9 to 12 bytes for the usual cases
-//! (docs/less-wire.md section 16.4).
+//! scale xyz; docs/federation.md §2.4) in 9 to 12 bytes for the usual cases
+//! (docs/less-wire.md §16.4).
 //!
 //! A 5-bit header chooses one form per part, so a value the compact forms
 //! cannot carry (a coordinate beyond ±512, a non-finite angle, a

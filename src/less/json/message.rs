@@ -1,4 +1,4 @@
-//! JSON form of LESS messages (docs/less-wire.md section 4) for the
+//! JSON form of LESS messages (docs/less-wire.md §4) for the
 //! inspector, read straight from the wire tree so that re-encoding gives the
 //! same bytes: property lists keep their grouping by component and nesting.
 //!

@@ -1,4 +1,4 @@
-//! JSON form of whole LESS frames (docs/less-wire.md sections 5 and 6) for
+//! JSON form of whole LESS frames (docs/less-wire.md §5 and §6) for
 //! the inspector: framing fields, the signature and its check, the packet
 //! header, each message, and the bytes that could not be shown.
 //!

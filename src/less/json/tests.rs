@@ -56,7 +56,7 @@ fn key() -> MacKey {
     MacKey::new([0x42; KEY_LEN])
 }
 
-/// docs/less-wire.md section 15, with the signature worked out from its
+/// docs/less-wire.md §15, with the signature worked out from its
 /// definition: keyed BLAKE3 of the frame with the signature zeroed.
 fn section_15_datagram() -> Vec<u8> {
     let zeroed = hex::decode("10ffc0000000000000000000a80f010505").unwrap();
@@ -159,7 +159,7 @@ fn every_message_fixture_round_trips() {
 #[test]
 fn values_are_shown_with_names_and_types() {
     let fixture = Fixture::new();
-    // docs/less-wire.md section 4: the crate example, in an update-entity.
+    // docs/less-wire.md §4: the crate example, in an update-entity.
     let body = "06ac04 02 0202 0205 07010101020304 0101 03000000000000e03f";
     let frame = stream_frame(1, &body.replace(' ', ""));
     let json = assert_round_trip(&fixture, &frame, Framing::StreamPacket);

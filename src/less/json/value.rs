@@ -26,7 +26,7 @@ use crate::less::value_type::ValueType;
 
 /// A value with its type written out, as the inspector shows every value:
 /// `{"type": "vector(3, float32)", "value": [1, 0, -1]}`. The type uses the
-/// schema text form (docs/less-wire.md section 14).
+/// schema text form (docs/less-wire.md §14).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TypedValue {
     #[serde(rename = "type")]

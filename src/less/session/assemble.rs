@@ -1,11 +1,11 @@
 //! Building packet bodies from the sender-side state: new packets (the
 //! ordered queue first, then coalesced property updates, then tweaks) and
-//! re-sends (draft section 2: "the old property set will not be part of the
+//! re-sends (docs/less-wire.md §8, quoting the draft: "the old property set will not be part of the
 //! re-send of the dropped packet").
 //!
 //! Every body fits the datagram capacity, except a body holding one single
 //! message too large for any datagram, which is marked `oversize` and goes on
-//! the reliable stream (decision 9). An entity larger than one packet is
+//! the reliable stream (docs/less-wire.md §6). An entity larger than one packet is
 //! introduced with the properties that fit; the rest follow as update-entity
 //! messages. This module owns layout decisions; it does not sign or frame.
 
@@ -478,7 +478,7 @@ impl LocalState {
         builder.out
     }
 
-    /// Builds the body of a bulk packet (docs/less-wire.md 16.5): messages of
+    /// Builds the body of a bulk packet (docs/less-wire.md §16.5): messages of
     /// the ordered queue only (introductions, and whatever structural
     /// message precedes them), in queue order, up to `capacity` bytes.
     /// Property updates and tweaks stay on datagrams; an update for an entity

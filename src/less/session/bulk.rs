@@ -1,4 +1,4 @@
-//! When and how a session sends bulk packets (docs/less-wire.md 16.5): a
+//! When and how a session sends bulk packets (docs/less-wire.md §16.5): a
 //! link that agreed `bulk:zstd/1` sends a large backlog of introductions as
 //! one zstd-compressed stream datagram instead of hundreds of datagrams.
 //!

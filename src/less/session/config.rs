@@ -32,7 +32,7 @@ pub struct SessionConfig {
     pub local_first_sequence: u8,
     /// Wire sequence number of the first packet the peer sends.
     pub remote_first_sequence: u8,
-    /// Duration of one timestamp unit (draft section 2: "described in the
+    /// Duration of one timestamp unit (docs/less-wire.md §5, quoting the draft: "described in the
     /// schema for the connection").
     pub timestamp_quantum: Duration,
     /// Largest datagram, in bytes (default 1200).
@@ -50,7 +50,7 @@ pub struct SessionConfig {
     /// signature on the reliable stream (0: never); a run is broken by any
     /// authentic frame. Datagrams with a bad signature never count: they
     /// are dropped and counted in the stats, since anyone can send a
-    /// datagram from the peer's address (docs/less-wire.md section 12).
+    /// datagram from the peer's address (docs/less-wire.md §12).
     pub max_bad_signature_run: u32,
     /// Stream mode only: how long a removed object id stays reserved (so that
     /// a tweak the peer sent before seeing the removal still decodes) before
@@ -60,10 +60,10 @@ pub struct SessionConfig {
     pub schemas: Arc<SchemaRegistry>,
     /// The connection schema both ends agreed on.
     pub connection: Arc<ConnectionSchema>,
-    /// Per-property encodings agreed at link set-up (docs/less-wire.md 16);
+    /// Per-property encodings agreed at link set-up (docs/less-wire.md §16);
     /// plain by default.
     pub encodings: Arc<LinkEncodings>,
-    /// Both Hellos listed `bulk:zstd/1` (docs/less-wire.md 16.5): stream
+    /// Both Hellos listed `bulk:zstd/1` (docs/less-wire.md §16.5): stream
     /// datagrams carry a form byte and large introduction backlogs go as
     /// compressed bulk packets. Datagram mode only; off by default.
     pub bulk_packets: bool,

@@ -55,7 +55,7 @@ pub enum Event {
     /// A peer entity went away.
     EntityRemoved { entity: ObjectId<Remote> },
     /// The peer invokes a method on one of our entities. Answer exactly once
-    /// with `send_method_result` (a refusal is a failure status, draft section 5).
+    /// with `send_method_result` (a refusal is a failure status, docs/less-wire.md §12).
     MethodInvoked {
         request: RequestId<Remote>,
         entity: ObjectId<Local>,
@@ -97,11 +97,11 @@ pub enum CloseReason {
     /// a bad signature (see `SessionConfig::max_bad_signature_run`).
     #[error("{0} consecutive stream frames with a bad signature")]
     BadSignatureRun(u32),
-    /// The authenticated peer broke the encoding rules (draft section 5).
+    /// The authenticated peer broke the encoding rules (docs/less-wire.md §12).
     #[error("framing error: {0}")]
     Framing(String),
     /// The authenticated peer broke the protocol's logic (unknown type,
-    /// unsubscribed property, ...; draft section 5).
+    /// unsubscribed property, ...; docs/less-wire.md §12).
     #[error("logic error: {0}")]
     Logic(String),
 }

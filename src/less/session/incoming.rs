@@ -1,13 +1,13 @@
 //! Receiver-side state and the rules for applying the peer's messages.
 //!
-//! Decision 8: update-entity and tweak-entity take effect on arrival when
+//! docs/less-wire.md §9: update-entity and tweak-entity take effect on arrival when
 //! their entity is known, subject to the per-property timestamp rule (draft
 //! section 2: "a received older packet with a property set will not have any
 //! new effect on the property in question"). Every other message, and any
 //! message that cannot be decoded yet because its entity or type is not known,
 //! takes effect only in sequence order: held while an earlier packet is
 //! missing. A framing or logic error ends the session; a permission error
-//! answers a failure method-result (draft section 5). This module owns the
+//! answers a failure method-result (docs/less-wire.md §12). This module owns the
 //! peer's types and entities as this end sees them, and the held packets.
 
 use smallvec::SmallVec;

@@ -76,7 +76,7 @@ pub struct Session {
     peer_update_rate: Option<u32>,
     next_request: u64,
     /// Unacknowledged bulk packets: sequence and uncompressed message bytes
-    /// (docs/less-wire.md 16.5).
+    /// (docs/less-wire.md §16.5).
     bulk_in_flight: Vec<(u64, usize)>,
 }
 
@@ -326,7 +326,7 @@ impl Session {
     }
 
     /// Queues the current value of every subscribed property of one of our
-    /// introduced entities again, unchanged (seed 004: "rebroadcast
+    /// introduced entities again, unchanged (docs/less-wire.md §16.7: "rebroadcast
     /// everything every x seconds ... if packets are lost"). Returns the
     /// plain size of the values queued, 0 for an entity the peer does not
     /// know yet (its introduction carries everything).
@@ -336,7 +336,7 @@ impl Session {
     }
 
     /// Our objects in ascending id order, starting after `after` and
-    /// wrapping around once (a refresh lap, seed 004), without collecting
+    /// wrapping around once (a refresh lap, docs/less-wire.md §16.7), without collecting
     /// or sorting them.
     pub fn local_objects_after(
         &self,
@@ -615,7 +615,7 @@ impl Session {
                 // connection of a simultaneous dial still using its own
                 // keys), so it must cost the link nothing. Only the stream
                 // comes from the TLS-authenticated peer itself, whose bad
-                // MACs mean it is broken (docs/less-wire.md section 12).
+                // MACs mean it is broken (docs/less-wire.md §12).
                 if path == Path::Stream {
                     self.bad_signature_run += 1;
                     let limit = self.config.max_bad_signature_run;
@@ -710,7 +710,7 @@ impl Session {
         // Only packets with messages elicit an acknowledgement: promptly, and
         // at once when they open or fill a gap, since the peer's loss
         // detection waits on it. A packet without messages never does, gap
-        // or not (docs/less-wire.md section 7, as QUIC's ACK-only packets,
+        // or not (docs/less-wire.md §7, as QUIC's ACK-only packets,
         // RFC 9000 section 13.2.1): two ends that both see a gap would
         // otherwise answer each other's empty packets at once, without end.
         // Its acknowledgement rides on the next packet sent.

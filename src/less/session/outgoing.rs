@@ -3,9 +3,9 @@
 //! queue of messages to send, pending tweaks, and object ids waiting to be
 //! safe to reuse.
 //!
-//! Draft section 2: "properties know which packet last set them"; here every
+//! docs/less-wire.md §8, quoting the draft: "properties know which packet last set them"; here every
 //! slot remembers the sequence of the packet that last carried it, so a
-//! re-send carries only values not superseded since. Decision 8: an object id
+//! re-send carries only values not superseded since. docs/less-wire.md §9: an object id
 //! is reused only after its remove-entity, and every packet before it, has
 //! been acknowledged (and, for tweak decoding, after every peer packet sent
 //! before the peer saw that acknowledgement has arrived). This module owns

@@ -161,7 +161,7 @@ impl Session {
         let key = &self.config.keys.send;
         let (path, bytes) = if body.oversize {
             // A link that agreed bulk packets gives every stream datagram a
-            // form byte (docs/less-wire.md 16.5).
+            // form byte (docs/less-wire.md §16.5).
             let seal = if self.config.bulk_packets {
                 seal_plain_formed
             } else {

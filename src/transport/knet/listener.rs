@@ -1,5 +1,5 @@
 //! The node's kNet listener: UDP and TCP on one port, as a real Tundra
-//! server listens (knet-wire.md section 5.1), both feeding the node the
+//! server listens (docs/knet-wire.md §5.1), both feeding the node the
 //! same client events as the WebSocket listener.
 
 use std::net::SocketAddr;

@@ -35,7 +35,7 @@ impl std::fmt::Display for KnetTransport {
 #[derive(Debug)]
 pub enum ClientCommand {
     /// One Tundra frame: u16 LE message id + payload. Sent with the flags of
-    /// the message's id (reference §5.2).
+    /// the message's id (docs/tundra-wire.md §5.2).
     Frame(Bytes),
     /// Close the connection (UDP: Disconnect, then wait for DisconnectAck;
     /// TCP: FIN).

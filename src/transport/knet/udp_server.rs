@@ -1,5 +1,5 @@
 //! The kNet UDP listener: one socket for every native client, as a real
-//! Tundra server has (knet-wire.md section 4.8).
+//! Tundra server has (docs/knet-wire.md §4.8).
 //!
 //! The socket task only demultiplexes: a datagram from a known endpoint goes
 //! to that connection's task; a datagram from an unknown endpoint is a

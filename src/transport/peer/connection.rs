@@ -1,11 +1,11 @@
 //! One QUIC connection with a peer: TLS outcome, the control-stream
-//! handshake, then hand-over to the data loop (docs/peer-link.md section 6).
+//! handshake, then hand-over to the data loop (docs/peer-link.md §6).
 //!
 //! The protocol decisions are `peering::handshake`'s; this file performs
 //! them: it writes what the state machine queues, reads the stream, runs the
 //! handshake timer, asks the registry to arbitrate, builds the LESS session
 //! from the negotiated parameters and the TLS exporter, and closes the
-//! connection the way docs/peer-link.md section 8.3 prescribes.
+//! connection the way docs/peer-link.md §8.3 prescribes.
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -293,12 +293,12 @@ fn prepare(
     };
     session_config.mtu = usize::from(negotiated.mtu);
     // Encodings both Hellos offered, applied by the schemas' rules
-    // (docs/less-wire.md 16.1); none agreed means every value plain.
+    // (docs/less-wire.md §16.1); none agreed means every value plain.
     session_config.encodings = Arc::new(LinkEncodings::from_features(
         &negotiated.features,
         config.schemas.encoding_rules().to_vec(),
     ));
-    // Bulk packets only if both Hellos listed them (docs/less-wire.md 16.5);
+    // Bulk packets only if both Hellos listed them (docs/less-wire.md §16.5);
     // they are stream datagrams, so a stream-mode link has none.
     session_config.bulk_packets = session_config.mode == FramingMode::Datagram
         && negotiated

@@ -1,7 +1,7 @@
 //! The control stream of one connection as the driver sees it: the
 //! handshake state machine with its stream halves, reading into it,
 //! flushing what it queues, and ending the connection the way
-//! docs/peer-link.md section 8.3 prescribes.
+//! docs/peer-link.md §8.3 prescribes.
 
 use super::CLOSE_LINGER;
 use crate::peering::handshake::{Closure, Handshake, Initiator};
@@ -70,7 +70,7 @@ pub(super) fn lost_reason(error: &quinn::ConnectionError) -> Reason {
     }
 }
 
-/// Ends the control stream per docs/peer-link.md section 8.3: after our Refuse or Goodbye,
+/// Ends the control stream per docs/peer-link.md §8.3: after our Refuse or Goodbye,
 /// finish the stream and give the peer a moment to close first; after the
 /// peer's, close at once with its code.
 pub(super) async fn finish_control(

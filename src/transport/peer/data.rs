@@ -177,7 +177,7 @@ pub(super) async fn run(
         // connection of a simultaneous dial, shut down, ended by the peer),
         // nothing more is sent: the peer routes our data address to its
         // surviving connection, whose session would only see our keys'
-        // MACs as bad signatures (docs/peer-link.md section 6.3).
+        // MACs as bad signatures (docs/peer-link.md §6.3).
         let transmits = if control.handshake.is_closed() {
             Vec::new()
         } else {

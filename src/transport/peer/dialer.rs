@@ -1,6 +1,6 @@
 //! One dialer per peer with a control address: dials while no connection
 //! with the peer is committed, and after a failure or a lost link waits an
-//! exponentially growing, jittered delay (docs/peer-link.md section 8.1).
+//! exponentially growing, jittered delay (docs/peer-link.md §8.1).
 
 use std::net::SocketAddr;
 use std::sync::Arc;

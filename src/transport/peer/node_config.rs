@@ -117,7 +117,7 @@ impl PeerNodeConfig {
 }
 
 /// The Hello features this node offers: every compact encoding it knows
-/// unless `[peering] compact_encodings = false` (docs/less-wire.md 16.1),
+/// unless `[peering] compact_encodings = false` (docs/less-wire.md §16.1),
 /// and bulk packets unless `[peering] bulk_introductions = false` (16.5).
 fn offered_features(peering: &crate::config::PeeringSection) -> Vec<String> {
     let mut features = if peering.compact_encodings {

@@ -1,5 +1,5 @@
 //! The node's table of committed peer connections, one per peer, kept
-//! consistent with `peering::arbiter` (docs/peer-link.md section 6.3).
+//! consistent with `peering::arbiter` (docs/peer-link.md §6.3).
 //!
 //! Owns only the table and its change notifications; the connection tasks
 //! act on what it tells them.

@@ -1,6 +1,6 @@
 //! The node's one UDP data socket: receives every peer's LESS datagrams and
 //! hands each to the link whose peer data address it came from
-//! (docs/peer-link.md section 7.1). Datagrams from any other address are
+//! (docs/peer-link.md §7.1). Datagrams from any other address are
 //! counted and dropped before any parsing.
 
 use std::collections::HashMap;

@@ -1,5 +1,5 @@
 //! EntityAction (120), AssetDiscovery (121), AssetDeleted (122)
-//! (reference §4.15, 4.16; generated `MsgEntityAction.h` and friends).
+//! (docs/tundra-wire.md §4.15, §4.16; generated `MsgEntityAction.h` and friends).
 //! Strings are 8-bit text kept byte for byte (Latin-1).
 
 use serde::{Deserialize, Serialize};

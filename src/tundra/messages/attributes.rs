@@ -1,5 +1,5 @@
 //! Attribute-level scene messages: CreateAttributes (112), EditAttributes
-//! (113), RemoveAttributes (114) (reference §4.8-4.10).
+//! (113), RemoveAttributes (114) (docs/tundra-wire.md §4.8-§4.10).
 //!
 //! EditAttributes blocks stay raw here: decoding one needs the component's
 //! attribute slots, which only the scene knows. [`EditAttributesBlock`]

@@ -1,7 +1,7 @@
 //! Component-level scene messages: CreateComponents (111),
-//! RemoveComponents (115), CreateComponentsReply (118) (reference §4.7,
-//! 4.11, 4.14). Lists without a count are read "while bits remain", as
-//! Tundra's handlers do (§13.2).
+//! RemoveComponents (115), CreateComponentsReply (118) (docs/tundra-wire.md §4.7,
+//! §4.11, §4.14). Lists without a count are read "while bits remain", as
+//! Tundra's handlers do (docs/tundra-wire.md §4).
 
 use serde::{Deserialize, Serialize};
 

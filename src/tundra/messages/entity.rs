@@ -1,6 +1,6 @@
 //! Entity-level scene messages: EditEntityProperties (109), CreateEntity
 //! (110), RemoveEntity (116), CreateEntityReply (117), SetEntityParent
-//! (124) (reference §4.5, 4.6, 4.12, 4.13, 4.18).
+//! (124) (docs/tundra-wire.md §4.5, §4.6, §4.12, §4.13, §4.18).
 //!
 //! VLE entity ids are masked to 30 bits on encode; the decoded value is the
 //! wire value (a client's own CreateEntity id N means unacked 0x40000000|N,

@@ -1,5 +1,5 @@
 //! Connection messages: Login (100), LoginReply (101), ClientJoined (102),
-//! ClientLeft (103) (reference §4.1-4.3).
+//! ClientLeft (103) (docs/tundra-wire.md §4.1-§4.3).
 
 use serde::{Deserialize, Serialize};
 
@@ -46,7 +46,7 @@ impl Login {
 pub struct LoginReply {
     pub success: bool,
     pub user_id: UserId,
-    /// JSON for WebSocket clients (must be valid JSON, §14), XML natively;
+    /// JSON for WebSocket clients (must be valid JSON, docs/tundra-wire.md §8), XML natively;
     /// the denial reason on failure.
     pub reply_data: String,
     /// Absent from a failure reply, and from very old servers.

@@ -1,4 +1,4 @@
-//! Tundra messages 100-124 (reference §3, §4, §6): one type per message,
+//! Tundra messages 100-124 (docs/tundra-wire.md §3, §4, §6): one type per message,
 //! the [`Message`] enum over all of them, and the WebSocket frame form
 //! (`u16 LE messageId` + payload, one message per binary frame, §2.1).
 //!

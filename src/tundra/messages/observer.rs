@@ -1,4 +1,4 @@
-//! ObserverPosition (105) (reference §4.4, §6.2): `VLE sceneId`, 8 bits
+//! ObserverPosition (105) (docs/tundra-wire.md §4.4, §6.2): `VLE sceneId`, 8 bits
 //! arithmetic-coded (position type 0..3, rotation type 0..4), then the
 //! position and rotation parts exactly as in RigidBodyUpdate. Bits after
 //! them are ignored (WebTundra writes an axis even for a zero angle).

@@ -1,4 +1,4 @@
-//! RegisterComponentType (123) (reference §4.17): a custom component type
+//! RegisterComponentType (123) (docs/tundra-wire.md §4.17): a custom component type
 //! announced to protocol >= 2 peers: `VLE typeId, S8 typeName, VLE n`,
 //! n × (`u8 attrTypeId, S8 attrId, S8 attrName`).
 

@@ -1,5 +1,5 @@
 //! Frame fixtures for every message 100-124, written by hand from the
-//! layouts of reference §4 and §6, and the codec's behaviour on them.
+//! layouts of docs/tundra-wire.md §4 and §6, and the codec's behaviour on them.
 
 use super::*;
 use crate::tundra::attribute::{AttributeType, AttributeValue};
