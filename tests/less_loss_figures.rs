@@ -23,6 +23,29 @@ fn stream_updates(sim: &mut Sim, entity: ObjectId<Local>, ticks: std::ops::Range
     }
 }
 
+/// A streams 1 500 updates over `model` with `seed`; returns the session
+/// pair and the real drop rate of A's datagrams, printing both figures.
+fn lossy_run(seed: u64, model: LinkModel) -> (Sim, f64) {
+    let mut sim = Sim::new(seed, model, FramingMode::Datagram);
+    let entity = introduce_crate(&mut sim.a);
+    stream_updates(&mut sim, entity, 1..1500);
+    let stats = sim.a.session.stats();
+    assert_eq!(sim.a.model.closed, None, "seed {seed}: A closed");
+    let real = sim.datagrams_dropped[1] as f64 / sim.datagrams_offered[1] as f64;
+    println!(
+        "seed {seed}: offered {} dropped {} real {:.2} % reported {:.2} % \
+         (lost {} of {} sent, {} re-sent)",
+        sim.datagrams_offered[1],
+        sim.datagrams_dropped[1],
+        100.0 * real,
+        100.0 * stats.loss_rate(),
+        stats.packets_lost,
+        stats.packets_sent,
+        stats.packets_resent
+    );
+    (sim, real)
+}
+
 /// 18 % of datagrams dropped each way (acknowledgements too): A's reported
 /// loss is the fraction of its datagrams the link dropped, not twice it.
 #[test]
@@ -31,29 +54,14 @@ fn reported_loss_matches_the_real_drop_rate() {
         let mut model = LinkModel::PERFECT;
         model.latency = Duration::from_millis(30);
         model.loss = 0.18;
-        let mut sim = Sim::new(seed, model, FramingMode::Datagram);
-        let entity = introduce_crate(&mut sim.a);
-        stream_updates(&mut sim, entity, 1..1500);
+        let (sim, real) = lossy_run(seed, model);
         let stats = sim.a.session.stats();
-        assert_eq!(sim.a.model.closed, None, "seed {seed}: A closed");
         assert_eq!(stats.stream_frames_sent, 0, "seed {seed}: datagrams only");
         assert!(stats.packets_resent > 0, "seed {seed}: re-sends exercised");
-        let real = sim.datagrams_dropped[1] as f64 / sim.datagrams_offered[1] as f64;
         // The per-link figure (`loss_pct` = packets_lost / packets_sent) and
         // the session's rate agree here: every transmission is a datagram.
         let shown = stats.packets_lost as f64 / stats.packets_sent as f64;
         let reported = stats.loss_rate();
-        println!(
-            "seed {seed}: offered {} dropped {} real {:.2} % reported {:.2} % \
-             (lost {} of {} sent, {} re-sent)",
-            sim.datagrams_offered[1],
-            sim.datagrams_dropped[1],
-            100.0 * real,
-            100.0 * reported,
-            stats.packets_lost,
-            stats.packets_sent,
-            stats.packets_resent
-        );
         assert_eq!(shown, reported, "seed {seed}");
         assert_eq!(stats.packets_sent, sim.datagrams_offered[1], "seed {seed}");
         assert!(
@@ -99,24 +107,8 @@ fn reported_loss_follows_the_drop_rate_on_a_deeply_reordering_link() {
         model.latency = Duration::from_millis(5);
         model.jitter = Duration::from_millis(100);
         model.loss = 0.18;
-        let mut sim = Sim::new(seed, model, FramingMode::Datagram);
-        let entity = introduce_crate(&mut sim.a);
-        stream_updates(&mut sim, entity, 1..1500);
-        let stats = sim.a.session.stats();
-        assert_eq!(sim.a.model.closed, None, "seed {seed}: A closed");
-        let real = sim.datagrams_dropped[1] as f64 / sim.datagrams_offered[1] as f64;
-        let reported = stats.loss_rate();
-        println!(
-            "seed {seed}: offered {} dropped {} real {:.2} % reported {:.2} % \
-             (lost {} of {} sent, {} re-sent)",
-            sim.datagrams_offered[1],
-            sim.datagrams_dropped[1],
-            100.0 * real,
-            100.0 * reported,
-            stats.packets_lost,
-            stats.packets_sent,
-            stats.packets_resent
-        );
+        let (sim, real) = lossy_run(seed, model);
+        let reported = sim.a.session.stats().loss_rate();
         assert!(
             (reported - real).abs() <= 0.04,
             "seed {seed}: reported {reported:.4}, real drop rate {real:.4}"

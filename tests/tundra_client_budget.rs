@@ -113,6 +113,36 @@ async fn raw_client(
     (sink, reader)
 }
 
+/// The calm client moves its own box 20 times, 50 ms apart, and the
+/// watcher sees the last move; then the flood runs 2 s more. Returns when
+/// the calm moves were all seen, the flood frames the node handled (all
+/// frames but the 3 logins, 2 creations and the 20 calm moves) and the
+/// seconds since `started`.
+async fn calm_moves_during_the_flood(
+    node: &LiveNode,
+    calm: &Observer,
+    watcher: &Observer,
+    (calm_box, calm_placeable): (EntityId, ComponentId),
+    started: Instant,
+) -> (Duration, u64, f64) {
+    for x in 1..=20 {
+        calm.send(&move_to(calm_box, calm_placeable, x as f32))
+            .await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    wait_observers(
+        &[watcher],
+        BOUND,
+        "the calm client's moves arrive",
+        |seen| seen[0].view.entities.get(&calm_box).and_then(|s| s.x) == Some(20.0),
+    )
+    .await;
+    let calm_done = started.elapsed();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let handled = node.status().server.frames_in - 5 - 20;
+    (calm_done, handled, started.elapsed().as_secs_f64())
+}
+
 /// Floods from a raw client with rounds of one binary move followed by
 /// `extra` (text, pings), against a budget of `RATE` with a burst of
 /// `RATE`, while a calm client moves a box a watcher follows. Asserts the
@@ -158,23 +188,9 @@ async fn flood_against_a_small_budget(extra: Vec<WsMessage>) -> f64 {
             }
         }
     });
-    // The calm client moves its own box 20 times, 50 ms apart.
-    for x in 1..=20 {
-        calm.send(&move_to(calm_box, calm_placeable, x as f32))
+    let (calm_done, handled, elapsed) =
+        calm_moves_during_the_flood(&node, &calm, &watcher, (calm_box, calm_placeable), started)
             .await;
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    wait_observers(
-        &[&watcher],
-        BOUND,
-        "the calm client's moves arrive",
-        |seen| seen[0].view.entities.get(&calm_box).and_then(|s| s.x) == Some(20.0),
-    )
-    .await;
-    let calm_done = started.elapsed();
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let handled = node.status().server.frames_in - 5 - 20;
-    let elapsed = started.elapsed().as_secs_f64();
     // Each round spends `round_messages` of the budget and brings one
     // binary frame; the flooder's budget was full (one burst) at the start.
     let budget = u64::from(RATE) + (f64::from(RATE) * elapsed) as u64;
@@ -243,22 +259,9 @@ async fn native_flood_against_a_small_budget(scheme: &str) {
             sender.send(&move_to(target, target_placeable, 1.0)).await;
         }
     });
-    for x in 1..=20 {
-        calm.send(&move_to(calm_box, calm_placeable, x as f32))
+    let (calm_done, handled, elapsed) =
+        calm_moves_during_the_flood(&node, &calm, &watcher, (calm_box, calm_placeable), started)
             .await;
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    wait_observers(
-        &[&watcher],
-        BOUND,
-        "the calm client's moves arrive",
-        |seen| seen[0].view.entities.get(&calm_box).and_then(|s| s.x) == Some(20.0),
-    )
-    .await;
-    let calm_done = started.elapsed();
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let handled = node.status().server.frames_in - 5 - 20;
-    let elapsed = started.elapsed().as_secs_f64();
     let bound = u64::from(RATE) + (f64::from(RATE) * elapsed) as u64 + 1;
     assert!(
         handled <= bound,
