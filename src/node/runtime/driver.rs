@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 use tokio::time::MissedTickBehavior;
-use tracing::{debug, error, info};
+use tracing::{debug, error, info, trace};
 
 use super::start::{client_budget, id_seed, knet_options};
 use super::{Clock, Running};
@@ -362,13 +362,21 @@ impl Running {
                     }
                 }
                 Transmit::Link(link, transmit) => {
+                    // A link closing drops its packets: its session ends
+                    // with it (LinkDown follows), so nothing waits for them.
                     if let Some(peer) = links.get(&link) {
-                        let _ = peer.transmit(transmit);
+                        if peer.transmit(transmit).is_err() {
+                            trace!(%link, "packet for a closing link dropped");
+                        }
                     }
                 }
                 Transmit::Upstream(frame) => {
+                    // Without a connection the bridge resends its state on
+                    // the next login, so a frame to a closed one is moot.
                     if let Some(out) = upstream {
-                        let _ = out.send(UpstreamCommand::Frame(frame));
+                        if out.send(UpstreamCommand::Frame(frame)).is_err() {
+                            trace!("frame for a closed world-server connection dropped");
+                        }
                     }
                 }
             }
@@ -393,7 +401,9 @@ impl Running {
                         }
                     };
                     if let Some(out) = upstream {
-                        let _ = out.send(command);
+                        if out.send(command).is_err() {
+                            trace!("command for a closed world-server connection dropped");
+                        }
                     }
                 }
                 // Logged by the node; a world server would take them here.
