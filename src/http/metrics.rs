@@ -125,7 +125,7 @@ pub fn render(status: &NodeStatus) -> String {
         );
     }
     let s = &status.server;
-    let server: [(&str, &str, u64); 6] = [
+    let server: [(&str, &str, u64); 9] = [
         (
             "lessgate_tundra_frames_received_total",
             "WebSocket frames received from Tundra clients.",
@@ -155,6 +155,21 @@ pub fn render(status: &NodeStatus) -> String {
             "lessgate_tundra_clients_closed_total",
             "Client connections closed for misbehaviour.",
             s.clients_closed_for_misbehaviour,
+        ),
+        (
+            "lessgate_federation_scene_refusals_total",
+            "Changes from peers the scene refused.",
+            status.refusals.federation_scene,
+        ),
+        (
+            "lessgate_federation_session_refusals_total",
+            "Commands a LESS session refused.",
+            status.refusals.federation_session,
+        ),
+        (
+            "lessgate_upstream_scene_refusals_total",
+            "Changes from the world server the scene refused.",
+            status.refusals.upstream_scene,
         ),
     ];
     for (name, help, value) in server {

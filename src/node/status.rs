@@ -40,6 +40,20 @@ pub struct NodeStatus {
     /// Peer connections refused (by either side) because two nodes share
     /// one node UUID: a configuration error the log names.
     pub identity_conflicts: u64,
+    /// Changes the scene refused and commands a session refused while the
+    /// node went on (logged at debug with the reason).
+    pub refusals: RefusalCounters,
+}
+
+/// What the node's parts refused and went on from.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct RefusalCounters {
+    /// Changes from peers the scene refused.
+    pub federation_scene: u64,
+    /// Commands a LESS session refused (closing, object withdrawn).
+    pub federation_session: u64,
+    /// Changes from the world server the scene refused (upstream mode).
+    pub upstream_scene: u64,
 }
 
 /// Link ends kept in [`LinkEnds::recent`]: enough to see what happened to
@@ -246,6 +260,11 @@ impl NodeStatus {
             link_ends: LinkEnds::default(),
             data_socket: DataSocketCounters::default(),
             identity_conflicts: 0,
+            refusals: RefusalCounters {
+                federation_scene: node.federation().stats().scene_refusals,
+                federation_session: node.federation().stats().session_refusals,
+                upstream_scene: node.upstream().map_or(0, |b| b.stats().scene_refusals),
+            },
         }
     }
 }
