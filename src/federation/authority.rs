@@ -22,20 +22,6 @@ use crate::tundra::messages::EntityAction;
 use crate::tundra::{AttributeValue, ComponentId, EntityId};
 
 impl Federation {
-    /// A client edited an attribute of a remote entity: the edit travels
-    /// to its authority as a tweak (the scene keeps the old value until
-    /// the authority's update comes back).
-    pub fn handle_remote_edit(
-        &mut self,
-        entity: EntityId,
-        component: ComponentId,
-        index: u8,
-        value: AttributeValue,
-        scene: &Scene,
-    ) {
-        self.forward_edit(entity, component, index, value, scene);
-    }
-
     /// A client removed a remote entity (`component` none) or one of its
     /// components: the request travels to the entity's authority.
     pub fn handle_remote_remove(&mut self, entity: EntityId, component: Option<ComponentId>) {
@@ -73,8 +59,10 @@ impl Federation {
         }
     }
 
-    /// Sends an edit of a remote entity toward its authority.
-    fn forward_edit(
+    /// A client (or a peer's tweak) edited an attribute of a remote entity:
+    /// the edit travels to its authority as a tweak (the scene keeps the old
+    /// value until the authority's update comes back).
+    pub fn handle_remote_edit(
         &mut self,
         entity: EntityId,
         component: ComponentId,
@@ -164,7 +152,7 @@ impl Federation {
                 let edited = scene.edit_attribute(source, entity, component, index, value);
                 self.stats.scene(edited, "peer's tweak not applied");
             }
-            Origin::Remote => self.forward_edit(entity, component, index, value, scene),
+            Origin::Remote => self.handle_remote_edit(entity, component, index, value, scene),
         }
     }
 

@@ -27,6 +27,15 @@ fn global_on_a(pair: &TestPair, entity: crate::tundra::EntityId) -> GlobalId {
         .expect("own entity has an identity")
 }
 
+/// A creates an entity with components of `types`, and the pair runs until
+/// B has it: the entity at A and its identity.
+fn shared_from_a(pair: &mut TestPair, types: &[&str]) -> (crate::tundra::EntityId, GlobalId) {
+    let entity = pair.nodes[0].create(types);
+    let global = global_on_a(pair, entity);
+    pair.run(SETTLE_MS);
+    (entity, global)
+}
+
 #[test]
 fn an_entity_a_peer_introduces_is_imported_once_with_its_components() {
     let mut pair = TestPair::new();
@@ -61,9 +70,7 @@ fn an_entity_a_peer_introduces_is_imported_once_with_its_components() {
 #[test]
 fn a_component_added_later_joins_the_imported_entity() {
     let mut pair = TestPair::new();
-    let entity = pair.nodes[0].create(&["Name"]);
-    let global = global_on_a(&pair, entity);
-    pair.run(SETTLE_MS);
+    let (entity, global) = shared_from_a(&mut pair, &["Name"]);
     let a = &mut pair.nodes[0];
     let schema = a.scene.registry().get_by_name("Placeable").unwrap().clone();
     let values = schema
@@ -90,9 +97,7 @@ fn an_export_filter_leaves_out_the_types_it_does_not_name() {
         accept: TypeFilter::All,
     };
     let mut pair = TestPair::with_policies(export_names_only, LinkPolicy::default());
-    let entity = pair.nodes[0].create(&["Name", "Placeable", "RigidBody"]);
-    let global = global_on_a(&pair, entity);
-    pair.run(SETTLE_MS);
+    let (entity, global) = shared_from_a(&mut pair, &["Name", "Placeable", "RigidBody"]);
     pair.check();
 
     let a = &pair.nodes[0];
@@ -110,9 +115,7 @@ fn an_accept_filter_leaves_out_the_types_it_does_not_name() {
         accept: only(&["EC_Name"]),
     };
     let mut pair = TestPair::with_policies(LinkPolicy::default(), accept_names_only);
-    let entity = pair.nodes[0].create(&["Name", "Placeable"]);
-    let global = global_on_a(&pair, entity);
-    pair.run(SETTLE_MS);
+    let (_, global) = shared_from_a(&mut pair, &["Name", "Placeable"]);
     pair.check();
     let b = &pair.nodes[1];
     let presented = b.presented(global).unwrap();
@@ -133,9 +136,7 @@ fn name_of(pair: &TestPair, index: usize, entity: crate::tundra::EntityId) -> Op
 #[test]
 fn an_edit_of_a_remote_entity_becomes_a_tweak_its_authority_applies() {
     let mut pair = TestPair::new();
-    let entity = pair.nodes[0].create(&["Name"]);
-    let global = global_on_a(&pair, entity);
-    pair.run(SETTLE_MS);
+    let (entity, global) = shared_from_a(&mut pair, &["Name"]);
     let b = &mut pair.nodes[1];
     let presented = b.presented(global).unwrap();
     let name_type = b.scene.registry().get_by_name("Name").unwrap().type_id;
@@ -169,9 +170,7 @@ fn an_edit_of_a_remote_entity_becomes_a_tweak_its_authority_applies() {
 #[test]
 fn removing_a_remote_entity_asks_its_authority() {
     let mut pair = TestPair::new();
-    let entity = pair.nodes[0].create(&["Name"]);
-    let global = global_on_a(&pair, entity);
-    pair.run(SETTLE_MS);
+    let (entity, global) = shared_from_a(&mut pair, &["Name"]);
     let b = &mut pair.nodes[1];
     let presented = b.presented(global).unwrap();
     b.federation.handle_remote_remove(presented, None);
@@ -223,9 +222,7 @@ fn a_link_going_down_withdraws_what_it_mirrored() {
 #[test]
 fn an_own_entity_removed_leaves_the_peer_and_the_identity_maps() {
     let mut pair = TestPair::new();
-    let entity = pair.nodes[0].create(&["Name"]);
-    let global = global_on_a(&pair, entity);
-    pair.run(SETTLE_MS);
+    let (entity, global) = shared_from_a(&mut pair, &["Name"]);
     let a = &mut pair.nodes[0];
     a.scene
         .remove_entity(ChangeSource::Node, entity)
@@ -242,9 +239,7 @@ fn an_own_entity_removed_leaves_the_peer_and_the_identity_maps() {
 #[test]
 fn an_attribute_change_at_the_origin_reaches_the_peer() {
     let mut pair = TestPair::new();
-    let entity = pair.nodes[0].create(&["Name"]);
-    let global = global_on_a(&pair, entity);
-    pair.run(SETTLE_MS);
+    let (entity, global) = shared_from_a(&mut pair, &["Name"]);
     let a = &mut pair.nodes[0];
     let component = *a
         .scene
