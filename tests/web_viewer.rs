@@ -5,11 +5,12 @@
 //! of all three origins, drags one of beta's, and waits until beta's page
 //! shows it at the new position. Screenshots land in target/.
 //!
-//! Needs `/usr/bin/chromium` and `npm ci --prefix tests/web` (.ci/run
-//! installs both). Also checks `/status`, `/metrics` and `/origins` of a
-//! federated node over real HTTP.
+//! Needs Node.js, `npm ci --prefix tests/web` and `/usr/bin/chromium`;
+//! tests/web_tools installs what is missing first. Also checks `/status`,
+//! `/metrics` and `/origins` of a federated node over real HTTP.
 
 mod common;
+mod web_tools;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -98,48 +99,6 @@ async fn poll_until(addr: SocketAddr, path: &str, done: impl Fn(&str) -> bool) -
     }
 }
 
-/// Where the test's browser is (Debian's chromium package).
-const CHROMIUM: &str = "/usr/bin/chromium";
-
-/// Installs what the browser test needs when it is missing, so that
-/// `cargo test --locked` works on a fresh machine: playwright-core from the
-/// npm registry (`npm ci`, pinned by tests/web/package-lock.json) and
-/// Debian's chromium (`apt-get`, which needs root, as on this project's
-/// machines and CI).
-fn ensure_browser_tools() {
-    let web = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/web");
-    if !web.join("node_modules/playwright-core").exists() {
-        run_setup(
-            std::process::Command::new("npm")
-                .args(["ci", "--no-audit", "--no-fund", "--prefix"])
-                .arg(&web),
-            "npm ci --prefix tests/web",
-        );
-    }
-    if !std::path::Path::new(CHROMIUM).exists() {
-        run_setup(
-            std::process::Command::new("apt-get")
-                .arg("update")
-                .env("DEBIAN_FRONTEND", "noninteractive"),
-            "apt-get update",
-        );
-        run_setup(
-            std::process::Command::new("apt-get")
-                .args(["install", "-y", "chromium"])
-                .env("DEBIAN_FRONTEND", "noninteractive"),
-            "apt-get install -y chromium",
-        );
-    }
-}
-
-fn run_setup(command: &mut std::process::Command, what: &str) {
-    let status = command
-        .stdout(Stdio::null())
-        .status()
-        .unwrap_or_else(|e| panic!("{what}: cannot run: {e}"));
-    assert!(status.success(), "{what} failed ({status}); run it by hand");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_viewer_shows_three_origins_and_moves_a_remote_entity() {
     let alpha = start("alpha").await;
@@ -184,7 +143,7 @@ async fn the_viewer_shows_three_origins_and_moves_a_remote_entity() {
     assert!(origins.contains("\"name\":\"gamma\""), "{origins}");
 
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/web/viewer.mjs");
-    ensure_browser_tools();
+    web_tools::ensure(web_tools::Need::Browser);
     let child = tokio::process::Command::new("node")
         .arg(&script)
         .arg(format!("http://{}/", alpha.http))
