@@ -98,9 +98,9 @@ impl Federation {
             .session
             .tweak_entity(object, attribute_key(index), less)
         {
-            warn!(link = %link_id, entity = %global, error = %RemoteText(&error), "cannot forward edit");
+            warn!(link = link_id.0, entity = %global, error = %RemoteText(&error), "cannot forward edit");
         } else {
-            debug!(link = %link_id, entity = %global, index, "edit forwarded to authority");
+            debug!(link = link_id.0, entity = %global, index, "edit forwarded to authority");
         }
     }
 
@@ -143,7 +143,7 @@ impl Federation {
             (v, false) => v.clone(),
         };
         let Some(value) = from_less(ty, &inner, &|v: &Value| reference_in(self, link, v)) else {
-            warn!(link = %link_id, "tweak value does not fit its attribute");
+            warn!(link = link_id.0, "tweak value does not fit its attribute");
             return;
         };
         match origin {
@@ -177,7 +177,7 @@ impl Federation {
         match self.calls.admit(global, link_id) {
             Admission::Send => {}
             Admission::Wait => {
-                debug!(link = %link_id, entity = %global, "call waits for earlier calls on the old route");
+                debug!(link = link_id.0, entity = %global, "call waits for earlier calls on the old route");
                 self.calls.wait(
                     global,
                     WaitingCall {
@@ -241,12 +241,12 @@ impl Federation {
         match link.session.invoke_method(object, method, arguments) {
             Ok(call) => {
                 link.forwarded_calls.insert(call, (global, on_behalf_of));
-                debug!(link = %link_id, entity = %global, request = %RemoteText(format_args!("{request:?}")), "request forwarded to authority");
+                debug!(link = link_id.0, entity = %global, request = %RemoteText(format_args!("{request:?}")), "request forwarded to authority");
                 self.calls.sent(global, link_id);
                 true
             }
             Err(error) => {
-                warn!(link = %link_id, entity = %global, error = %RemoteText(&error), "cannot forward request to authority");
+                warn!(link = link_id.0, entity = %global, error = %RemoteText(&error), "cannot forward request to authority");
                 false
             }
         }
@@ -311,13 +311,13 @@ impl Federation {
                         });
                     }
                     AuthorityRequest::RemoveEntity => {
-                        debug!(link = %link_id, entity = %entity_id, "entity removed at a peer's request");
+                        debug!(link = link_id.0, entity = %entity_id, "entity removed at a peer's request");
                         let removed = scene.remove_entity(source, entity_id);
                         self.stats
                             .scene(removed, "entity not removed at a peer's request");
                     }
                     AuthorityRequest::RemoveComponent(component) => {
-                        debug!(link = %link_id, entity = %entity_id, component = %RemoteText(&component), "component removed at a peer's request");
+                        debug!(link = link_id.0, entity = %entity_id, component = %RemoteText(&component), "component removed at a peer's request");
                         let removed = scene.remove_component(source, entity_id, component);
                         self.stats
                             .scene(removed, "component not removed at a peer's request");
@@ -373,7 +373,11 @@ impl Federation {
                 }
             }
             None => {
-                debug!(link = %link_id, status = status.0, "action answered by its authority");
+                debug!(
+                    link = link_id.0,
+                    status = status.0,
+                    "action answered by its authority"
+                );
                 self.events.push_back(FederationEvent::ActionAnswered {
                     status,
                     detail: value,

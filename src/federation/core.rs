@@ -212,7 +212,7 @@ impl Federation {
     /// carry.
     pub fn add_link(&mut self, link: Link, scene: &Scene) {
         let id = link.id;
-        info!(link = %id, peer = %link.peer_name, "federation link added");
+        info!(link = id.0, peer = %link.peer_name, "federation link added");
         self.known_exports
             .insert(link.peer, link.policy.export.clone());
         self.links.insert(id, link);
@@ -233,7 +233,7 @@ impl Federation {
         let Some(link) = self.links.remove(&id) else {
             return;
         };
-        info!(link = %id, peer = %link.peer_name, "federation link removed");
+        info!(link = id.0, peer = %link.peer_name, "federation link removed");
         let affected: Vec<GlobalId> = link.mirror.globals().collect();
         for global in affected {
             self.reroute(global, scene);

@@ -206,13 +206,13 @@ fn export_component(
     }
     let entity_object = exported.object;
     let Some(type_id) = link.type_for(&uri) else {
-        warn!(link = %link.id, uri = %RemoteText(&uri), "cannot introduce component type");
+        warn!(link = link.id.0, uri = %RemoteText(&uri), "cannot introduce component type");
         return;
     };
     let object = link.session.allocate_object_id();
     let values = component_values(link, entity_object, component);
     if let Err(error) = link.session.introduce_entity(object, type_id, values) {
-        warn!(link = %link.id, %entity, component = %component.id, error = %RemoteText(&error), "cannot export component");
+        warn!(link = link.id.0, %entity, component = %component.id, error = %RemoteText(&error), "cannot export component");
         return;
     }
     link.exported.insert_component(entity, component.id, object);
@@ -301,11 +301,11 @@ impl Federation {
                     pv(entity::COMPONENT, entity::EXPORT, policy.to_value()),
                 ];
                 if let Err(error) = link.session.introduce_entity(object, type_id, values) {
-                    warn!(link = %link_id, entity = %global, error = %RemoteText(&error), "cannot export entity");
+                    warn!(link = link_id.0, entity = %global, error = %RemoteText(&error), "cannot export entity");
                     return;
                 }
                 link.exported.insert_entity(scene_id, object, path, policy);
-                debug!(link = %link_id, entity = %global, object = object.get(), "entity exported");
+                debug!(link = link_id.0, entity = %global, object = object.get(), "entity exported");
             }
             (false, false) => {}
         }

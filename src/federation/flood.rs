@@ -87,7 +87,7 @@ impl Federation {
         ];
         for link in self.links.values_mut().filter(|l| Some(l.id) != except) {
             if let Err(error) = link.session.send_interaction(ENTITY_ACTION, values.clone()) {
-                warn!(link = %link.id, error = %RemoteText(&error), "cannot forward entity action");
+                warn!(link = link.id.0, error = %RemoteText(&error), "cannot forward entity action");
             }
         }
     }
@@ -109,7 +109,10 @@ impl Federation {
             Some(Value::Integer(sequence)),
         ) = (get(1), get(2), get(3), get(4), get(5), get(6))
         else {
-            warn!(link = %from, "entity-action interaction without its fields");
+            warn!(
+                link = from.0,
+                "entity-action interaction without its fields"
+            );
             return;
         };
         let key = (*sender, *sequence as u64);
@@ -128,7 +131,7 @@ impl Federation {
             })
             .collect();
         if let Some(tracked) = self.tracked.get(&global) {
-            debug!(link = %from, entity = %global, name = %RemoteText(&name), "entity action for this node's clients");
+            debug!(link = from.0, entity = %global, name = %RemoteText(&name), "entity action for this node's clients");
             self.events
                 .push_back(FederationEvent::ActionForClients(EntityAction {
                     entity_id: tracked.scene(),

@@ -169,7 +169,7 @@ impl Federation {
                         let schema = link.session.remote_type(type_id)?.1?.clone();
                         let mut object = MirrorComponent::new(kind, schema);
                         if let Err(error) = mirror::apply_component_values(&mut object, values) {
-                            warn!(link = %link_id, error = %RemoteText(&error), "bad component object");
+                            warn!(link = link_id.0, error = %RemoteText(&error), "bad component object");
                             return None;
                         }
                         self.handle_component_object(link_id, entity, object, scene);
@@ -192,7 +192,7 @@ impl Federation {
                         self.disown_presented(link_id, entity, owner.before, scene);
                     }
                     if let Err(error) = applied {
-                        warn!(link = %link_id, error = %RemoteText(&error), "bad component update");
+                        warn!(link = link_id.0, error = %RemoteText(&error), "bad component update");
                         return None;
                     }
                     if owner.changed() {
@@ -294,7 +294,7 @@ impl Federation {
                 link.session.subscribe_type(type_id, &keys).is_ok()
             }
         };
-        debug!(link = %link_id, uri = %RemoteText(&uri), subscribed, "peer type introduced");
+        debug!(link = link_id.0, uri = %RemoteText(&uri), subscribed, "peer type introduced");
         link.remote_types.insert(
             type_id,
             if subscribed {
@@ -320,7 +320,7 @@ impl Federation {
             match updated {
                 Ok(global) => global,
                 Err(error) => {
-                    warn!(link = %link_id, error = %RemoteText(&error), "bad entity update");
+                    warn!(link = link_id.0, error = %RemoteText(&error), "bad entity update");
                     return;
                 }
             }
@@ -334,7 +334,7 @@ impl Federation {
             match inserted {
                 Ok(global) => global,
                 Err(error) => {
-                    warn!(link = %link_id, error = %RemoteText(&error), "bad entity object");
+                    warn!(link = link_id.0, error = %RemoteText(&error), "bad entity object");
                     return;
                 }
             }
@@ -437,7 +437,7 @@ impl Federation {
                 }
             }
             Err(error) => {
-                warn!(link = %link_id, error = %RemoteText(&error), "cannot present component")
+                warn!(link = link_id.0, error = %RemoteText(&error), "cannot present component")
             }
         }
     }
@@ -476,7 +476,7 @@ impl Federation {
         ) {
             Ok(created) => created,
             Err(error) => {
-                warn!(link = %link_id, entity = %global, error = %RemoteText(&error), "cannot present entity");
+                warn!(link = link_id.0, entity = %global, error = %RemoteText(&error), "cannot present entity");
                 return;
             }
         };
@@ -489,10 +489,10 @@ impl Federation {
                 .insert(global, created.id, false, Some(link_id), components)
         {
             // Only an identity not yet tracked is presented (`reroute`).
-            warn!(link = %link_id, entity = %global, %error, "presented entity not tracked");
+            warn!(link = link_id.0, entity = %global, %error, "presented entity not tracked");
             return;
         }
-        debug!(link = %link_id, entity = %global, scene = %created.id, "entity presented");
+        debug!(link = link_id.0, entity = %global, scene = %created.id, "entity presented");
         self.apply_entity_properties(link_id, global, scene);
         if has_parent {
             self.awaiting_parent.insert(global);
@@ -668,7 +668,7 @@ impl Federation {
                     match from_less(ty, value, &reference) {
                         Some(value) => edits.push((index, value)),
                         None => {
-                            warn!(link = %link_id, property = %key, "value does not fit its attribute")
+                            warn!(link = link_id.0, property = %key, "value does not fit its attribute")
                         }
                     }
                 }

@@ -294,10 +294,10 @@ pub fn absorb(counters: &mut NodeCounters, line: &str) {
             counters.bytes_in = number("bytes_in");
             counters.bytes_out = number("bytes_out");
         }
-        // The node's own line (no span): one per connection, keyed by peer
-        // and link number. The peer driver prints the same session's
-        // counters in a line of its own; counting both doubled every rate.
-        Some("link stats") if value["span"].is_null() => {
+        // The node's line: one per connection, keyed by peer and link
+        // number. The peer driver's `link transport stats` line counts the
+        // same session's traffic; counting both doubled every rate.
+        Some("link stats") => {
             let key = serde_json::json!({
                 "peer": value["fields"]["peer"],
                 "link": value["fields"]["link"],
@@ -339,7 +339,7 @@ mod tests {
         // The peer driver's line for the same session is not counted again.
         absorb(
             &mut c,
-            r#"{"fields":{"message":"link stats","bytes_sent":500,"packets_sent":3},"span":{"peer":"n1"}}"#,
+            r#"{"fields":{"message":"link transport stats","bytes_sent":500,"packets_sent":3},"span":{"peer":"n1","link":2}}"#,
         );
         absorb(&mut c, r#"{"fields":{"message":"link up"}}"#);
         absorb(&mut c, "not json");

@@ -91,7 +91,7 @@ impl Node {
         for &link in &received {
             let closed = self.federation.handle_link_events(link, &mut self.scene);
             if let Some(reason) = closed {
-                info!(%link, reason = %RemoteText(&reason), "peer session closed");
+                info!(link = link.0, reason = %RemoteText(&reason), "peer session closed");
                 self.remove_link(link);
                 self.events.push_back(Event::CloseLink(link, reason));
             }

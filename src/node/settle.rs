@@ -124,7 +124,17 @@ impl Node {
                     ServerEvent::Action { client, action } => {
                         debug!(%client, entity = %action.entity_id, name = %RemoteText(&action.name), "entity action for the server");
                     }
-                    other => debug!(?other, "server event"),
+                    other => debug!(
+                        event = match other {
+                            ServerEvent::ClientJoined { .. } => "client_joined",
+                            ServerEvent::ClientLeft { .. } => "client_left",
+                            ServerEvent::RemoteEdit { .. } => "remote_edit",
+                            ServerEvent::RemoteRemove { .. } => "remote_remove",
+                            ServerEvent::PeersAction { .. } => "peers_action",
+                            ServerEvent::Action { .. } => "action",
+                        },
+                        "server event"
+                    ),
                 }
             }
             while let Some(event) = self.upstream.as_mut().and_then(Bridge::poll_event) {

@@ -360,7 +360,7 @@ impl TundraServer {
 
     /// Closes a client for misbehaving; only that connection is affected.
     pub(super) fn refuse_client(&mut self, client: ClientId, reason: String) {
-        warn!(%client, reason = %RemoteText(&reason), "closing client");
+        warn!(%client, reason = %RemoteText(&reason), left_out = 0_u64, "closing client");
         self.stats.clients_closed_for_misbehaviour += 1;
         self.closes.push_back((client, reason));
         // Stop processing its frames until the transport reports the close.
@@ -397,7 +397,7 @@ impl TundraServer {
                 };
             }
             if !timed_out {
-                info!(client = %id, reason = %RemoteText(&reason), "closing client");
+                info!(client = %id, reason = %RemoteText(&reason), left_out = 0_u64, "closing client");
             } else if let Some(left_out) = self.login_timeouts.handle_occurrence(now) {
                 info!(client = %id, reason = %RemoteText(&reason), left_out, "closing client");
             }

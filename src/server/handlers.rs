@@ -119,7 +119,16 @@ impl TundraServer {
             Message::EntityAction(m) => self.handle_action(scene, client, m),
             Message::RegisterComponentType(m) => {
                 let registration = m.register(scene.registry_mut());
-                debug!(%client, name = %RemoteText(&m.type_name), ?registration, "component type registered");
+                debug!(
+                    %client,
+                    name = %RemoteText(&m.type_name),
+                    outcome = match registration {
+                        CustomRegistration::Added(_) => "added",
+                        CustomRegistration::Replaced(_) => "replaced",
+                        CustomRegistration::IgnoredStatic(_) => "ignored_static",
+                    },
+                    "component type registered"
+                );
                 match registration {
                     CustomRegistration::Added(type_id) | CustomRegistration::Replaced(type_id) => {
                         self.handle_type_registered(type_id, Some(client));

@@ -119,7 +119,15 @@ async fn run(dial: UpstreamDial, events: mpsc::Sender<UpstreamEvent>) {
                                     }
                                 }
                                 Some(Ok(WsMessage::Close(_))) | None => break "closed by the world server".to_owned(),
-                                Some(Ok(other)) => debug!(kind = ?other, "non-binary frame from the world server ignored"),
+                                Some(Ok(other)) => debug!(
+                                    kind = match other {
+                                        WsMessage::Text(_) => "text",
+                                        WsMessage::Ping(_) => "ping",
+                                        WsMessage::Pong(_) => "pong",
+                                        _ => "other",
+                                    },
+                                    "non-binary frame from the world server ignored"
+                                ),
                                 Some(Err(error)) => break error.to_string(),
                             },
                         }

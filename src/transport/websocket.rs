@@ -133,7 +133,7 @@ async fn handshake(
             Err(error) => {
                 match failures.occurrence() {
                     Some(left_out) => info!(%error, left_out, "tls handshake failed"),
-                    None => debug!(%error, "tls handshake failed"),
+                    None => debug!(%error, left_out = 0_u64, "tls handshake failed"),
                 }
                 return None;
             }
@@ -148,7 +148,7 @@ async fn handshake(
         Err(error) => {
             match failures.occurrence() {
                 Some(left_out) => info!(%error, left_out, "websocket handshake failed"),
-                None => debug!(%error, "websocket handshake failed"),
+                None => debug!(%error, left_out = 0_u64, "websocket handshake failed"),
             }
             None
         }

@@ -134,6 +134,18 @@ pub enum CloseReason {
     ConnectFailed,
 }
 
+impl std::fmt::Display for CloseReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CloseReason::PeerDisconnected => f.write_str("peer disconnected"),
+            CloseReason::LocalDisconnect => f.write_str("closed here"),
+            CloseReason::TimedOut => f.write_str("timed out"),
+            CloseReason::ProtocolError(error) => write!(f, "protocol error: {error}"),
+            CloseReason::ConnectFailed => f.write_str("no answer to connect"),
+        }
+    }
+}
+
 /// A protocol violation that ends the connection.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum UdpError {
@@ -539,7 +551,7 @@ impl UdpConnection {
         if self.state == State::Closed {
             return;
         }
-        tracing::debug!(reason = ?RemoteText(format_args!("{reason:?}")), "knet udp connection closed");
+        tracing::debug!(reason = %RemoteText(&reason), "knet udp connection closed");
         self.state = State::Closed;
         self.queue.clear();
         self.acks.clear();

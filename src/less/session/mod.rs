@@ -647,7 +647,7 @@ impl Session {
         trace!(
             timestamp = packet.timestamp,
             messages = packet.message_count,
-            "less packet"
+            "less stream packet"
         );
         if let Err(violation) =
             self.apply_in_order(packet.timestamp, packet.message_count, packet.messages)
@@ -680,7 +680,15 @@ impl Session {
         let sequence = match classified {
             Ok(sequence) => sequence,
             Err(reason) => {
-                trace!(sequence = framing.sequence, ?reason, "less packet refused");
+                trace!(
+                    sequence = framing.sequence,
+                    reason = match reason {
+                        Rejection::Duplicate => "duplicate",
+                        Rejection::OutOfWindow => "out_of_window",
+                        Rejection::Stale => "stale",
+                    },
+                    "less packet refused"
+                );
                 self.stats.reject(rejection(reason));
                 if reason == Rejection::Duplicate && packet.message_count > 0 {
                     // The peer re-sent: our acknowledgement may have been lost.

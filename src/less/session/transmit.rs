@@ -180,7 +180,10 @@ impl Session {
             sequence,
             timestamp,
             messages = body.count,
-            ?path,
+            path = match path {
+                Path::Datagram => "datagram",
+                Path::Stream => "stream",
+            },
             "less packet sent"
         );
         let transmit = Transmit { path, bytes };

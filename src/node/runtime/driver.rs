@@ -260,7 +260,7 @@ impl Running {
                 peer,
                 closure,
             } => {
-                info!(%peer, reason = %RemoteText(&closure.reason), initiator = ?closure.initiator, "peer link down");
+                info!(link = link.0, %peer, reason = %RemoteText(&closure.reason), by_this_node = closure.initiator == Initiator::Local, "peer link down");
                 self.link_ends.record(LinkEnd {
                     link: link.0,
                     peer: peer.to_string(),
@@ -278,7 +278,7 @@ impl Running {
                 reason,
                 ..
             } => {
-                debug!(?peer, %remote, reason = %RemoteText(&reason), "peer connection refused");
+                debug!(peer = %peer.as_ref().map_or("unknown", |p| p.as_str()), %remote, reason = %RemoteText(&reason), "peer connection refused");
             }
         }
     }
@@ -366,7 +366,7 @@ impl Running {
                     // with it (LinkDown follows), so nothing waits for them.
                     if let Some(peer) = links.get(&link) {
                         if peer.transmit(transmit).is_err() {
-                            trace!(%link, "packet for a closing link dropped");
+                            trace!(link = link.0, "packet for a closing link dropped");
                         }
                     }
                 }

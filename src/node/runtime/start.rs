@@ -90,7 +90,7 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
             )?;
             peer_exports = peer_config.peers.iter().map(|p| p.export.clone()).collect();
             let (peer_node, events) = PeerNode::start(peer_config).await?;
-            info!(control = %peer_node.control_address(), data = ?peer_node.data_address(), fingerprint = %peer_node.fingerprint(), "peer links listening");
+            info!(control = %peer_node.control_address(), data = %peer_node.data_address().map_or("none".to_owned(), |a| a.to_string()), fingerprint = %peer_node.fingerprint(), peers = peer_exports.len(), "peer links listening");
             Some((peer_node, events))
         }
         None => None,

@@ -97,7 +97,7 @@ pub(super) async fn run(
     peer: PeerConfig,
 ) -> Outcome {
     let link = shared.next_link_id();
-    let span = info_span!("peer_link", peer = %peer.name, %link, %role);
+    let span = info_span!("peer_link", peer = %peer.name, link = link.0, %role);
     drive(shared, connection, role, peer, link)
         .instrument(span)
         .await

@@ -18,6 +18,7 @@ use crate::less::packet::StreamDeframer;
 use crate::less::session::{Path, Transmit};
 use crate::logging::RemoteText;
 use crate::peering::handshake::{Closure, HandshakeEvent, Initiator};
+use crate::peering::negotiate::LinkFraming;
 use crate::peering::peer_file::PeerConfig;
 use crate::peering::reason::{Reason, ReasonCode};
 
@@ -100,7 +101,7 @@ fn stats_line(link: &LinkShared) {
         bulk_received = stats.bulk_packets_received,
         bulk_bytes_received = stats.bulk_bytes_compressed_received,
         bulk_body_bytes_received = stats.bulk_bytes_uncompressed_received,
-        "link stats"
+        "link transport stats"
     );
 }
 
@@ -144,8 +145,11 @@ pub(super) async fn run(
         peer_node = %handle.peer_node(),
         peer_name = %RemoteText(&handle.peer_hello().name),
         remote = %connection.remote_address(),
-        peer_data = ?prepared.peer_data,
-        framing = ?prepared.negotiated.framing,
+        peer_data = %prepared.peer_data.map_or("none".to_owned(), |a| a.to_string()),
+        framing = match prepared.negotiated.framing {
+            LinkFraming::Datagram => "datagram",
+            LinkFraming::Stream => "stream",
+        },
         mtu = prepared.negotiated.mtu,
         "link up"
     );

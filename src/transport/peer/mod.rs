@@ -283,7 +283,7 @@ impl PeerNode {
         span.in_scope(|| {
             info!(
                 control = %control_address,
-                data = ?data_address,
+                data = %data_address.map_or("none".to_owned(), |a| a.to_string()),
                 fingerprint = %shared.config.identity.fingerprint,
                 peers = shared.config.peers.len(),
                 "peer links listening"
