@@ -49,8 +49,8 @@ pub struct LessArgs {
     /// to sign with `--encode`. May be given more than once.
     #[arg(long = "key", value_name = "HEX")]
     pub keys: Vec<String>,
-    /// A key file written by a node's `[log] export_keys_file`: every key in
-    /// it is tried.
+    /// A key file a node appends to when run with `LESSGATE_KEYLOGFILE=PATH`
+    /// (docs/peer-link.md §6.4): every key in it is tried.
     #[arg(long, value_name = "PATH")]
     pub keys_file: Option<PathBuf>,
     /// Extra LESS type schemas (TOML, docs/less-wire.md §14), on top
