@@ -20,6 +20,7 @@ const SCANNED: &[&str] = &[
     "README.md",
     "RELIABILITY.md",
     "BENCHMARKS.md",
+    "BENCHMARKS-history.md",
 ];
 
 /// Directories holding data, not prose: fuzz inputs and build output.
