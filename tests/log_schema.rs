@@ -224,7 +224,7 @@ fn calls() -> Vec<Call> {
                 let at = from + k;
                 from = at + needle.len();
                 let before = at.checked_sub(1).map(|b| bytes[b]);
-                let word_start = before.is_none_or(|b| !(b.is_ascii_alphanumeric() || b == b'_'));
+                let word_start = !before.is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_');
                 if !word_start {
                     continue;
                 }
