@@ -151,4 +151,24 @@ mod tests {
         peering.bulk_introductions = true;
         assert_eq!(offered_features(&peering), vec!["bulk:zstd/1".to_owned()]);
     }
+
+    #[test]
+    fn the_default_features_are_the_documented_six_in_129_bytes() {
+        // docs/peer-link.md §5.2: the order, and the count byte plus each
+        // length-prefixed string.
+        let all = offered_features(&PeeringSection::default());
+        assert_eq!(
+            all,
+            [
+                "enc:tundra-transform/1",
+                "enc:fixed-point-position/1",
+                "enc:quat-smallest-three/1",
+                "enc:float3-half/1",
+                "msg:update-property/1",
+                "bulk:zstd/1",
+            ]
+        );
+        let bytes = 1 + all.iter().map(|f| 1 + f.len()).sum::<usize>();
+        assert_eq!(bytes, 129);
+    }
 }
