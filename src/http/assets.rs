@@ -68,14 +68,6 @@ pub const ASSETS: &[Asset] = &[
     },
 ];
 
-/// Absolute URLs the vendored library's text contains that load nothing:
-/// the XHTML namespace it creates elements in, and a paper cited in a
-/// shader comment.
-const INERT_URLS: &[&str] = &[
-    "http://www.w3.org/1999/xhtml",
-    "https://jcgt.org/published/0007/04/01/",
-];
-
 /// The asset served at `path`.
 pub fn find(path: &str) -> Option<&'static Asset> {
     let path = if path == "/index.html" { "/" } else { path };
@@ -86,6 +78,14 @@ pub fn find(path: &str) -> Option<&'static Asset> {
 mod tests {
     use super::*;
 
+    /// Absolute URLs the vendored library's text contains that load nothing:
+    /// the XHTML namespace it creates elements in, and a paper cited in a
+    /// shader comment.
+    const INERT_URLS: &[&str] = &[
+        "http://www.w3.org/1999/xhtml",
+        "https://jcgt.org/published/0007/04/01/",
+    ];
+
     /// Every absolute URL in `text` (up to a quote, space or backslash).
     fn urls(text: &str) -> Vec<&str> {
         let mut out = Vec::new();
@@ -93,7 +93,9 @@ mod tests {
             let rest = &text[start..];
             if rest.starts_with("http://") || rest.starts_with("https://") {
                 let end = rest
-                    .find(|c: char| c == '"' || c == '\'' || c == '`' || c == '\\' || c.is_whitespace())
+                    .find(|c: char| {
+                        c == '"' || c == '\'' || c == '`' || c == '\\' || c.is_whitespace()
+                    })
                     .unwrap_or(rest.len());
                 out.push(&rest[..end]);
             }
@@ -110,7 +112,8 @@ mod tests {
             assert!(
                 page.contains(name)
                     || ASSETS.iter().any(|a| {
-                        a.body.contains(&format!("./{name}")) || a.body.contains(&format!("./{file}"))
+                        a.body.contains(&format!("./{name}"))
+                            || a.body.contains(&format!("./{file}"))
                     }),
                 "{name} is not used"
             );

@@ -3,9 +3,12 @@
 // three.js). An entity with a Mesh is a simple shape chosen from the mesh's
 // name (box unless it names a plane, sphere or cylinder), sized by the
 // Placeable's scale and the Mesh's own transform; one without a Mesh is a
-// small marker. Orbit with the left button, pan with the right, zoom with
-// the wheel; a click selects. Like the map, it only draws and reports
-// gestures; the app decides what they do.
+// small marker. Every entity also gets a dot of a fixed size on screen, so
+// a view fitted to a large scene still shows its small worlds. Orbit with
+// the left button, pan with the right, zoom with the wheel; a click selects,
+// a double-click frames the entity.
+// Like the map, it only draws and reports gestures; the app decides what
+// they do.
 
 import * as THREE from 'three';
 import { OrbitControls } from './vendor/OrbitControls.js';
@@ -18,9 +21,21 @@ const LABEL_GAP = 4;
 const MARKER_SIZE = 0.35;
 // Pointer travel (px) under which a press and release is a click, not an orbit.
 const CLICK_SLOP = 4;
+// The dot every entity gets (CSS px), and how near a click must be to one.
+const DOT_SIZE = 7;
+const DOT_PICK_RADIUS = 8;
+// Fitting: the outermost entity ends this far from the centre (1 = the
+// edge of the view); beyond this many entities only their centres count.
+const FIT_FILL = 0.85;
+const FIT_DETAILED_MAX = 2000;
+const GRID_SIZE = 20;
 // Placeable.parentRef chains deeper than this (or cyclic) are cut.
 const MAX_PARENT_DEPTH = 16;
 const DEG = Math.PI / 180;
+// The labels' font (style.css) and box: text width plus padding, line height.
+const LABEL_FONT = '12px system-ui, -apple-system, "Segoe UI", sans-serif';
+const LABEL_PADDING = 8;
+const LABEL_HEIGHT = 18;
 
 // One geometry per shape, shared by every entity and scaled per object.
 const GEOMETRY = {
@@ -49,6 +64,18 @@ function matrixOf(t) {
   return m;
 }
 
+// A round dot for the points (a square is what WebGL draws by itself).
+function roundDot() {
+  const canvas = document.createElement('canvas');
+  canvas.width = canvas.height = 32;
+  const ctx = canvas.getContext('2d');
+  ctx.fillStyle = '#ffffff';
+  ctx.beginPath();
+  ctx.arc(16, 16, 15, 0, Math.PI * 2);
+  ctx.fill();
+  return new THREE.CanvasTexture(canvas);
+}
+
 // A matrix is only usable when every number is finite and no scale is 0.
 function usable(m) {
   return m.elements.every(Number.isFinite) && Math.abs(m.determinant()) > 1e-12;
@@ -71,14 +98,30 @@ export class View3D {
     this.renderer.setPixelRatio(window.devicePixelRatio || 1);
     this.renderer.setClearColor(0x111823);
     this.scene = new THREE.Scene();
-    this.scene.add(new THREE.HemisphereLight(0xffffff, 0x445066, 2.0));
-    const sun = new THREE.DirectionalLight(0xffffff, 1.2);
+    this.scene.add(new THREE.HemisphereLight(0xffffff, 0x445066, 1.2));
+    const sun = new THREE.DirectionalLight(0xffffff, 1.0);
     sun.position.set(0.5, 1, 0.3);
     this.scene.add(sun);
-    this.grid = new THREE.GridHelper(100, 100, 0x3b4a66, 0x1f2938);
+    this.grid = new THREE.GridHelper(GRID_SIZE, 20, 0x3b4a66, 0x1f2938);
     this.scene.add(this.grid);
     this.root = new THREE.Group();
     this.scene.add(this.root);
+    this.dots = new THREE.Points(new THREE.BufferGeometry(), new THREE.PointsMaterial({
+      size: DOT_SIZE * (window.devicePixelRatio || 1),
+      sizeAttenuation: false,
+      vertexColors: true,
+      map: roundDot(),
+      alphaTest: 0.5,
+    }));
+    this.dots.frustumCulled = false;
+    this.scene.add(this.dots);
+    this.selection = new THREE.LineSegments(
+      new THREE.EdgesGeometry(new THREE.BoxGeometry(1, 1, 1)),
+      new THREE.LineBasicMaterial({ color: 0xffffff }),
+    );
+    this.selection.matrixAutoUpdate = false;
+    this.selection.visible = false;
+    this.scene.add(this.selection);
     this.camera = new THREE.PerspectiveCamera(50, 1, 0.05, 5000);
     this.camera.position.set(12, 14, 18);
     this.controls = new OrbitControls(this.camera, this.canvas);
@@ -87,10 +130,17 @@ export class View3D {
     this.controls.addEventListener('start', () => { this.touched = true; });
     this.raycaster = new THREE.Raycaster();
     this.press = null;
+    this.measure = document.createElement('canvas').getContext('2d');
+    this.measure.font = LABEL_FONT;
+    this.labelWidths = new Map();
     this.canvas.addEventListener('pointerdown', (e) => { this.press = { x: e.clientX, y: e.clientY }; });
     this.canvas.addEventListener('pointerup', (e) => this.up(e));
     this.canvas.addEventListener('pointermove', (e) => this.hover(e));
     this.canvas.addEventListener('pointerleave', () => this.setHovered(null));
+    this.canvas.addEventListener('dblclick', (e) => {
+      const id = this.pick(e.clientX, e.clientY);
+      if (id !== null) this.focus(id);
+    });
     new ResizeObserver(() => this.resize()).observe(container);
     this.resize();
     const frame = () => {
@@ -114,6 +164,7 @@ export class View3D {
   set(items) {
     this.items = items;
     const seen = new Set();
+    let selected = null;
     const byId = new Map(items.map((it) => [it.id, it]));
     const byName = new Map(items.map((it) => [it.label, it]));
     for (const it of items) {
@@ -145,8 +196,8 @@ export class View3D {
         o.mesh.visible = true;
       }
       o.mesh.material.wireframe = !it.visible;
-      o.mesh.material.emissive.set(it.selected ? 0x555555 : 0x000000);
       seen.add(it.id);
+      if (it.selected) selected = o;
     }
     for (const [id, o] of this.objects) {
       if (!seen.has(id)) {
@@ -155,8 +206,37 @@ export class View3D {
         this.objects.delete(id);
       }
     }
+    this.placeDots();
+    this.outline(selected);
     if (!this.touched && this.objects.size !== this.fittedCount) this.fit();
     this.needsRender = true;
+  }
+
+  // The selected entity gets a white box around its shape, rotated with
+  // it; its own colour stays the origin's.
+  outline(o) {
+    this.selection.visible = !!(o && o.mesh.visible);
+    if (!this.selection.visible) return;
+    const g = o.mesh.geometry;
+    if (!g.boundingBox) g.computeBoundingBox();
+    const size = g.boundingBox.getSize(new THREE.Vector3()).max(new THREE.Vector3(0.05, 0.05, 0.05));
+    const inner = new THREE.Matrix4().makeScale(size.x * 1.06, size.y * 1.06, size.z * 1.06);
+    this.selection.matrix.copy(o.mesh.matrix).multiply(inner);
+    this.selection.matrixWorldNeedsUpdate = true;
+  }
+
+  placeDots() {
+    const shown = [...this.objects.values()].filter((o) => o.mesh.visible);
+    const positions = new Float32Array(shown.length * 3);
+    const colors = new Float32Array(shown.length * 3);
+    const p = new THREE.Vector3();
+    shown.forEach((o, i) => {
+      p.setFromMatrixPosition(o.mesh.matrix).toArray(positions, i * 3);
+      o.mesh.material.color.toArray(colors, i * 3);
+    });
+    const g = this.dots.geometry;
+    g.setAttribute('position', new THREE.BufferAttribute(positions, 3));
+    g.setAttribute('color', new THREE.BufferAttribute(colors, 3));
   }
 
   // The entity's Placeable transform composed with its parents' (by
@@ -185,34 +265,74 @@ export class View3D {
     return new THREE.Matrix4().compose(p, q, new THREE.Vector3(1, 1, 1));
   }
 
-  // Frames every drawn entity. Planes count too: they are the ground the
-  // scene stands on.
-  fit() {
+  // Frames every drawn entity: first a sphere around them all, then the
+  // distance is corrected until their outermost points fill most of the
+  // view (a sphere around a long or flat scene leaves it small). Planes
+  // count too: they are the ground the scene stands on.
+  fit(only = null) {
     this.fittedCount = this.objects.size;
     this.root.updateMatrixWorld();
     const box = new THREE.Box3();
-    for (const o of this.objects.values()) if (o.mesh.visible) box.expandByObject(o.mesh);
+    const points = [];
+    const shown = (only || [...this.objects.values()]).filter((o) => o.mesh.visible);
+    for (const o of shown) {
+      const b = new THREE.Box3().setFromObject(o.mesh);
+      box.union(b);
+      if (shown.length > FIT_DETAILED_MAX) {
+        points.push(b.getCenter(new THREE.Vector3()));
+      } else {
+        for (const x of [b.min.x, b.max.x]) for (const y of [b.min.y, b.max.y]) for (const z of [b.min.z, b.max.z]) points.push(new THREE.Vector3(x, y, z));
+      }
+    }
     if (box.isEmpty()) return;
     const center = box.getCenter(new THREE.Vector3());
-    const radius = Math.max(box.getSize(new THREE.Vector3()).length() / 2, 2);
-    const fov = this.camera.fov * DEG;
-    const halfAngle = Math.min(fov, fov * this.camera.aspect) / 2;
-    const distance = (radius / Math.sin(halfAngle)) * 1.05;
-    const direction = new THREE.Vector3(0.55, 0.75, 0.9).normalize();
+    const radius = Math.max(box.getSize(new THREE.Vector3()).length() / 2, only ? 0.5 : 2);
+    const vertical = this.camera.fov * DEG;
+    const horizontal = 2 * Math.atan(Math.tan(vertical / 2) * this.camera.aspect);
+    let distance = radius / Math.sin(Math.min(vertical, horizontal) / 2);
+    // From the south-east and above (about 50 degrees), so ground planes
+    // are seen, not edge-on.
+    const direction = new THREE.Vector3(0.45, 1.0, 0.7).normalize();
     this.controls.target.copy(center);
+    for (let pass = 0; pass < 3; pass++) {
+      this.placeCamera(center, direction, distance);
+      let extent = 0;
+      for (const p of points) {
+        const ndc = p.clone().project(this.camera);
+        if (ndc.z > -1 && ndc.z < 1) extent = Math.max(extent, Math.abs(ndc.x), Math.abs(ndc.y));
+      }
+      if (extent === 0) break;
+      distance = Math.max(distance * (extent / FIT_FILL), radius * 0.05);
+    }
+    this.placeCamera(center, direction, distance);
+    this.controls.update();
+    // A grid of 20 cells under the scene, whatever its size.
+    const span = Math.max(box.max.x - box.min.x, box.max.z - box.min.z, 10) * 1.5;
+    this.grid.scale.setScalar(span / GRID_SIZE);
+    this.grid.position.set(center.x, box.min.y, center.z);
+    this.needsRender = true;
+  }
+
+  placeCamera(center, direction, distance) {
     this.camera.position.copy(center).addScaledVector(direction, distance);
     this.camera.near = Math.max(0.01, distance / 1000);
     this.camera.far = distance * 20;
     this.camera.updateProjectionMatrix();
-    this.controls.update();
-    this.grid.position.set(Math.round(center.x), box.min.y, Math.round(center.z));
-    this.needsRender = true;
+    this.camera.updateMatrixWorld();
   }
 
   // The button: frames the scene now, and follows it again.
   fitNow() {
     this.touched = false;
     this.fit();
+  }
+
+  // Double-click: frames one entity (the view then stays until fitted again).
+  focus(id) {
+    const o = this.objects.get(id);
+    if (!o || !o.mesh.visible) return;
+    this.touched = true;
+    this.fit([o]);
   }
 
   pick(clientX, clientY) {
@@ -223,7 +343,17 @@ export class View3D {
     // Markers and solids before the ground planes they stand on.
     const solid = hits.find((h) => this.objects.get(h.object.userData.id)?.shape !== 'plane');
     const hit = solid || hits[0];
-    return hit ? hit.object.userData.id : null;
+    if (hit) return hit.object.userData.id;
+    // Nothing under the pointer: the nearest dot, if the click is on one.
+    let best = null;
+    let bestDistance = DOT_PICK_RADIUS;
+    for (const id of this.objects.keys()) {
+      const at = this.project(id);
+      if (!at) continue;
+      const d = Math.hypot(at.sx - (clientX - r.left), at.sy - (clientY - r.top));
+      if (d <= bestDistance) { best = id; bestDistance = d; }
+    }
+    return best;
   }
 
   up(e) {
@@ -281,11 +411,9 @@ export class View3D {
     candidates.sort((a, b) => a.rank - b.rank || a.distance - b.distance);
     const placed = [];
     const shown = [];
-    const charWidth = 6.6; // 12px system-ui, near enough for overlap tests
     for (const c of candidates) {
       if (shown.length >= MAX_LABELS) break;
-      const w = c.it.label.length * charWidth + 8;
-      const box = { x: c.p.sx + 8, y: c.p.sy - 9, w, h: 18 };
+      const box = { x: c.p.sx + 8, y: c.p.sy - LABEL_HEIGHT / 2, w: this.labelWidth(c.it.label), h: LABEL_HEIGHT };
       const clash = placed.some((b) => box.x < b.x + b.w + LABEL_GAP && b.x < box.x + box.w + LABEL_GAP
         && box.y < b.y + b.h + LABEL_GAP && b.y < box.y + box.h + LABEL_GAP);
       if (clash && c.rank === 2) continue;
@@ -306,5 +434,15 @@ export class View3D {
       el.style.transform = `translate(${Math.round(s.box.x)}px, ${Math.round(s.box.y)}px)`;
     }
     this.shownLabels = shown.map((s) => s.it.id);
+  }
+
+  labelWidth(text) {
+    let w = this.labelWidths.get(text);
+    if (w === undefined) {
+      if (this.labelWidths.size > 4096) this.labelWidths.clear();
+      w = Math.ceil(this.measure.measureText(text).width) + LABEL_PADDING;
+      this.labelWidths.set(text, w);
+    }
+    return w;
   }
 }
