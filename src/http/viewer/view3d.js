@@ -12,6 +12,7 @@
 
 import * as THREE from 'three';
 import { OrbitControls } from './vendor/OrbitControls.js';
+import { markerMatrix, meshMatrix, placement, shapeOf, usable } from './placement.js';
 
 // Labels drawn at most, nearest the camera first (the selected and the
 // hovered entity always): more only overlap into noise.
@@ -29,8 +30,6 @@ const DOT_PICK_RADIUS = 8;
 const FIT_FILL = 0.85;
 const FIT_DETAILED_MAX = 2000;
 const GRID_SIZE = 20;
-// Placeable.parentRef chains deeper than this (or cyclic) are cut.
-const MAX_PARENT_DEPTH = 16;
 const DEG = Math.PI / 180;
 // The labels' font (style.css) and box: text width plus padding, line height.
 const LABEL_FONT = '12px system-ui, -apple-system, "Segoe UI", sans-serif';
@@ -46,24 +45,6 @@ const GEOMETRY = {
   marker: new THREE.OctahedronGeometry(MARKER_SIZE / 2),
 };
 
-function shapeOf(mesh) {
-  if (!mesh) return 'marker';
-  const name = mesh.ref.toLowerCase();
-  if (name.includes('plane') || name.includes('ground') || name.includes('floor')) return 'plane';
-  if (name.includes('sphere') || name.includes('ball')) return 'sphere';
-  if (name.includes('cylinder')) return 'cylinder';
-  return 'box';
-}
-
-// A Tundra transform as a three.js matrix. Tundra composes its Euler angles
-// as Rz·Ry·Rx, which is three.js's 'ZYX' order.
-function matrixOf(t) {
-  const m = new THREE.Matrix4();
-  const q = new THREE.Quaternion().setFromEuler(new THREE.Euler(t.rot.x * DEG, t.rot.y * DEG, t.rot.z * DEG, 'ZYX'));
-  m.compose(new THREE.Vector3(t.pos.x, t.pos.y, t.pos.z), q, new THREE.Vector3(t.scale.x, t.scale.y, t.scale.z));
-  return m;
-}
-
 // A round dot for the points (a square is what WebGL draws by itself).
 function roundDot() {
   const canvas = document.createElement('canvas');
@@ -74,11 +55,6 @@ function roundDot() {
   ctx.arc(16, 16, 15, 0, Math.PI * 2);
   ctx.fill();
   return new THREE.CanvasTexture(canvas);
-}
-
-// A matrix is only usable when every number is finite and no scale is 0.
-function usable(m) {
-  return m.elements.every(Number.isFinite) && Math.abs(m.determinant()) > 1e-12;
 }
 
 export class View3D {
@@ -168,7 +144,7 @@ export class View3D {
     const byId = new Map(items.map((it) => [it.id, it]));
     const byName = new Map(items.map((it) => [it.label, it]));
     for (const it of items) {
-      const world = this.worldMatrix(it, byId, byName);
+      const world = placement(it, byId, byName);
       if (!world) continue;
       const shape = shapeOf(it.mesh);
       let o = this.objects.get(it.id);
@@ -186,8 +162,7 @@ export class View3D {
         o.mesh.material.color.set(it.color);
         o.color = it.color;
       }
-      const placed = shape === 'marker' ? this.markerMatrix(world) : world;
-      if (it.mesh && it.mesh.transform) placed.multiply(matrixOf(it.mesh.transform));
+      const placed = shape === 'marker' ? markerMatrix(world) : meshMatrix(world, it.mesh);
       if (!usable(placed)) {
         o.mesh.visible = false;
       } else {
@@ -237,32 +212,6 @@ export class View3D {
     const g = this.dots.geometry;
     g.setAttribute('position', new THREE.BufferAttribute(positions, 3));
     g.setAttribute('color', new THREE.BufferAttribute(colors, 3));
-  }
-
-  // The entity's Placeable transform composed with its parents' (by
-  // parentRef, an entity id or name); null when it has none.
-  worldMatrix(it, byId, byName) {
-    if (!it.transform) return null;
-    const m = matrixOf(it.transform);
-    let at = it;
-    const visited = new Set([it.id]);
-    for (let depth = 0; at.parentRef && depth < MAX_PARENT_DEPTH; depth++) {
-      const ref = at.parentRef;
-      const parent = (/^\d+$/.test(ref) && byId.get(Number(ref))) || byName.get(ref);
-      if (!parent || !parent.transform || visited.has(parent.id)) break;
-      visited.add(parent.id);
-      m.premultiply(matrixOf(parent.transform));
-      at = parent;
-    }
-    return m;
-  }
-
-  // A marker keeps its size whatever the scale: position and rotation only.
-  markerMatrix(world) {
-    const p = new THREE.Vector3();
-    const q = new THREE.Quaternion();
-    world.decompose(p, q, new THREE.Vector3());
-    return new THREE.Matrix4().compose(p, q, new THREE.Vector3(1, 1, 1));
   }
 
   // Frames every drawn entity: first a sphere around them all, then the
