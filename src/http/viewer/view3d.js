@@ -133,6 +133,8 @@ export class View3D {
     this.renderer.setSize(w, h, false);
     this.camera.aspect = w / h;
     this.camera.updateProjectionMatrix();
+    // A fit depends on the view's shape: redo it while following the scene.
+    if (!this.touched && this.objects.size > 0) this.fit();
     this.needsRender = true;
   }
 
@@ -264,6 +266,7 @@ export class View3D {
 
   placeCamera(center, direction, distance) {
     this.camera.position.copy(center).addScaledVector(direction, distance);
+    this.camera.lookAt(center);
     this.camera.near = Math.max(0.01, distance / 1000);
     this.camera.far = distance * 20;
     this.camera.updateProjectionMatrix();
