@@ -364,7 +364,7 @@ window.lessgateViewer = {
     if (!view3d) return [];
     const rect = $('scene3d').getBoundingClientRect();
     return items().map((it) => {
-      const p = view3d.project(it.id);
+      const p = view3d.project(it.id, rect);
       const inside = p && p.sx >= 0 && p.sy >= 0 && p.sx <= rect.width && p.sy <= rect.height;
       return {
         id: it.id, name: it.label, origin: originName(it.origin),

@@ -6,9 +6,8 @@
 // small marker. Every entity also gets a dot of a fixed size on screen, so
 // a view fitted to a large scene still shows its small worlds. Orbit with
 // the left button, pan with the right, zoom with the wheel; a click selects,
-// a double-click frames the entity.
-// Like the map, it only draws and reports gestures; the app decides what
-// they do.
+// a double-click frames the entity. Like the map, it only draws and reports
+// gestures; the app decides what they do.
 
 import * as THREE from 'three';
 import { OrbitControls } from './vendor/OrbitControls.js';
@@ -112,14 +111,22 @@ export class View3D {
     this.canvas.addEventListener('pointerdown', (e) => { this.press = { x: e.clientX, y: e.clientY }; });
     this.canvas.addEventListener('pointerup', (e) => this.up(e));
     this.canvas.addEventListener('pointermove', (e) => this.hover(e));
-    this.canvas.addEventListener('pointerleave', () => this.setHovered(null));
+    this.canvas.addEventListener('pointerleave', () => {
+      this.hoverAt = null;
+      this.setHovered(null);
+    });
     this.canvas.addEventListener('dblclick', (e) => {
       const id = this.pick(e.clientX, e.clientY);
       if (id !== null) this.focus(id);
     });
     new ResizeObserver(() => this.resize()).observe(container);
     this.resize();
+    this.hoverAt = null;
     const frame = () => {
+      if (this.hoverAt) {
+        this.setHovered(this.pick(this.hoverAt.x, this.hoverAt.y));
+        this.hoverAt = null;
+      }
       if (this.needsRender) this.render();
       requestAnimationFrame(frame);
     };
@@ -300,7 +307,7 @@ export class View3D {
     let best = null;
     let bestDistance = DOT_PICK_RADIUS;
     for (const id of this.objects.keys()) {
-      const at = this.project(id);
+      const at = this.project(id, r);
       if (!at) continue;
       const d = Math.hypot(at.sx - (clientX - r.left), at.sy - (clientY - r.top));
       if (d <= bestDistance) { best = id; bestDistance = d; }
@@ -315,9 +322,10 @@ export class View3D {
     this.handlers.select(this.pick(e.clientX, e.clientY));
   }
 
+  // Picking is done once a frame, not for every pointer event.
   hover(e) {
     if (e.buttons) return;
-    this.setHovered(this.pick(e.clientX, e.clientY));
+    this.hoverAt = { x: e.clientX, y: e.clientY };
   }
 
   setHovered(id) {
@@ -329,12 +337,12 @@ export class View3D {
 
   // Where an entity's object is on screen (CSS px inside the canvas), or
   // null when it is behind the camera or not drawn.
-  project(id) {
+  // `r`: the canvas's client rectangle, when the caller has it already.
+  project(id, r = this.canvas.getBoundingClientRect()) {
     const o = this.objects.get(id);
     if (!o || !o.mesh.visible) return null;
     const p = new THREE.Vector3().setFromMatrixPosition(o.mesh.matrixWorld).project(this.camera);
     if (p.z < -1 || p.z > 1) return null;
-    const r = this.canvas.getBoundingClientRect();
     return { sx: ((p.x + 1) / 2) * r.width, sy: ((1 - p.y) / 2) * r.height };
   }
 
@@ -353,7 +361,7 @@ export class View3D {
     const cam = this.camera.position;
     const candidates = [];
     for (const it of this.items) {
-      const p = this.project(it.id);
+      const p = this.project(it.id, r);
       if (!p || p.sx < 0 || p.sy < 0 || p.sx > r.width || p.sy > r.height) continue;
       const o = this.objects.get(it.id);
       const rank = it.selected ? 0 : it.id === this.hovered ? 1 : 2;
