@@ -266,7 +266,7 @@ async fn the_3d_view_renders_entities_of_the_three_demo_worlds() {
     }));
     let beta = nodes.iter().find(|n| n.name == "beta").expect("beta runs");
 
-    let stdout = run_script("view3d.mjs", &[beta.http_url.clone()]).await;
+    let stdout = run_script("view3d.mjs", std::slice::from_ref(&beta.http_url)).await;
     let pixels = pixels_by_origin(&stdout);
     for origin in ["alpha", "beta", "gamma"] {
         let count = pixels.get(origin).copied().unwrap_or(0);
