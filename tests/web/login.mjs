@@ -2,9 +2,12 @@
 //   node tests/web/login.mjs <http-url-of-node> <token>
 // Without a token and with a wrong one the page shows the node's refusal
 // reason and stays refused; the token typed into the form, or given as
-// `?token=`, logs in. Exits non-zero on any failure, printing why.
+// `?token=`, logs in. The refused page is saved as
+// target/web-viewer-refused.png. Exits non-zero on any failure, printing why.
 
-import { log, open, run, withBrowser } from './browser.mjs';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { log, open, run, shots, withBrowser } from './browser.mjs';
 
 const [url, token] = process.argv.slice(2);
 if (!url || !token) {
@@ -44,6 +47,8 @@ async function connectWith(page, value) {
 run(() => withBrowser(async (context, errors) => {
   const bare = await open(context, url, errors);
   await refusedWith(bare, "login property 'token' is required");
+  mkdirSync(shots, { recursive: true });
+  await bare.screenshot({ path: join(shots, 'web-viewer-refused.png') });
 
   await connectWith(bare, `${token}-wrong`);
   await refusedWith(bare, "login property 'token' is not accepted");

@@ -152,10 +152,13 @@ function connect(url) {
 function renderRefusal() {
   const el = $('refusal');
   el.hidden = state.refusal === null;
+  // A missing or wrong login property is the token's business; any other
+  // refusal (a full server, bad login data) is retried by pressing connect.
+  const tokenWanted = state.refusal !== null && state.refusal.startsWith('login property');
   el.textContent = state.refusal === null
     ? ''
-    : `The node refused the login: ${state.refusal}. Enter the login token above and connect again.`;
-  $('login').classList.toggle('wanted', state.refusal !== null);
+    : `The node refused the login: ${state.refusal}. ${tokenWanted ? 'Enter the login token above and connect again.' : 'Press connect to try again.'}`;
+  $('login').classList.toggle('wanted', tokenWanted);
 }
 
 $('token').value = state.token;
