@@ -3,7 +3,10 @@
 //! 127.0.0.1 ports), a Tundra client on each puts named entities in the
 //! scene, and `tests/web/viewer.mjs` loads alpha's page, waits for entities
 //! of all three origins, drags one of beta's, and waits until beta's page
-//! shows it at the new position. Screenshots land in target/.
+//! shows it at the new position. `tests/web/view3d.mjs` screenshots the 3D
+//! view of the demo's three worlds and counts the pixels of each origin's
+//! colour; `tests/web/login.mjs` logs in to a node that requires a token.
+//! Screenshots land in target/.
 //!
 //! Needs Node.js, `npm ci --prefix tests/web` and `/usr/bin/chromium`;
 //! tests/web_tools installs what is missing first. Also checks `/status`,
@@ -12,6 +15,7 @@
 mod common;
 mod web_tools;
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -20,6 +24,7 @@ use std::time::Duration;
 use common::tundra_values::named_box_with;
 use common::TundraClient;
 use lessgate::config::NodeConfig;
+use lessgate::demo::{quiet, Demo, DemoOptions, DemoPorts};
 use lessgate::tundra::values::{Float3, Transform};
 use lessgate::tundra::{AttributeValue, ComponentData};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -50,6 +55,10 @@ async fn start(name: &str) -> Node {
     let mut config = NodeConfig::load(&path).expect("example config loads");
     config.tundra.listen = "127.0.0.1:0".parse().unwrap();
     config.http.listen = Some("127.0.0.1:0".parse().unwrap());
+    start_with(config).await
+}
+
+async fn start_with(config: NodeConfig) -> Node {
     let running = lessgate::node::runtime::start(config)
         .await
         .expect("node starts");
@@ -142,12 +151,29 @@ async fn the_viewer_shows_three_origins_and_moves_a_remote_entity() {
     let origins = http_get(alpha.http, "/origins").await;
     assert!(origins.contains("\"name\":\"gamma\""), "{origins}");
 
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/web/viewer.mjs");
+    let stdout = run_script(
+        "viewer.mjs",
+        &[
+            format!("http://{}/", alpha.http),
+            format!("http://{}/", beta.http),
+        ],
+    )
+    .await;
+    assert!(stdout.contains("B shows"), "{stdout}");
+    drop(clients);
+    drop((alpha, beta, gamma));
+}
+
+/// Runs `tests/web/<script>` with `args` and returns its stdout; fails the
+/// test when it fails.
+async fn run_script(script: &str, args: &[String]) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/web")
+        .join(script);
     web_tools::ensure(web_tools::Need::Browser);
     let child = tokio::process::Command::new("node")
-        .arg(&script)
-        .arg(format!("http://{}/", alpha.http))
-        .arg(format!("http://{}/", beta.http))
+        .arg(&path)
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
@@ -157,14 +183,84 @@ async fn the_viewer_shows_three_origins_and_moves_a_remote_entity() {
         .await
         .expect("the browser script finishes")
         .expect("its output is readable");
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         output.status.success(),
-        "viewer.mjs failed ({}):\n{stdout}\n{stderr}",
+        "{script} failed ({}):\n{stdout}\n{stderr}",
         output.status
     );
-    assert!(stdout.contains("B shows"), "{stdout}");
-    drop(clients);
-    drop((alpha, beta, gamma));
+    println!("{stdout}");
+    stdout
+}
+
+/// The pixel counts `view3d.mjs` prints: `3D pixels by origin: {...}`.
+fn pixels_by_origin(stdout: &str) -> BTreeMap<String, u64> {
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("3D pixels by origin: "))
+        .unwrap_or_else(|| panic!("no pixel counts in:\n{stdout}"));
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("pixel counts {line:?}: {e}"))
+}
+
+/// A drawn entity covers more than this many pixels of the 3D screenshot.
+const MIN_PIXELS: u64 = 30;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_3d_view_renders_entities_of_the_three_demo_worlds() {
+    let options = DemoOptions {
+        ports: DemoPorts {
+            tundra: 0,
+            http: 0,
+            peer: 0,
+            knet: 0,
+        },
+        movers: 3,
+    };
+    let demo = Demo::start(options, quiet()).await.expect("demo starts");
+    let nodes = demo.nodes().to_vec();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let run = tokio::spawn(demo.run(async move {
+        let _ = stopped.await;
+    }));
+    let beta = nodes.iter().find(|n| n.name == "beta").expect("beta runs");
+
+    let stdout = run_script("view3d.mjs", std::slice::from_ref(&beta.http_url)).await;
+    let pixels = pixels_by_origin(&stdout);
+    for origin in ["alpha", "beta", "gamma"] {
+        let count = pixels.get(origin).copied().unwrap_or(0);
+        assert!(
+            count >= MIN_PIXELS,
+            "{origin}: {count} pixels in the 3D view ({pixels:?}):\n{stdout}"
+        );
+    }
+    assert!(stdout.contains("selects it"), "{stdout}");
+    assert!(stdout.contains("3D focus pixels"), "{stdout}");
+
+    let _ = stop.send(());
+    run.await.expect("demo stops cleanly");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_viewer_logs_in_with_a_token_and_shows_why_a_login_was_refused() {
+    let text = "[node]\nname = \"guarded\"\n\
+                [tundra]\nlisten = \"127.0.0.1:0\"\nrequired_login = { token = \"open-sesame\" }\n\
+                [http]\nlisten = \"127.0.0.1:0\"\n";
+    let config = NodeConfig::parse(std::path::Path::new("guarded.toml"), text).expect("config");
+    let node = start_with(config).await;
+
+    let stdout = run_script(
+        "login.mjs",
+        &[format!("http://{}/", node.http), "open-sesame".to_owned()],
+    )
+    .await;
+    assert!(
+        stdout.contains("refused, the page says: The node refused the login: login property 'token' is required"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("?token= logs in"), "{stdout}");
+    assert!(
+        stdout.contains("a wrong ?token= shows the refusal"),
+        "{stdout}"
+    );
 }

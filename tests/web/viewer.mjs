@@ -6,35 +6,19 @@
 // target/web-viewer.png (A) and target/web-viewer-b.png (B). Exits non-zero
 // on any failure, printing why.
 
-import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { log, open, run, shots, withBrowser } from './browser.mjs';
 
 const [urlA, urlB] = process.argv.slice(2);
 if (!urlA || !urlB) {
   console.error('usage: node viewer.mjs <url-of-node-A> <url-of-node-B>');
   process.exit(2);
 }
-const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const shots = join(repo, 'target');
 // Waiting limits: failures, never pass criteria.
 const CONVERGE_MS = 60000;
 const MOVE_MS = 30000;
 const EPSILON = 0.01;
-
-const log = (...args) => console.log('[viewer]', ...args);
-
-async function open(context, url, errors) {
-  const page = await context.newPage();
-  page.on('pageerror', (error) => errors.push(`${url}: ${error.message}`));
-  page.on('console', (m) => {
-    if (m.type() === 'error') errors.push(`${url}: console: ${m.text()}`);
-  });
-  await page.goto(url);
-  return page;
-}
 
 // Waits until the page has drawn entities of `origins` distinct, known origins.
 async function waitForOrigins(page, origins) {
@@ -47,67 +31,53 @@ async function waitForOrigins(page, origins) {
   return page.evaluate(() => ({ node: window.lessgateViewer.node, entities: window.lessgateViewer.entities() }));
 }
 
-async function main() {
-  const profile = mkdtempSync(join(tmpdir(), 'lessgate-chromium-'));
-  const errors = [];
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    viewport: { width: 1400, height: 860 },
-    args: [
-      '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync',
-    ],
-  });
-  try {
-    const pageA = await open(context, urlA, errors);
-    const seenA = await waitForOrigins(pageA, 3);
-    log(`A (${seenA.node}) draws`, seenA.entities.map((e) => `${e.name}@${e.origin}`).join(', '));
-    const pageB = await open(context, urlB, errors);
-    const seenB = await waitForOrigins(pageB, 3);
-    log(`B (${seenB.node}) draws ${seenB.entities.length} entities`);
+run(() => withBrowser(async (context, errors) => {
+  const pageA = await open(context, urlA, errors);
+  const seenA = await waitForOrigins(pageA, 3);
+  log(`A (${seenA.node}) draws`, seenA.entities.map((e) => `${e.name}@${e.origin}`).join(', '));
+  const pageB = await open(context, urlB, errors);
+  const seenB = await waitForOrigins(pageB, 3);
+  log(`B (${seenB.node}) draws ${seenB.entities.length} entities`);
 
-    // An entity of B's origin if A shows one, else of any other node.
-    const foreign = seenA.entities.filter((e) => e.origin !== seenA.node);
-    const target = foreign.find((e) => e.origin === seenB.node) || foreign[0];
-    if (!target) throw new Error('page A shows no entity of another node');
-    if (!seenB.entities.some((e) => e.name === target.name)) {
-      throw new Error(`page B does not show ${target.name}`);
-    }
-    const from = target.client;
-    // Drag toward the middle of the map so the drop stays on the canvas.
-    const box = await pageA.locator('#map').boundingBox();
-    const mid = { x: box.x + box.width / 2, y: box.y + box.height / 2 };
-    const to = { x: from.x + (from.x > mid.x ? -140 : 140), y: from.y + (from.y > mid.y ? -90 : 90) };
-    log(`dragging ${target.name} (origin ${target.origin}) from`, from, 'to', to);
-    await pageA.mouse.move(from.x, from.y);
-    await pageA.mouse.down();
-    await pageA.mouse.move(to.x, to.y, { steps: 12 });
-    await pageA.mouse.up();
-    const want = await pageA.evaluate(([x, y]) => window.lessgateViewer.worldAt(x, y), [to.x, to.y]);
-    log(`expecting ${target.name} at x=${want.x.toFixed(3)} z=${want.z.toFixed(3)}`);
-    const moved = async (page) => page.waitForFunction(([name, x, z, eps]) => {
-      const e = window.lessgateViewer.entities().find((it) => it.name === name);
-      return e && !e.pending && Math.abs(e.x - x) < eps && Math.abs(e.z - z) < eps;
-    }, [target.name, want.x, want.z, EPSILON], { timeout: MOVE_MS, polling: 100 });
-    await moved(pageB);
-    log(`B shows ${target.name} at the new position`);
-    await moved(pageA);
-    log(`A got the authority's state back for ${target.name}`);
-
-    mkdirSync(shots, { recursive: true });
-    await pageA.waitForTimeout(300); // let the next status poll repaint the panels
-    await pageA.screenshot({ path: join(shots, 'web-viewer.png') });
-    await pageB.screenshot({ path: join(shots, 'web-viewer-b.png') });
-    log(`screenshots in ${shots}`);
-    if (errors.length) throw new Error(`page errors:\n${errors.join('\n')}`);
-  } finally {
-    await context.close();
-    rmSync(profile, { recursive: true, force: true });
+  // An entity of B's origin if A shows one, else of any other node.
+  const foreign = seenA.entities.filter((e) => e.origin !== seenA.node);
+  const target = foreign.find((e) => e.origin === seenB.node) || foreign[0];
+  if (!target) throw new Error('page A shows no entity of another node');
+  if (!seenB.entities.some((e) => e.name === target.name)) {
+    throw new Error(`page B does not show ${target.name}`);
   }
-}
+  // Where it is drawn now: the map refits while entities come and go (a
+  // federation may briefly hold two links to a peer), so what A showed
+  // before B's page was opened may be stale.
+  const from = await pageA.evaluate((id) => window.lessgateViewer.entities().find((e) => e.id === id).client, target.id);
+  // Drag toward the middle of the map so the drop stays on the canvas.
+  const box = await pageA.locator('#map').boundingBox();
+  const mid = { x: box.x + box.width / 2, y: box.y + box.height / 2 };
+  const to = { x: from.x + (from.x > mid.x ? -140 : 140), y: from.y + (from.y > mid.y ? -90 : 90) };
+  log(`dragging ${target.name} (origin ${target.origin}) from`, from, 'to', to);
+  await pageA.mouse.move(from.x, from.y);
+  await pageA.mouse.down();
+  await pageA.mouse.move(to.x, to.y, { steps: 12 });
+  await pageA.mouse.up();
+  const want = await pageA.evaluate(([x, y]) => window.lessgateViewer.worldAt(x, y), [to.x, to.y]);
+  log(`expecting ${target.name} at x=${want.x.toFixed(3)} z=${want.z.toFixed(3)}`);
+  // A drag that starts on an entity selects it (one that starts beside it
+  // pans the map); whether the move is still pending depends on how fast
+  // the authority answers.
+  const selected = await pageA.evaluate(() => window.lessgateViewer.selected);
+  if (selected !== target.id) throw new Error(`the drag did not start on ${target.name} (the map moved under the pointer?)`);
+  const moved = async (page) => page.waitForFunction(([name, x, z, eps]) => {
+    const e = window.lessgateViewer.entities().find((it) => it.name === name);
+    return e && !e.pending && Math.abs(e.x - x) < eps && Math.abs(e.z - z) < eps;
+  }, [target.name, want.x, want.z, EPSILON], { timeout: MOVE_MS, polling: 100 });
+  await moved(pageB);
+  log(`B shows ${target.name} at the new position`);
+  await moved(pageA);
+  log(`A got the authority's state back for ${target.name}`);
 
-main().then(
-  () => { log('ok'); process.exit(0); },
-  (error) => { console.error('[viewer] FAILED:', error.stack || error); process.exit(1); },
-);
+  mkdirSync(shots, { recursive: true });
+  await pageA.waitForTimeout(300); // let the next status poll repaint the panels
+  await pageA.screenshot({ path: join(shots, 'web-viewer.png') });
+  await pageB.screenshot({ path: join(shots, 'web-viewer-b.png') });
+  log(`screenshots in ${shots}`);
+}));

@@ -1,14 +1,18 @@
 // The lessgate viewer: a Tundra WebSocket client of the node serving this
 // page. It logs in with protocol 3 (hierarchic scene; below 4 the node sends
 // transforms as EditAttributes, not RigidBodyUpdate, section 6.1), keeps a
-// copy of the scene, draws it top-down coloured by origin node, inspects
-// entities, and moves an entity by sending an EditAttributes of its
+// copy of the scene, draws it top-down and in 3D coloured by origin node,
+// inspects entities, and moves an entity by sending an EditAttributes of its
 // Placeable.transform. An edit of another node's entity goes to its
 // authority; the page shows it as pending until the new state comes back.
+// A node that requires login properties gets the token from the form or the
+// page's `?token=` parameter; a refused login shows the node's reason and is
+// not retried until the token changes.
 
 import { MSG, T, decodeFrame, encodeLogin, encodeEditAttributes, encodeEditBlock } from './tundra.js';
 import { Registry, Scene, PLACEABLE } from './scene.js';
 import { MapView } from './map.js';
+import { View3D } from './view3d.js';
 
 const PROTOCOL = 3;
 const POLL_MS = 1000;
@@ -27,6 +31,9 @@ const state = {
   pending: new Map(), // entity id -> {x, z, since}
   dirty: true,
   notice: '',
+  token: new URLSearchParams(location.search).get('token') || '',
+  // The node's reason for refusing the last login, or null.
+  refusal: null,
 };
 
 function originOf(entityId) {
@@ -44,10 +51,26 @@ function colorOf(origin) {
 
 const originName = (o) => (o ? o.name || o.uuid.slice(0, 8) : 'unknown');
 
+function select(id) {
+  state.selected = id;
+  state.dirty = true;
+}
+
 const map = new MapView($('map'), {
-  select(id) { state.selected = id; state.dirty = true; },
+  select,
   move(id, x, z) { moveEntity(id, x, z); },
 });
+
+// Without WebGL the page keeps the map and says why the 3D view is missing.
+let view3d = null;
+try {
+  view3d = new View3D(document.querySelector('#view3d .stage'), { select });
+  $('fit').addEventListener('click', () => view3d.fitNow());
+} catch (error) {
+  $('fit').hidden = true;
+  $('view3d-error').hidden = false;
+  $('view3d-error').textContent = `3D view unavailable: ${error.message || error}`;
+}
 
 function send(frame) {
   if (state.socket && state.socket.readyState === WebSocket.OPEN) state.socket.send(frame);
@@ -72,7 +95,21 @@ function moveEntity(id, x, z) {
   state.dirty = true;
 }
 
+function loginData() {
+  const data = { username: 'viewer' };
+  if (state.token) data.token = state.token;
+  return JSON.stringify(data);
+}
+
 function connect(url) {
+  if (state.socket) {
+    state.socket.onclose = null;
+    state.socket.onmessage = null;
+    state.socket.close();
+  }
+  state.url = url;
+  state.refusal = null;
+  renderRefusal();
   const socket = new WebSocket(url);
   socket.binaryType = 'arraybuffer';
   state.socket = socket;
@@ -82,7 +119,7 @@ function connect(url) {
   };
   state.pending.clear();
   setConnection('connecting', url);
-  socket.onopen = () => send(encodeLogin(JSON.stringify({ username: 'viewer' }), PROTOCOL));
+  socket.onopen = () => send(encodeLogin(loginData(), PROTOCOL));
   socket.onmessage = (event) => {
     if (!(event.data instanceof ArrayBuffer)) return;
     let m;
@@ -94,17 +131,42 @@ function connect(url) {
     }
     if (m.id === MSG.LOGIN_REPLY) {
       state.ready = m.success;
+      state.refusal = m.success ? null : m.data || 'no reason given';
       setConnection(m.success ? 'online' : 'refused', url);
+      renderRefusal();
     }
     state.scene.apply(m);
     state.dirty = true;
   };
   socket.onclose = () => {
     state.ready = false;
+    // A refused login would be refused again: wait for another token.
+    if (state.refusal !== null) return;
     setConnection('offline', url);
-    setTimeout(() => connect(url), 2000);
+    setTimeout(() => {
+      if (state.socket === socket) connect(url);
+    }, 2000);
   };
 }
+
+function renderRefusal() {
+  const el = $('refusal');
+  el.hidden = state.refusal === null;
+  // A missing or wrong login property is the token's business; any other
+  // refusal (a full server, bad login data) is retried by pressing connect.
+  const tokenWanted = state.refusal !== null && state.refusal.startsWith('login property');
+  el.textContent = state.refusal === null
+    ? ''
+    : `The node refused the login: ${state.refusal}. ${tokenWanted ? 'Enter the login token above and connect again.' : 'Press connect to try again.'}`;
+  $('login').classList.toggle('wanted', tokenWanted);
+}
+
+$('token').value = state.token;
+$('login').addEventListener('submit', (event) => {
+  event.preventDefault();
+  state.token = $('token').value;
+  if (state.url) connect(state.url);
+});
 
 function setConnection(what, url) {
   const el = $('connection');
@@ -138,6 +200,7 @@ function items() {
       id: e.id, x: t.pos.x, y: t.pos.y, z: t.pos.z, label: Scene.label(e),
       origin, color: colorOf(origin), pending: state.pending.get(e.id) || null,
       selected: e.id === state.selected,
+      transform: t, mesh: Scene.mesh(e), parentRef: Scene.parentRef(e), visible: Scene.visible(e),
     });
   }
   return out;
@@ -156,6 +219,7 @@ function render() {
   state.dirty = false;
   const list = items();
   map.set(list);
+  if (view3d) view3d.set(list);
   renderHeader(list);
   renderLegend(list);
   renderInspector();
@@ -292,6 +356,27 @@ window.lessgateViewer = {
       };
     });
   },
+  get refusal() { return state.refusal; },
+  get selected() { return state.selected; },
+  // Origin name -> colour, as the map and the 3D view draw them.
+  colors() {
+    return Object.fromEntries(state.origins.origins.map((o) => [originName(o), colorOf(o)]));
+  },
+  // Entities drawn in 3D, with where they are on screen (null: off screen).
+  entities3d() {
+    if (!view3d) return [];
+    const rect = $('scene3d').getBoundingClientRect();
+    return items().map((it) => {
+      const p = view3d.project(it.id, rect);
+      const inside = p && p.sx >= 0 && p.sy >= 0 && p.sx <= rect.width && p.sy <= rect.height;
+      return {
+        id: it.id, name: it.label, origin: originName(it.origin),
+        client: inside ? { x: rect.left + p.sx, y: rect.top + p.sy } : null,
+      };
+    });
+  },
+  labels3d() { return view3d ? [...(view3d.shownLabels || [])] : []; },
+  pick3d(clientX, clientY) { return view3d ? view3d.pick(clientX, clientY) : null; },
   worldAt(clientX, clientY) {
     const rect = $('map').getBoundingClientRect();
     return map.toWorld(clientX - rect.left, clientY - rect.top);

@@ -7,8 +7,14 @@ import {
   MSG, T, decodeAttributeBlock, decodeEditBlock,
 } from './tundra.js';
 
+export const MESH = 17;
 export const PLACEABLE = 20;
 export const NAME = 26;
+// Attribute indices of the built-in layouts (docs/tundra-wire.md §9).
+const PLACEABLE_VISIBLE = 2;
+const PLACEABLE_PARENT_REF = 4;
+const MESH_TRANSFORM = 0;
+const MESH_REF = 1;
 
 export class Registry {
   constructor(doc) {
@@ -135,6 +141,30 @@ export class Scene {
     const p = Scene.component(entity, PLACEABLE);
     const a = p && p.attrs.get(0);
     return a && a.type === T.TRANSFORM ? a.value : null;
+  }
+
+  // What the 3D view draws for a Mesh: its asset reference and the
+  // transform of the mesh inside its Placeable, or null without a Mesh.
+  static mesh(entity) {
+    const m = Scene.component(entity, MESH);
+    if (!m) return null;
+    const t = m.attrs.get(MESH_TRANSFORM);
+    const ref = m.attrs.get(MESH_REF);
+    return {
+      ref: ref && typeof ref.value === 'string' ? ref.value : '',
+      transform: t && t.type === T.TRANSFORM ? t.value : null,
+    };
+  }
+
+  // Placeable.parentRef: the entity (id or name) this one is placed in.
+  static parentRef(entity) {
+    const a = Scene.component(entity, PLACEABLE)?.attrs.get(PLACEABLE_PARENT_REF);
+    return a && typeof a.value === 'string' ? a.value : '';
+  }
+
+  static visible(entity) {
+    const a = Scene.component(entity, PLACEABLE)?.attrs.get(PLACEABLE_VISIBLE);
+    return !(a && a.value === false);
   }
 
   static label(entity) {
