@@ -88,6 +88,7 @@ fn b_state(proxy: &net_common::Proxy) -> BState {
     let schemas = Schemas {
         types: &types,
         connection: &connection,
+        link: None,
     };
     let mut known = SpaceKnowledge::default();
     let mut latest = None;

@@ -20,9 +20,11 @@ use crate::tundra::json::{frame_from_json, frame_to_json};
 use crate::tundra::registry::Registry;
 
 pub mod capture;
+pub mod key_log;
 pub mod knet;
 mod knet_input;
 pub mod less;
+pub mod stream_capture;
 
 /// Arguments of `lessgate inspect`.
 #[derive(Debug, Args)]

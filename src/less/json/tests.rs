@@ -26,6 +26,7 @@ impl Fixture {
         Schemas {
             types: &self.types,
             connection: &self.connection,
+            link: None,
         }
     }
 
