@@ -223,7 +223,7 @@ async fn drive(
 
 /// Environment variable naming a file to which the per-direction LESS MAC
 /// keys of every link are appended, for `lessgate inspect less --keys-file`
-/// (docs/inspect.md "Keys"); the LESS analogue of `SSLKEYLOGFILE`. Unset,
+/// (docs/inspect.md "Keys and captures"); the LESS analogue of `SSLKEYLOGFILE`. Unset,
 /// nothing is written.
 pub const KEYLOG_ENV: &str = "LESSGATE_KEYLOGFILE";
 
