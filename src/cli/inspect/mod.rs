@@ -15,8 +15,10 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
+use crate::tundra::ids::ComponentId;
 use crate::tundra::ids::ProtocolVersion;
-use crate::tundra::json::{frame_from_json, frame_to_json};
+use crate::tundra::json::{frame_from_json, frame_to_json_learning};
+use crate::tundra::readable::ComponentTypes;
 use crate::tundra::registry::Registry;
 
 pub mod capture;
@@ -66,6 +68,10 @@ pub struct TundraArgs {
     /// ones.
     #[arg(long, value_name = "DIR")]
     pub schemas: Option<PathBuf>,
+    /// A component created in an earlier frame: `ID=TYPE` (its type's name
+    /// or id), so that EditAttributes name its attributes.
+    #[arg(long = "component", value_name = "ID=TYPE")]
+    pub components: Vec<String>,
 }
 
 /// Runs `lessgate inspect`.
@@ -115,6 +121,7 @@ pub fn run_tundra(args: &TundraArgs) -> Result<String, Box<dyn std::error::Error
         Some(dir) => Registry::from_dir(dir)?,
         None => Registry::builtin(),
     };
+    let mut types = component_types(&args.components, &registry)?;
     if let Some(path) = &args.hex_lines {
         let mut lines = Vec::new();
         for (number, line) in std::fs::read_to_string(path)?.lines().enumerate() {
@@ -124,7 +131,8 @@ pub fn run_tundra(args: &TundraArgs) -> Result<String, Box<dyn std::error::Error
             let json = parse_hex(line)
                 .map_err(|e| e.to_string())
                 .and_then(|frame| {
-                    frame_to_json(&frame, ProtocolVersion(args.protocol), &registry)
+                    let protocol = ProtocolVersion(args.protocol);
+                    frame_to_json_learning(&frame, protocol, &registry, &mut types)
                         .map_err(|e| e.to_string())
                 })
                 .and_then(|json| serde_json::to_value(json).map_err(|e| e.to_string()));
@@ -138,8 +146,34 @@ pub fn run_tundra(args: &TundraArgs) -> Result<String, Box<dyn std::error::Error
     }
     let text = args.hex.as_deref().unwrap_or_default();
     let frame = parse_hex(text).map_err(|e| format!("frame hex: {e}"))?;
-    let json = frame_to_json(&frame, ProtocolVersion(args.protocol), &registry)?;
+    let json = frame_to_json_learning(
+        &frame,
+        ProtocolVersion(args.protocol),
+        &registry,
+        &mut types,
+    )?;
     Ok(serde_json::to_string_pretty(&json)?)
+}
+
+/// `--component ID=TYPE`: a type by name (`Placeable`, `EC_Placeable`) or id.
+fn component_types(items: &[String], registry: &Registry) -> Result<ComponentTypes, String> {
+    let mut types = ComponentTypes::default();
+    for item in items {
+        let parsed = item.split_once('=').and_then(|(id, ty)| {
+            let id = id.trim().parse().ok()?;
+            let ty = ty.trim();
+            let type_id = match ty.parse() {
+                Ok(type_id) => type_id,
+                Err(_) => registry.get_by_name(ty)?.type_id,
+            };
+            Some((ComponentId(id), type_id))
+        });
+        let (id, type_id) = parsed.ok_or_else(|| {
+            format!("--component {item:?}: expected ID=TYPE with a known type name or a type id")
+        })?;
+        types.given.insert(id, type_id);
+    }
+    Ok(types)
 }
 
 pub(crate) fn parse_hex(text: &str) -> Result<Vec<u8>, hex::FromHexError> {
@@ -163,6 +197,7 @@ mod tests {
             protocol,
             encode,
             schemas: None,
+            components: Vec::new(),
         }
     }
 
