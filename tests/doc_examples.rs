@@ -106,7 +106,7 @@ fn check(doc: &str, at_least: usize) {
 
 #[test]
 fn inspect_guide_examples_decode_as_shown() {
-    check("docs/inspect.md", 5);
+    check("docs/inspect.md", 7);
 }
 
 #[test]

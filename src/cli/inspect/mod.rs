@@ -211,6 +211,47 @@ mod tests {
     }
 
     #[test]
+    fn edits_name_attributes_of_a_component_type_given_or_learnt() {
+        use crate::tundra::messages::{EditAttributes, EditAttributesBlock, Message};
+        use crate::tundra::{AttributeEdit, AttributeValue, EntityId};
+        let registry = Registry::builtin();
+        let slots = registry.get(26).unwrap().slot_types();
+        let change = AttributeEdit {
+            index: 1,
+            value: AttributeValue::String("lamp".into()),
+        };
+        let block = EditAttributesBlock::encode(ComponentId(3), &[change], &slots).unwrap();
+        let edit = Message::EditAttributes(EditAttributes {
+            scene_id: 0,
+            entity_id: EntityId(5),
+            blocks: vec![block],
+        });
+        let frame = hex::encode(edit.encode_frame(ProtocolVersion(4)).unwrap());
+        let mut given = args(Some(&frame), None, 4);
+        given.components = vec!["3=Name".into()];
+        let json: serde_json::Value = serde_json::from_str(&run_tundra(&given).unwrap()).unwrap();
+        let attribute = &json["readable"]["blocks"][0]["attributes"][0];
+        assert_eq!(attribute["id"], "description", "{json}");
+        assert_eq!(attribute["value"], "lamp");
+        // Learnt from a CreateEntity earlier in the same file: entity 5's
+        // component 3 is a Name.
+        let create = "6e00 0005 00 00000000 01 031a0007 01006100000000";
+        let dir = tempfile::tempdir().unwrap();
+        let lines = dir.path().join("frames.txt");
+        std::fs::write(&lines, format!("{create}\n{frame}\n")).unwrap();
+        let mut learnt = args(None, None, 4);
+        learnt.hex_lines = Some(lines);
+        let text = run_tundra(&learnt).unwrap();
+        let second: serde_json::Value = serde_json::from_str(text.lines().nth(1).unwrap()).unwrap();
+        assert_eq!(
+            second["frame"]["readable"]["blocks"][0]["type"], "Name",
+            "{text}"
+        );
+        given.components = vec!["3=NoSuchType".into()];
+        assert!(run_tundra(&given).is_err());
+    }
+
+    #[test]
     fn bad_hex_is_an_error() {
         assert!(run_tundra(&args(Some("6e0"), None, 4)).is_err());
         assert!(run_tundra(&args(Some("zz"), None, 4)).is_err());
