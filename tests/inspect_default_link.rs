@@ -208,7 +208,7 @@ async fn inspect_decodes_every_frame_of_a_default_link() {
     let keyed: Vec<serde_json::Value> = lines
         .iter()
         .filter(|l| l.get("src").is_some())
-        .flat_map(|l| messages(l))
+        .flat_map(messages)
         .filter(|m| m["kind"] == "update-property" && m["encoding"] == "tundra-transform/1")
         .collect();
     assert!(
