@@ -179,6 +179,13 @@ async fn inspect_decodes_every_frame_of_a_default_link() {
     );
     assert!(ok, "{err}");
     assert!(!err.contains("malformed"), "{err}");
+    let bulk_packets = lines
+        .iter()
+        .filter(|l| l["packet"]["form"] == "zstd")
+        .count();
+    println!(
+        "decoded {datagrams} datagrams and {stream_frames} stream frames ({bulk_packets} bulk) completely"
+    );
     for line in &lines {
         assert_eq!(line["packet"]["signature"], "valid", "{line}");
         assert!(line["signed_by"].is_string(), "{line}");
