@@ -508,3 +508,60 @@ fn bulk_packets_decode_decompressed_and_encode_back() {
     let back: PacketJson = serde_json::from_str(&serde_json::to_string(&json).unwrap()).unwrap();
     assert_eq!(encode_frame(&back, Some(&key())).unwrap(), sealed.bytes);
 }
+
+/// Hostile frames on a link of default features: every truncation and every
+/// single-byte change of a keyed, compact frame and of a bulk packet decodes
+/// to a packet or an error, never a panic (compact values, keyed codes and
+/// the decompressor see every byte value), and none passes as signed.
+#[test]
+fn damaged_default_link_frames_never_panic() {
+    use crate::less::bulk::seal_bulk;
+    use crate::less::packet::DatagramFraming;
+    let fixture = Fixture::new();
+    let link = agreed("default");
+    let keyed = stream_frame(3, &DEFAULT_LINK_MESSAGES.replace(' ', ""));
+    let framing = DatagramFraming {
+        sequence: 1,
+        ack_last: 0,
+        ack_bits: 1,
+    };
+    let messages = hex::decode("0405ac0400".repeat(40)).unwrap();
+    let bulk = seal_bulk(&key(), &framing, 5, 40, &messages).bytes;
+    for (frame, framing) in [
+        (keyed, Framing::StreamPacket),
+        (bulk, Framing::StreamDatagram),
+    ] {
+        let mut damaged: Vec<Vec<u8>> = (0..frame.len()).map(|n| frame[..n].to_vec()).collect();
+        for at in 0..frame.len() {
+            for value in [0x00, 0x01, 0x7f, 0x80, 0xff, frame[at] ^ 0x55] {
+                let mut copy = frame.clone();
+                copy[at] = value;
+                damaged.push(copy);
+            }
+        }
+        for bytes in damaged {
+            let mut sender = crate_knowledge(300);
+            let schemas = Schemas {
+                link: Some(&link),
+                ..fixture.schemas()
+            };
+            let decoded = decode_frame(
+                &bytes,
+                framing,
+                &[key()],
+                schemas,
+                &mut sender,
+                &crate_knowledge(9),
+            );
+            // Whatever decodes of a changed frame is reported as not signed.
+            if let (Ok(packet), true) = (decoded, bytes != frame) {
+                assert_ne!(
+                    packet.signature,
+                    SignatureCheck::Valid,
+                    "{}",
+                    hex::encode(&bytes)
+                );
+            }
+        }
+    }
+}
