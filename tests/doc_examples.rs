@@ -111,7 +111,7 @@ fn inspect_guide_examples_decode_as_shown() {
 
 #[test]
 fn wire_format_examples_decode_as_shown() {
-    check("docs/less-wire.md", 3);
+    check("docs/less-wire.md", 4);
 }
 
 #[test]
