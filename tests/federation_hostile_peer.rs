@@ -6,7 +6,7 @@
 //! node c's link with a carries on and b links again afterwards.
 //!
 //! The packets are made from what b really sent: the key comes from the key
-//! log (`LESSGATE_KEYLOGFILE`, docs/inspect.md "Keys"), the sequence number,
+//! log (`LESSGATE_KEYLOGFILE`, docs/inspect.md "Keys and captures"), the sequence number,
 //! acknowledgements and timestamp from b's latest datagram as the proxy
 //! captured it, and the ids from b's own introductions on that link
 //! (decoded with `less::json`). They are sent from the proxy socket a knows
@@ -88,6 +88,7 @@ fn b_state(proxy: &net_common::Proxy) -> BState {
     let schemas = Schemas {
         types: &types,
         connection: &connection,
+        link: None,
     };
     let mut known = SpaceKnowledge::default();
     let mut latest = None;

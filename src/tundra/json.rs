@@ -6,13 +6,14 @@
 //! as hex strings.
 //!
 //! This module owns the representation only; decoding rules are in
-//! `messages`.
+//! `messages`, the informative `readable` view in `readable`.
 
 use serde::{Deserialize, Serialize};
 
 use super::error::{DecodeError, EncodeError};
 use super::ids::ProtocolVersion;
 use super::messages::{DecodeContext, Message};
+use super::readable::{readable, ComponentTypes};
 use super::registry::Registry;
 
 /// One frame as the inspector shows it.
@@ -28,6 +29,10 @@ pub struct FrameJson {
     pub name: String,
     /// The decoded message.
     pub message: Message,
+    /// What the message means in units and names (informative; ignored when
+    /// encoding): `readable`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub readable: Option<serde_json::Value>,
 }
 
 /// Errors of the JSON inspector functions.
@@ -47,6 +52,18 @@ pub fn frame_to_json(
     protocol: ProtocolVersion,
     registry: &Registry,
 ) -> Result<FrameJson, JsonError> {
+    frame_to_json_learning(frame, protocol, registry, &mut ComponentTypes::default())
+}
+
+/// As [`frame_to_json`], for one frame of a series: component types the
+/// frame creates are learnt into `types` and name the attributes of later
+/// EditAttributes.
+pub fn frame_to_json_learning(
+    frame: &[u8],
+    protocol: ProtocolVersion,
+    registry: &Registry,
+    types: &mut ComponentTypes,
+) -> Result<FrameJson, JsonError> {
     let ctx = DecodeContext {
         protocol_version: protocol,
         registry,
@@ -56,6 +73,7 @@ pub fn frame_to_json(
         protocol,
         id: message.id(),
         name: message.name().to_string(),
+        readable: readable(&message, registry, types),
         message,
     })
 }

@@ -44,6 +44,7 @@ pub mod login_xml;
 pub mod messages;
 pub mod orientation;
 pub mod quantize;
+pub mod readable;
 pub mod registry;
 pub mod rigid_body;
 pub mod rigid_body_parts;

@@ -56,8 +56,19 @@ struct ProxyState {
     real: Vec<Option<SocketAddr>>,
     /// (from, to) → recent datagrams, oldest first.
     captured: BTreeMap<(usize, usize), Vec<Vec<u8>>>,
+    /// Every datagram received, in order, once `record_all` was called.
+    recorded: Option<Vec<Recorded>>,
     /// Receive order number of the latest datagram sent on.
     received_serial: u64,
+}
+
+/// One datagram the proxy received, for a test that reads the whole link.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub time: std::time::SystemTime,
+    pub from: usize,
+    pub to: usize,
+    pub bytes: Vec<u8>,
 }
 
 /// The impairment proxy: one socket per node.
@@ -84,6 +95,7 @@ impl Proxy {
                 model,
                 real: vec![None; nodes],
                 captured: BTreeMap::new(),
+                recorded: None,
                 received_serial: 0,
             })),
             counters: Arc::default(),
@@ -113,6 +125,18 @@ impl Proxy {
     pub fn captured(&self, from: usize, to: usize) -> Vec<Vec<u8>> {
         let state = self.state.lock().unwrap();
         state.captured.get(&(from, to)).cloned().unwrap_or_default()
+    }
+
+    /// Keeps every datagram from now on (not only the last 256 per
+    /// direction), with its time, for [`Proxy::recorded`].
+    pub fn record_all(&self) {
+        self.state.lock().unwrap().recorded = Some(Vec::new());
+    }
+
+    /// Every datagram received since [`Proxy::record_all`], in order.
+    pub fn recorded(&self) -> Vec<Recorded> {
+        let state = self.state.lock().unwrap();
+        state.recorded.clone().unwrap_or_default()
     }
 
     /// Sends `bytes` to node `to` from the address it knows node `from` by,
@@ -145,6 +169,14 @@ impl Proxy {
                     kept.remove(0);
                 }
                 kept.push(datagram.clone());
+                if let Some(recorded) = state.recorded.as_mut() {
+                    recorded.push(Recorded {
+                        time: std::time::SystemTime::now(),
+                        from,
+                        to,
+                        bytes: datagram.clone(),
+                    });
+                }
                 state.received_serial += 1;
                 let serial = state.received_serial;
                 let model = state.model;

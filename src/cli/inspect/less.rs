@@ -2,8 +2,9 @@
 //! UDP datagrams of a capture) as JSON, and JSON back into frame bytes.
 //!
 //! The decoding itself is `less::json`; this file gathers inputs, schemas,
-//! keys and what the operator knows about earlier packets (`--type`,
-//! `--entity`), and prints. docs/inspect.md is the operator's guide.
+//! keys, what each link agreed (from the key log or `--features`) and what
+//! the operator knows about earlier packets (`--type`, `--entity`), and
+//! prints. docs/inspect.md is the operator's guide.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -11,14 +12,18 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 
 use super::capture::{self, Datagram};
+use super::key_log::{self, Direction};
+use super::stream_capture::{self, StreamFrame};
 use super::{parse_hex, read_json_argument};
 use crate::federation::schemas::schema_registry;
+use crate::less::json::features::{parse_tokens, LinkFeatures};
+use crate::less::json::packet::signature_offset;
 use crate::less::json::{
     decode_frame, encode_frame, FrameError, Framing, PacketJson, Schemas, SpaceKnowledge,
 };
 use crate::less::schema::{ConnectionSchema, SchemaRegistry};
 use crate::less::schema_toml::{connection_from_toml, types_from_toml};
-use crate::less::signature::{MacKey, KEY_LEN};
+use crate::less::signature::MacKey;
 use crate::tundra::registry::Registry;
 
 /// Arguments of `lessgate inspect less`.
@@ -49,10 +54,23 @@ pub struct LessArgs {
     /// to sign with `--encode`. May be given more than once.
     #[arg(long = "key", value_name = "HEX")]
     pub keys: Vec<String>,
-    /// A key file a node appends to when run with `LESSGATE_KEYLOGFILE=PATH`
-    /// (docs/peer-link.md §6.4): every key in it is tried.
-    #[arg(long, value_name = "PATH")]
+    /// A key log a node appends to when run with `LESSGATE_KEYLOGFILE=PATH`
+    /// (docs/peer-link.md §6.4): every key in it is tried, and a frame that
+    /// one verifies is read with the features its link agreed, as the log
+    /// records them.
+    #[arg(long, alias = "keys", value_name = "PATH")]
     pub keys_file: Option<PathBuf>,
+    /// What the link agreed, for frames no key log line covers: `default`
+    /// (what two default nodes agree), `plain`, or a comma-separated list of
+    /// `compact`, `keyed`, `bulk` and Hello tokens. Unset: plain, and keyed
+    /// updates are reported as needing this.
+    #[arg(long, value_name = "LIST")]
+    pub features: Option<String>,
+    /// A stream capture written by a node (`LESSGATE_STREAMCAPTUREFILE`):
+    /// the LESS frames its links carried inside QUIC, decoded in time order
+    /// with the `--pcap` datagrams, whose introductions they carry.
+    #[arg(long, value_name = "PATH")]
+    pub stream_capture: Option<PathBuf>,
     /// Extra LESS type schemas (TOML, docs/less-wire.md §14), on top
     /// of the node's built-in ones. May be given more than once.
     #[arg(long = "schema", value_name = "PATH")]
@@ -102,10 +120,10 @@ pub struct Output {
 
 /// Runs `lessgate inspect less` without printing.
 pub fn run_less(args: &LessArgs) -> Result<Output, Error> {
-    let keys = load_keys(args)?;
+    let directions = load_directions(args)?;
     if let Some(json) = &args.encode {
         let packet: PacketJson = serde_json::from_str(&read_json_argument(json)?)?;
-        let frame = encode_frame(&packet, keys.first())?;
+        let frame = encode_frame(&packet, directions.first().map(|d| &d.key))?;
         return Ok(Output {
             text: hex::encode(frame),
             malformed: false,
@@ -116,25 +134,53 @@ pub fn run_less(args: &LessArgs) -> Result<Output, Error> {
         Some(path) => connection_from_toml(&std::fs::read_to_string(path)?)?,
         None => ConnectionSchema::builtin(),
     };
-    let schemas = Schemas {
-        types: &types,
-        connection: &connection,
+    let rules = types.encoding_rules().to_vec();
+    let stated = match &args.features {
+        Some(list) => Some(LinkFeatures::from_tokens(
+            parse_tokens(list)?,
+            rules.clone(),
+        )),
+        None => None,
     };
+    let linked = directions
+        .iter()
+        .map(|d| {
+            let tokens = d.features.clone()?;
+            Some(LinkFeatures::from_tokens(tokens, rules.clone()))
+        })
+        .collect();
     let known = knowledge(args)?;
     let framing = Framing::from(args.framing);
     let mut decoder = Decoder {
-        schemas,
-        keys: &keys,
+        types: &types,
+        connection: &connection,
+        directions: &directions,
+        linked,
+        stated: stated.as_ref(),
         known: &known,
         flows: HashMap::new(),
         malformed: false,
     };
-    let text = if let Some(path) = &args.pcap {
-        let port = args.port.ok_or("--pcap needs --port")?;
-        let datagrams = capture::udp_datagrams(&std::fs::read(path)?, port)?;
-        let lines: Vec<String> = datagrams
+    let text = if args.pcap.is_some() || args.stream_capture.is_some() {
+        let mut items: Vec<Captured> = Vec::new();
+        if let Some(path) = &args.pcap {
+            let port = args.port.ok_or("--pcap needs --port")?;
+            let datagrams = capture::udp_datagrams(&std::fs::read(path)?, port)?;
+            items.extend(datagrams.into_iter().map(Captured::Datagram));
+        }
+        if let Some(path) = &args.stream_capture {
+            let frames = stream_capture::read(&std::fs::read_to_string(path)?)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            items.extend(frames.into_iter().map(Captured::Stream));
+        }
+        // Stable: equal times keep file order.
+        items.sort_by(|a, b| a.time().total_cmp(&b.time()));
+        let lines: Vec<String> = items
             .iter()
-            .map(|datagram| decoder.line(datagram, framing))
+            .map(|item| match item {
+                Captured::Datagram(datagram) => decoder.datagram_line(datagram, framing),
+                Captured::Stream(frame) => decoder.stream_line(frame),
+            })
             .collect::<Result<_, _>>()?;
         lines.join("\n")
     } else if let Some(path) = &args.hex_lines {
@@ -146,13 +192,12 @@ pub fn run_less(args: &LessArgs) -> Result<Output, Error> {
             }
             let frame = parse_hex(line).map_err(|e| format!("line {}: {e}", number + 1))?;
             let datagram = Datagram::unaddressed(frame);
-            lines.push(decoder.line(&datagram, framing)?);
+            lines.push(decoder.datagram_line(&datagram, framing)?);
         }
         lines.join("\n")
     } else {
         let frame = single_frame(args)?;
-        let mut sender = known.clone();
-        let packet = decode_frame(&frame, framing, &keys, schemas, &mut sender, &known)?;
+        let (packet, _) = decoder.decode(&frame, framing, None)?;
         decoder.malformed = is_malformed(&packet);
         serde_json::to_string_pretty(&packet)?
     };
@@ -166,41 +211,117 @@ fn is_malformed(packet: &PacketJson) -> bool {
     packet.undecoded.as_ref().is_some_and(|u| !u.needs_context)
 }
 
-/// Decodes a series of datagrams, keeping what each sender introduced.
+/// One input of a capture: a UDP datagram or a frame of a stream capture.
+enum Captured {
+    Datagram(Datagram),
+    Stream(StreamFrame),
+}
+
+impl Captured {
+    fn time(&self) -> f64 {
+        match self {
+            Captured::Datagram(datagram) => datagram.time,
+            Captured::Stream(frame) => frame.time,
+        }
+    }
+}
+
+/// Whose introductions type a frame's values: one direction of a link (by
+/// its key) or, when no key verifies, the addresses it travelled between.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Flow {
+    Direction(usize),
+    Addresses(String, String),
+}
+
+/// Decodes a series of frames, keeping what each direction introduced.
 struct Decoder<'a> {
-    schemas: Schemas<'a>,
-    keys: &'a [MacKey],
+    types: &'a SchemaRegistry,
+    connection: &'a ConnectionSchema,
+    directions: &'a [Direction],
+    /// The features each direction's key log line records.
+    linked: Vec<Option<LinkFeatures>>,
+    /// `--features`, for frames no recorded line covers.
+    stated: Option<&'a LinkFeatures>,
     known: &'a SpaceKnowledge,
-    /// What each (sender, receiver) direction has introduced so far.
-    flows: HashMap<(String, String), SpaceKnowledge>,
+    flows: HashMap<Flow, SpaceKnowledge>,
     malformed: bool,
 }
 
 impl Decoder<'_> {
-    fn line(&mut self, datagram: &Datagram, framing: Framing) -> Result<String, Error> {
-        let flow = (datagram.src.clone(), datagram.dst.clone());
+    /// The direction whose key verifies `frame`, read with that direction's
+    /// features.
+    fn signer(&self, frame: &[u8], framing: Framing) -> Option<usize> {
+        self.directions
+            .iter()
+            .enumerate()
+            .position(|(index, direction)| {
+                let bulk = self.features(Some(index)).is_some_and(|f| f.bulk);
+                signature_offset(frame, framing, bulk)
+                    .is_some_and(|offset| direction.key.verify(frame, offset))
+            })
+    }
+
+    fn features(&self, direction: Option<usize>) -> Option<&LinkFeatures> {
+        direction
+            .and_then(|index| self.linked.get(index)?.as_ref())
+            .or(self.stated)
+    }
+
+    /// Decodes one frame; `addresses` (source, destination) name its flow
+    /// when no key verifies it. Also returns the signing direction.
+    fn decode(
+        &mut self,
+        frame: &[u8],
+        framing: Framing,
+        addresses: Option<(&str, &str)>,
+    ) -> Result<(PacketJson, Option<usize>), FrameError> {
+        let signer = self.signer(frame, framing);
+        let (flow, reverse) = match (signer, addresses) {
+            (Some(index), _) => (
+                Flow::Direction(index),
+                self.directions[index].reverse.map(Flow::Direction),
+            ),
+            (None, Some((src, dst))) => (
+                Flow::Addresses(src.to_owned(), dst.to_owned()),
+                Some(Flow::Addresses(dst.to_owned(), src.to_owned())),
+            ),
+            (None, None) => (Flow::Addresses(String::new(), String::new()), None),
+        };
         // Tweaks name the receiver's objects: what the reverse direction introduced.
-        let receiver = self
-            .flows
-            .get(&(flow.1.clone(), flow.0.clone()))
+        let receiver = reverse
+            .and_then(|reverse| self.flows.get(&reverse))
             .unwrap_or(self.known)
             .clone();
-        let sender = self.flows.entry(flow).or_insert_with(|| self.known.clone());
-        let result = decode_frame(
-            &datagram.bytes,
-            framing,
-            self.keys,
-            self.schemas,
-            sender,
-            &receiver,
-        );
-        let line = match result {
-            Ok(packet) => {
+        let keys: Vec<MacKey> = match signer {
+            Some(index) => vec![self.directions[index].key.clone()],
+            None => self.directions.iter().map(|d| d.key.clone()).collect(),
+        };
+        let link = signer
+            .and_then(|index| self.linked.get(index)?.as_ref())
+            .or(self.stated);
+        let schemas = Schemas {
+            types: self.types,
+            connection: self.connection,
+            link,
+        };
+        let known = self.known;
+        let sender = self.flows.entry(flow).or_insert_with(|| known.clone());
+        let packet = decode_frame(frame, framing, &keys, schemas, sender, &receiver)?;
+        Ok((packet, signer))
+    }
+
+    fn datagram_line(&mut self, datagram: &Datagram, framing: Framing) -> Result<String, Error> {
+        let addresses = (datagram.src.as_str(), datagram.dst.as_str());
+        let line = match self.decode(&datagram.bytes, framing, Some(addresses)) {
+            Ok((packet, signer)) => {
                 self.malformed |= is_malformed(&packet);
-                serde_json::json!({
+                let mut line = serde_json::json!({
                     "time": datagram.time, "src": datagram.src, "dst": datagram.dst,
                     "length": datagram.bytes.len(), "packet": packet,
-                })
+                });
+                self.name_link(&mut line, signer);
+                line
             }
             Err(FrameError { offset, error }) => {
                 self.malformed = true;
@@ -214,6 +335,33 @@ impl Decoder<'_> {
         };
         Ok(serde_json::to_string(&line)?)
     }
+
+    fn stream_line(&mut self, frame: &StreamFrame) -> Result<String, Error> {
+        let mut line = serde_json::json!({
+            "time": frame.time, "node": frame.node, "peer": frame.peer, "link": frame.link,
+            "direction": frame.direction, "length": frame.bytes.len(),
+        });
+        match self.decode(&frame.bytes, frame.framing, None) {
+            Ok((packet, signer)) => {
+                self.malformed |= is_malformed(&packet);
+                line["packet"] = serde_json::to_value(&packet)?;
+                self.name_link(&mut line, signer);
+            }
+            Err(FrameError { offset, error }) => {
+                self.malformed = true;
+                line["error"] = serde_json::json!({"offset": offset, "message": error.to_string()});
+                line["bytes"] = serde_json::Value::String(hex::encode(&frame.bytes));
+            }
+        }
+        Ok(serde_json::to_string(&line)?)
+    }
+
+    /// Adds `signed_by`: the key log line and key that verified the frame.
+    fn name_link(&self, line: &mut serde_json::Value, signer: Option<usize>) {
+        if let Some(index) = signer {
+            line["signed_by"] = serde_json::Value::String(self.directions[index].label.clone());
+        }
+    }
 }
 
 fn single_frame(args: &LessArgs) -> Result<Vec<u8>, Error> {
@@ -224,8 +372,8 @@ fn single_frame(args: &LessArgs) -> Result<Vec<u8>, Error> {
             .map_err(|e| format!("{}: {e}", path.display()))?,
         _ => {
             return Err(
-                "give exactly one of HEX, --file, --hex-file, --hex-lines, --pcap \
-                        or --encode"
+                "give exactly one of HEX, --file, --hex-file, --hex-lines, --pcap, \
+                        --stream-capture or --encode"
                     .into(),
             )
         }
@@ -270,35 +418,22 @@ fn knowledge(args: &LessArgs) -> Result<SpaceKnowledge, Error> {
     Ok(known)
 }
 
-/// `--key` values and the keys of `--keys-file`.
-fn load_keys(args: &LessArgs) -> Result<Vec<MacKey>, Error> {
-    let mut texts: Vec<String> = args.keys.clone();
-    if let Some(path) = &args.keys_file {
-        texts.extend(keys_in_file(&std::fs::read_to_string(path)?));
+/// The directions of `--keys-file`, then one per `--key`.
+fn load_directions(args: &LessArgs) -> Result<Vec<Direction>, Error> {
+    let mut directions = match &args.keys_file {
+        Some(path) => key_log::directions(&std::fs::read_to_string(path)?)
+            .map_err(|e| format!("{}: {e}", path.display()))?,
+        None => Vec::new(),
+    };
+    for text in &args.keys {
+        directions.push(Direction {
+            key: key_log::parse_key(text)?,
+            reverse: None,
+            features: None,
+            label: "--key".to_owned(),
+        });
     }
-    texts
-        .iter()
-        .map(|text| {
-            let bytes = parse_hex(text).map_err(|e| format!("key {text:?}: {e}"))?;
-            let bytes = <[u8; KEY_LEN]>::try_from(bytes.as_slice())
-                .map_err(|_| format!("a key is {KEY_LEN} bytes ({} hex digits)", 2 * KEY_LEN))?;
-            Ok(MacKey::new(bytes))
-        })
-        .collect()
-}
-
-/// Every `send=HEX` and `receive=HEX` field of a key export file
-/// (`crate::transport::keylog`'s format); other words are ignored.
-pub fn keys_in_file(text: &str) -> Vec<String> {
-    text.lines()
-        .filter(|line| !line.trim_start().starts_with('#'))
-        .flat_map(str::split_whitespace)
-        .filter_map(|word| {
-            word.strip_prefix("send=")
-                .or_else(|| word.strip_prefix("receive="))
-        })
-        .map(str::to_owned)
-        .collect()
+    Ok(directions)
 }
 
 #[cfg(test)]
@@ -359,11 +494,5 @@ mod tests {
             ..LessArgs::default()
         };
         assert!(run_less(&bad_type).is_err());
-    }
-
-    #[test]
-    fn key_files_yield_their_keys() {
-        let text = "# comment send=00\nLESS_LINK peer=beta role=dialer send=aa receive=bb\n";
-        assert_eq!(keys_in_file(text), ["aa", "bb"]);
     }
 }

@@ -15,14 +15,18 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
+use crate::tundra::ids::ComponentId;
 use crate::tundra::ids::ProtocolVersion;
-use crate::tundra::json::{frame_from_json, frame_to_json};
+use crate::tundra::json::{frame_from_json, frame_to_json_learning};
+use crate::tundra::readable::ComponentTypes;
 use crate::tundra::registry::Registry;
 
 pub mod capture;
+pub mod key_log;
 pub mod knet;
 mod knet_input;
 pub mod less;
+pub mod stream_capture;
 
 /// Arguments of `lessgate inspect`.
 #[derive(Debug, Args)]
@@ -64,6 +68,10 @@ pub struct TundraArgs {
     /// ones.
     #[arg(long, value_name = "DIR")]
     pub schemas: Option<PathBuf>,
+    /// A component created in an earlier frame: `ID=TYPE` (its type's name
+    /// or id), so that EditAttributes name its attributes.
+    #[arg(long = "component", value_name = "ID=TYPE")]
+    pub components: Vec<String>,
 }
 
 /// Runs `lessgate inspect`.
@@ -113,6 +121,7 @@ pub fn run_tundra(args: &TundraArgs) -> Result<String, Box<dyn std::error::Error
         Some(dir) => Registry::from_dir(dir)?,
         None => Registry::builtin(),
     };
+    let mut types = component_types(&args.components, &registry)?;
     if let Some(path) = &args.hex_lines {
         let mut lines = Vec::new();
         for (number, line) in std::fs::read_to_string(path)?.lines().enumerate() {
@@ -122,7 +131,8 @@ pub fn run_tundra(args: &TundraArgs) -> Result<String, Box<dyn std::error::Error
             let json = parse_hex(line)
                 .map_err(|e| e.to_string())
                 .and_then(|frame| {
-                    frame_to_json(&frame, ProtocolVersion(args.protocol), &registry)
+                    let protocol = ProtocolVersion(args.protocol);
+                    frame_to_json_learning(&frame, protocol, &registry, &mut types)
                         .map_err(|e| e.to_string())
                 })
                 .and_then(|json| serde_json::to_value(json).map_err(|e| e.to_string()));
@@ -136,8 +146,34 @@ pub fn run_tundra(args: &TundraArgs) -> Result<String, Box<dyn std::error::Error
     }
     let text = args.hex.as_deref().unwrap_or_default();
     let frame = parse_hex(text).map_err(|e| format!("frame hex: {e}"))?;
-    let json = frame_to_json(&frame, ProtocolVersion(args.protocol), &registry)?;
+    let json = frame_to_json_learning(
+        &frame,
+        ProtocolVersion(args.protocol),
+        &registry,
+        &mut types,
+    )?;
     Ok(serde_json::to_string_pretty(&json)?)
+}
+
+/// `--component ID=TYPE`: a type by name (`Placeable`, `EC_Placeable`) or id.
+fn component_types(items: &[String], registry: &Registry) -> Result<ComponentTypes, String> {
+    let mut types = ComponentTypes::default();
+    for item in items {
+        let parsed = item.split_once('=').and_then(|(id, ty)| {
+            let id = id.trim().parse().ok()?;
+            let ty = ty.trim();
+            let type_id = match ty.parse() {
+                Ok(type_id) => type_id,
+                Err(_) => registry.get_by_name(ty)?.type_id,
+            };
+            Some((ComponentId(id), type_id))
+        });
+        let (id, type_id) = parsed.ok_or_else(|| {
+            format!("--component {item:?}: expected ID=TYPE with a known type name or a type id")
+        })?;
+        types.given.insert(id, type_id);
+    }
+    Ok(types)
 }
 
 pub(crate) fn parse_hex(text: &str) -> Result<Vec<u8>, hex::FromHexError> {
@@ -161,6 +197,7 @@ mod tests {
             protocol,
             encode,
             schemas: None,
+            components: Vec::new(),
         }
     }
 
@@ -171,6 +208,47 @@ mod tests {
         assert!(json.contains("\"CreateEntity\""), "{json}");
         let back = run_tundra(&args(None, Some(json), 4)).unwrap();
         assert_eq!(back, frame.replace(' ', ""));
+    }
+
+    #[test]
+    fn edits_name_attributes_of_a_component_type_given_or_learnt() {
+        use crate::tundra::messages::{EditAttributes, EditAttributesBlock, Message};
+        use crate::tundra::{AttributeEdit, AttributeValue, EntityId};
+        let registry = Registry::builtin();
+        let slots = registry.get(26).unwrap().slot_types();
+        let change = AttributeEdit {
+            index: 1,
+            value: AttributeValue::String("lamp".into()),
+        };
+        let block = EditAttributesBlock::encode(ComponentId(3), &[change], &slots).unwrap();
+        let edit = Message::EditAttributes(EditAttributes {
+            scene_id: 0,
+            entity_id: EntityId(5),
+            blocks: vec![block],
+        });
+        let frame = hex::encode(edit.encode_frame(ProtocolVersion(4)).unwrap());
+        let mut given = args(Some(&frame), None, 4);
+        given.components = vec!["3=Name".into()];
+        let json: serde_json::Value = serde_json::from_str(&run_tundra(&given).unwrap()).unwrap();
+        let attribute = &json["readable"]["blocks"][0]["attributes"][0];
+        assert_eq!(attribute["id"], "description", "{json}");
+        assert_eq!(attribute["value"], "lamp");
+        // Learnt from a CreateEntity earlier in the same file: entity 5's
+        // component 3 is a Name.
+        let create = "6e00 0005 00 00000000 01 031a0007 01006100000000";
+        let dir = tempfile::tempdir().unwrap();
+        let lines = dir.path().join("frames.txt");
+        std::fs::write(&lines, format!("{create}\n{frame}\n")).unwrap();
+        let mut learnt = args(None, None, 4);
+        learnt.hex_lines = Some(lines);
+        let text = run_tundra(&learnt).unwrap();
+        let second: serde_json::Value = serde_json::from_str(text.lines().nth(1).unwrap()).unwrap();
+        assert_eq!(
+            second["frame"]["readable"]["blocks"][0]["type"], "Name",
+            "{text}"
+        );
+        given.components = vec!["3=NoSuchType".into()];
+        assert!(run_tundra(&given).is_err());
     }
 
     #[test]

@@ -13,24 +13,31 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::features::LinkFeatures;
 use super::value::TypedValue;
 use crate::less::codec::{write_count, write_integer, write_u64, DecodeError, Reader};
+use crate::less::encoding::{EncodingId, LinkEncodings};
 use crate::less::ids::{ComponentId, ComponentPath, InteractionId, PropertyId, PropertyKey};
 use crate::less::limits::{MAX_ARGUMENTS, MAX_COMPONENTS, MAX_PROPERTIES};
-use crate::less::message::code;
+use crate::less::message::{code, KEY_PROPERTY_BITS};
 use crate::less::property_list::{
     decode_path, decode_subscriptions, encode_path, encode_subscriptions, ComponentSubscription,
 };
-use crate::less::schema::{ComponentSchema, ConnectionSchema, MemberKind, SchemaRegistry};
+use crate::less::schema::{
+    ComponentSchema, ConnectionSchema, MemberKind, SchemaRegistry, TypeSchema,
+};
 use crate::less::value::{decode_string, encode_string, Value};
 use crate::less::value_type::ValueType;
 
-/// The schemas values are typed by: the node's type registry (by URI) and
-/// the link's connection schema.
+/// The schemas values are typed by: the node's type registry (by URI), the
+/// link's connection schema, and what the link agreed (compact encodings,
+/// keyed updates, bulk packets), or `None` when nobody said: values are then
+/// read plain and a keyed update is reported as needing that context.
 #[derive(Clone, Copy, Debug)]
 pub struct Schemas<'a> {
     pub types: &'a SchemaRegistry,
     pub connection: &'a ConnectionSchema,
+    pub link: Option<&'a LinkFeatures>,
 }
 
 /// What one side of a link has introduced, as far as the inspector has seen
@@ -81,6 +88,20 @@ pub enum MessageBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         uri: Option<String>,
         components: Vec<ComponentJson>,
+    },
+    /// A keyed update (docs/less-wire.md §16.8): the message code is 16 +
+    /// `component` × 8 + `property`, computed from those two when encoding.
+    UpdateProperty {
+        entity: u64,
+        component: u64,
+        property: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        uri: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        value: TypedValue,
+        #[serde(flatten)]
+        compact: Compact,
     },
     RequestEntity {
         entity: u64,
@@ -143,6 +164,21 @@ pub struct MemberJson {
     pub value: Option<TypedValue>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub properties: Option<Vec<MemberJson>>,
+    #[serde(flatten)]
+    pub compact: Compact,
+}
+
+/// How a value in a compact encoding (docs/less-wire.md §16.3) travelled:
+/// the encoding's name and the bytes as sent. `value` shows what they
+/// decode to (a lossy encoding's value, not the sender's exact one), so
+/// encoding writes `encoded` unchanged, or encodes `value` in `encoding`
+/// when `encoded` is absent. Both absent: the value is plain.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Compact {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoding: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoded: Option<String>,
 }
 
 /// One value of a flat property-value-list (interaction, connection control).
@@ -232,6 +268,9 @@ pub fn decode_message(
                 uri,
                 components,
             }
+        }
+        code::UPDATE_PROPERTY_FIRST..=code::UPDATE_PROPERTY_LAST => {
+            decode_update_property(reader, schemas, sender, message_code, trail)?
         }
         code::REQUEST_ENTITY => MessageBody::RequestEntity {
             entity: reader.read_u64()?,
@@ -323,6 +362,86 @@ pub fn decode_message(
     })
 }
 
+/// A keyed update, on a link that agreed `msg:update-property/1`; elsewhere
+/// its code is unknown (malformed), or, when nobody said what the link
+/// agreed, a question of context.
+fn decode_update_property(
+    reader: &mut Reader<'_>,
+    schemas: Schemas<'_>,
+    sender: &SpaceKnowledge,
+    message_code: i64,
+    trail: &mut Trail,
+) -> Result<MessageBody, Stop> {
+    let link = match schemas.link {
+        Some(link) if link.encodings.update_property() => link,
+        Some(_) => return Err(DecodeError::UnknownMessageCode(message_code).into()),
+        None => {
+            return Err(Stop::NeedsContext(format!(
+                "message code {message_code} is a keyed update (update-property) if the link agreed msg:update-property/1, as default nodes do; give the link's features with --features default or a key log that records them"
+            )))
+        }
+    };
+    trail.kind = Some("update-property");
+    let key = message_code.unsigned_abs() - code::UPDATE_PROPERTY_FIRST.unsigned_abs();
+    let component = key >> KEY_PROPERTY_BITS;
+    let property = key & ((1 << KEY_PROPERTY_BITS) - 1);
+    let path = ComponentPath::top(ComponentId(component));
+    let key = PropertyKey {
+        component: path.clone(),
+        property: PropertyId(property),
+    };
+    trail.property = Some(key.to_string());
+    let entity = reader.read_u64()?;
+    let (uri, schema) = entity_schema(schemas, sender, entity, "sender")?;
+    let member = schema
+        .component(&path)
+        .and_then(|c| c.member(PropertyId(property)));
+    let (name, value_type) = match member.map(|m| (&m.name, &m.kind)) {
+        Some((name, MemberKind::Property(value_type))) => (name.clone(), value_type),
+        Some(_) => {
+            return Err(DecodeError::Invalid(
+                "update-property key names a method or nested component",
+            )
+            .into())
+        }
+        None => {
+            let what = format!("property {key} of {}", schema.uri);
+            return Err(DecodeError::UndeclaredProperty(what).into());
+        }
+    };
+    let encoding = link.encodings.for_property(&schema, &key);
+    let (value, compact) = read_value(reader, encoding, value_type)?;
+    Ok(MessageBody::UpdateProperty {
+        entity,
+        component,
+        property,
+        uri: Some(uri),
+        name: Some(name),
+        value,
+        compact,
+    })
+}
+
+/// Reads one property value, in its compact encoding if it has one.
+fn read_value(
+    reader: &mut Reader<'_>,
+    encoding: Option<EncodingId>,
+    value_type: &ValueType,
+) -> Result<(TypedValue, Compact), DecodeError> {
+    let Some(encoding) = encoding else {
+        let value = Value::decode(reader, value_type)?;
+        return Ok((TypedValue::new(&value, value_type), Compact::default()));
+    };
+    let before = reader.rest();
+    let value = encoding.decode(reader)?;
+    let used = before.len() - reader.rest().len();
+    let compact = Compact {
+        encoding: Some(encoding.name().to_owned()),
+        encoded: Some(hex::encode(&before[..used])),
+    };
+    Ok((TypedValue::new(&value, value_type), compact))
+}
+
 /// The wire name of a message code.
 pub fn kind_name(message_code: i64) -> Option<&'static str> {
     Some(match message_code {
@@ -397,6 +516,8 @@ fn decode_components(
             return Err(stop);
         }
     };
+    // Values typed by the entity's schema may travel compact (docs/less-wire.md §16.1).
+    let encodings = schemas.link.map(|link| (&link.encodings, schema.as_ref()));
     let mut components = Vec::with_capacity(count);
     for _ in 0..count {
         let id = reader.read_u64()?;
@@ -408,7 +529,7 @@ fn decode_components(
         components.push(ComponentJson {
             component: id,
             name: Some(component.name.clone()),
-            properties: decode_members(reader, component, &path, trail)?,
+            properties: decode_members(reader, component, &path, encodings, trail)?,
         });
     }
     Ok((Some(uri), components))
@@ -418,6 +539,7 @@ fn decode_members(
     reader: &mut Reader<'_>,
     component: &ComponentSchema,
     path: &ComponentPath,
+    encodings: Option<(&LinkEncodings, &TypeSchema)>,
     trail: &mut Trail,
 ) -> Result<Vec<MemberJson>, Stop> {
     let count = reader.read_count("property count", MAX_PROPERTIES.min(reader.remaining()))?;
@@ -428,17 +550,20 @@ fn decode_members(
         let member = component
             .member(id)
             .ok_or_else(|| DecodeError::UndeclaredProperty(format!("{path}.{id}")))?;
-        let (value, properties) = match &member.kind {
-            MemberKind::Property(value_type) => (
-                Some(TypedValue::new(
-                    &Value::decode(reader, value_type)?,
-                    value_type,
-                )),
-                None,
-            ),
+        let (value, properties, compact) = match &member.kind {
+            MemberKind::Property(value_type) => {
+                let key = PropertyKey {
+                    component: path.clone(),
+                    property: id,
+                };
+                let encoding = encodings.and_then(|(link, schema)| link.for_property(schema, &key));
+                let (value, compact) = read_value(reader, encoding, value_type)?;
+                (Some(value), None, compact)
+            }
             MemberKind::Component(nested) => {
                 let child = path.child(nested.id).ok_or(DecodeError::TooDeep)?;
-                (None, Some(decode_members(reader, nested, &child, trail)?))
+                let nested = decode_members(reader, nested, &child, encodings, trail)?;
+                (None, Some(nested), Compact::default())
             }
             MemberKind::Method(_) => {
                 return Err(DecodeError::Invalid("method id in a property-value-list").into())
@@ -449,6 +574,7 @@ fn decode_members(
             name: Some(member.name.clone()),
             value,
             properties,
+            compact,
         });
     }
     Ok(members)
@@ -531,6 +657,25 @@ pub fn encode_message(out: &mut Vec<u8>, body: &MessageBody) -> Result<(), Strin
             write_u64(out, *entity);
             encode_components(out, components)?;
         }
+        MessageBody::UpdateProperty {
+            entity,
+            component,
+            property,
+            value,
+            compact,
+            ..
+        } => {
+            let key = component
+                .checked_mul(1 << KEY_PROPERTY_BITS)
+                .and_then(|key| key.checked_add(*property))
+                .filter(|key| *property < 1 << KEY_PROPERTY_BITS && *key <= 111)
+                .ok_or_else(|| {
+                    format!("property {component}.{property} has no update-property key")
+                })?;
+            write_u64(out, code::UPDATE_PROPERTY_FIRST.unsigned_abs() + key);
+            write_u64(out, *entity);
+            encode_value(out, value, compact)?;
+        }
         MessageBody::RequestEntity { entity } => {
             write_integer(out, code::REQUEST_ENTITY);
             write_u64(out, *entity);
@@ -611,7 +756,7 @@ fn encode_members(out: &mut Vec<u8>, members: &[MemberJson]) -> Result<(), Strin
     for member in members {
         write_u64(out, member.property);
         match (&member.value, &member.properties) {
-            (Some(value), None) => value.to_value()?.0.encode(out),
+            (Some(value), None) => encode_value(out, value, &member.compact)?,
             (None, Some(nested)) => encode_members(out, nested)?,
             _ => {
                 return Err(format!(
@@ -620,6 +765,25 @@ fn encode_members(out: &mut Vec<u8>, members: &[MemberJson]) -> Result<(), Strin
                 ))
             }
         }
+    }
+    Ok(())
+}
+
+/// A property value: its bytes as sent, `value` in its encoding, or plain.
+fn encode_value(out: &mut Vec<u8>, value: &TypedValue, compact: &Compact) -> Result<(), String> {
+    match (&compact.encoded, &compact.encoding) {
+        (Some(encoded), _) => {
+            out.extend(hex::decode(encoded).map_err(|e| format!("encoded bytes: {e}"))?)
+        }
+        (None, Some(name)) => {
+            let encoding =
+                EncodingId::from_name(name).ok_or_else(|| format!("unknown encoding {name:?}"))?;
+            let bytes = encoding
+                .encode(&value.to_value()?.0)
+                .ok_or_else(|| format!("the value does not fit encoding {name}"))?;
+            out.extend(bytes);
+        }
+        (None, None) => value.to_value()?.0.encode(out),
     }
     Ok(())
 }

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::message::{decode_message, encode_message, MessageJson, Schemas, SpaceKnowledge};
 use super::message::{Stop, Trail};
+use crate::less::bulk::{decompress_bounded, COMPRESSION_LEVEL, MAX_BULK_BODY_LEN};
 use crate::less::codec::{write_count, write_integer, write_u64, DecodeError, Reader};
 use crate::less::limits::{MAX_FRAME_LEN, MAX_MESSAGES};
 use crate::less::signature::{MacKey, SIGNATURE_LEN};
@@ -28,6 +29,16 @@ pub enum Framing {
     StreamPacket,
     /// A datagram-mode packet sent on the stream: length, datagram.
     StreamDatagram,
+}
+
+/// The form byte of a stream datagram on a link that agreed bulk packets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Form {
+    /// `00`: the body as in any packet.
+    Plain = 0,
+    /// `01`: the body is one zstd frame.
+    Zstd = 1,
 }
 
 /// The outcome of checking the signature.
@@ -50,6 +61,11 @@ pub struct PacketJson {
     /// Stream frames: the length prefix (informative).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub length: Option<usize>,
+    /// Stream datagrams of a link that agreed bulk packets: the form byte
+    /// (docs/less-wire.md §16.5). For `zstd` the body is shown decompressed
+    /// and message offsets count from the start of that body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub form: Option<Form>,
     /// Datagram framing: this packet's sequence number modulo 256.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequence: Option<u8>,
@@ -127,6 +143,7 @@ pub fn decode_frame(
     let mut packet = PacketJson {
         framing,
         length: None,
+        form: None,
         sequence: None,
         ack_last: None,
         ack_bitmask: None,
@@ -148,6 +165,20 @@ pub fn decode_frame(
         }
         packet.length = Some(length);
     }
+    let bulk = framing == Framing::StreamDatagram && schemas.link.is_some_and(|link| link.bulk);
+    if bulk {
+        packet.form = Some(match reader.read_u8().map_err(|e| fail(&reader, e))? {
+            0 => Form::Plain,
+            1 => Form::Zstd,
+            _ => {
+                let error = DecodeError::Invalid("unknown stream datagram form");
+                return Err(FrameError {
+                    offset: reader.position() - 1,
+                    error,
+                });
+            }
+        });
+    }
     if framing != Framing::StreamPacket {
         let sequence = reader.read_u8().map_err(|e| fail(&reader, e))?;
         let ack_last = reader.read_u8().map_err(|e| fail(&reader, e))?;
@@ -167,6 +198,33 @@ pub fn decode_frame(
         keys if keys.iter().any(|k| k.verify(frame, signature_offset)) => SignatureCheck::Valid,
         _ => SignatureCheck::Invalid,
     };
+    // The body: the rest of the frame, or what its zstd frame holds.
+    let (body, base) = if packet.form == Some(Form::Zstd) {
+        let body =
+            decompress_bounded(reader.rest(), MAX_BULK_BODY_LEN).map_err(|e| fail(&reader, e))?;
+        (std::borrow::Cow::Owned(body), 0)
+    } else {
+        (std::borrow::Cow::Borrowed(reader.rest()), reader.position())
+    };
+    decode_body(&body, base, &mut packet, schemas, sender, receiver)?;
+    Ok(packet)
+}
+
+/// Reads timestamp, message count and messages from `body`, which starts at
+/// offset `base` of what the offsets count.
+fn decode_body(
+    body: &[u8],
+    base: usize,
+    packet: &mut PacketJson,
+    schemas: Schemas<'_>,
+    sender: &mut SpaceKnowledge,
+    receiver: &SpaceKnowledge,
+) -> Result<(), FrameError> {
+    let mut reader = Reader::new(body);
+    let fail = |reader: &Reader<'_>, error| FrameError {
+        offset: base + reader.position(),
+        error,
+    };
     packet.timestamp = reader.read_integer().map_err(|e| fail(&reader, e))?;
     // Every message takes at least one byte (section 6, step 4).
     let limit = MAX_MESSAGES.min(reader.remaining());
@@ -178,7 +236,7 @@ pub fn decode_frame(
         let mut trail = Trail::default();
         match decode_message(&mut reader, schemas, sender, receiver, &mut trail) {
             Ok(body) => packet.messages.push(MessageJson {
-                offset: start,
+                offset: base + start,
                 body,
             }),
             Err(stop) => {
@@ -187,31 +245,50 @@ pub fn decode_frame(
                     Stop::NeedsContext(what) => (what, true),
                 };
                 packet.undecoded = Some(Undecoded {
-                    offset: start,
-                    bytes: hex::encode(&frame[start..]),
+                    offset: base + start,
+                    bytes: hex::encode(&body[start..]),
                     error,
-                    error_offset: reader.position(),
+                    error_offset: base + reader.position(),
                     needs_context,
                     kind: trail.kind.map(str::to_owned),
                     property: trail.property,
                 });
-                return Ok(packet);
+                return Ok(());
             }
         }
     }
     if !reader.is_empty() {
         let start = reader.position();
         packet.undecoded = Some(Undecoded {
-            offset: start,
+            offset: base + start,
             bytes: hex::encode(reader.rest()),
             error: DecodeError::TrailingBytes(reader.remaining()).to_string(),
-            error_offset: start,
+            error_offset: base + start,
             needs_context: false,
             kind: None,
             property: None,
         });
     }
-    Ok(packet)
+    Ok(())
+}
+
+/// Where the signature of a frame starts, reading only its framing (for
+/// finding which of several keys signed it), or `None` if the frame is too
+/// short to hold one. `formed`: a stream datagram with a form byte.
+pub fn signature_offset(frame: &[u8], framing: Framing, formed: bool) -> Option<usize> {
+    let mut reader = Reader::new(frame);
+    if framing != Framing::Datagram {
+        reader.read_count("frame length", MAX_FRAME_LEN).ok()?;
+    }
+    if framing == Framing::StreamDatagram && formed {
+        reader.read_u8().ok()?;
+    }
+    if framing != Framing::StreamPacket {
+        reader.read_u8().ok()?;
+        reader.read_u8().ok()?;
+        reader.read_u64().ok()?;
+    }
+    (reader.remaining() >= SIGNATURE_LEN).then(|| reader.position())
 }
 
 /// The wire sequences acknowledged by `ack_last` and its bitmask (section 7).
@@ -229,6 +306,12 @@ fn acknowledged(ack_last: u8, bits: u64) -> Vec<u8> {
 /// without one `signature_bytes` is written as given.
 pub fn encode_frame(packet: &PacketJson, key: Option<&MacKey>) -> Result<Vec<u8>, String> {
     let mut inner = Vec::new();
+    if let Some(form) = packet.form {
+        if packet.framing != Framing::StreamDatagram {
+            return Err("form is only for stream-datagram framing".into());
+        }
+        inner.push(form as u8);
+    }
     if packet.framing != Framing::StreamPacket {
         let missing = |field| format!("{field} is required for {:?} framing", packet.framing);
         inner.push(packet.sequence.ok_or_else(|| missing("sequence"))?);
@@ -254,15 +337,23 @@ pub fn encode_frame(packet: &PacketJson, key: Option<&MacKey>) -> Result<Vec<u8>
         (None, given) => given?,
     };
     inner.extend_from_slice(&signature);
-    write_integer(&mut inner, packet.timestamp);
-    write_count(&mut inner, packet.message_count);
+    let mut body = Vec::new();
+    write_integer(&mut body, packet.timestamp);
+    write_count(&mut body, packet.message_count);
     for message in &packet.messages {
-        encode_message(&mut inner, &message.body)?;
+        encode_message(&mut body, &message.body)?;
     }
     if let Some(undecoded) = &packet.undecoded {
         let bytes = hex::decode(&undecoded.bytes).map_err(|e| format!("undecoded bytes: {e}"))?;
-        inner.extend_from_slice(&bytes);
+        body.extend_from_slice(&bytes);
     }
+    if packet.form == Some(Form::Zstd) {
+        // The node's own compression (src/less/bulk.rs), so a decoded bulk
+        // packet encodes back to its bytes.
+        body = zstd::bulk::compress(&body, COMPRESSION_LEVEL)
+            .map_err(|e| format!("zstd compression failed: {e}"))?;
+    }
+    inner.extend_from_slice(&body);
     let mut frame = if packet.framing == Framing::Datagram {
         inner
     } else {

@@ -223,13 +223,21 @@ async fn drive(
 
 /// Environment variable naming a file to which the per-direction LESS MAC
 /// keys of every link are appended, for `lessgate inspect less --keys-file`
-/// (docs/inspect.md "Keys"); the LESS analogue of `SSLKEYLOGFILE`. Unset,
+/// (docs/inspect.md "Keys and captures"); the LESS analogue of `SSLKEYLOGFILE`. Unset,
 /// nothing is written.
 pub const KEYLOG_ENV: &str = "LESSGATE_KEYLOGFILE";
 
-/// Appends this link's keys to the key log, if one is configured. Whoever
+/// Appends this link's keys to the key log, if one is configured, with the
+/// link's number and the features both Hellos agreed (which decide how its
+/// bytes read: compact encodings, keyed updates, bulk packets). Whoever
 /// reads the file can forge packets on the link, hence the warning per line.
-fn export_keys(peer: &impl std::fmt::Display, role: Role, secret: &[u8; EXPORTED_SECRET_LEN]) {
+fn export_keys(
+    peer: &impl std::fmt::Display,
+    link: LinkId,
+    role: Role,
+    features: &[String],
+    secret: &[u8; EXPORTED_SECRET_LEN],
+) {
     use crate::less::signature::{ACCEPTOR_TO_INITIATOR_CONTEXT, INITIATOR_TO_ACCEPTOR_CONTEXT};
     use std::io::Write;
     let Some(path) = std::env::var_os(KEYLOG_ENV) else {
@@ -241,8 +249,13 @@ fn export_keys(peer: &impl std::fmt::Display, role: Role, secret: &[u8; EXPORTED
         Role::Dialer => (dialer_to_listener, listener_to_dialer),
         Role::Listener => (listener_to_dialer, dialer_to_listener),
     };
+    let features = match features {
+        [] => "none".to_owned(),
+        features => features.join(","),
+    };
     let line = format!(
-        "LESSGATE_LESS_KEYS peer={peer} role={role} send={} receive={}\n",
+        "LESSGATE_LESS_KEYS peer={peer} role={role} link={} features={features} send={} receive={}\n",
+        link.0,
         hex::encode(send),
         hex::encode(receive)
     );
@@ -279,7 +292,7 @@ fn prepare(
         Role::Dialer => LinkRole::Initiator,
         Role::Listener => LinkRole::Acceptor,
     };
-    export_keys(&peer.name, role, &secret);
+    export_keys(&peer.name, link, role, &negotiated.features, &secret);
     let mut session_config = SessionConfig::new(
         SessionKeys::derive(&secret, link_role),
         negotiated.local.initial_sequence,

@@ -13,6 +13,7 @@ use tracing::{debug, info, warn};
 use super::connection::{release, Prepared};
 use super::control::{finish_control, lost_reason, Control};
 use super::link::{lock, Frame, LinkId, LinkShared, PeerLink};
+use super::stream_capture::{Direction, StreamCapture};
 use super::{PeerEvent, Shared};
 use crate::less::packet::StreamDeframer;
 use crate::less::session::{Path, Transmit};
@@ -160,6 +161,12 @@ pub(super) async fn run(
         peer_data: prepared.peer_data,
         stream: None,
     };
+    let mut capture = StreamCapture::open(
+        &shared.config.name,
+        &peer.name.to_string(),
+        link,
+        prepared.negotiated.framing,
+    );
     let mut inbound = prepared.inbound.take();
     let mut peer_stream: Option<quinn::RecvStream> = None;
     let mut deframer = StreamDeframer::new();
@@ -193,6 +200,9 @@ pub(super) async fn run(
                 .await
             {
                 Ok(()) => {
+                    if let (Path::Stream, Some(capture)) = (transmit.path, capture.as_mut()) {
+                        capture.record(Direction::Send, &transmit.bytes);
+                    }
                     let mut traffic = lock(&link_shared.traffic);
                     traffic.packets_sent += 1;
                     traffic.bytes_sent += transmit.bytes.len() as u64;
@@ -254,7 +264,12 @@ pub(super) async fn run(
                         last_inbound = shared.now();
                         loop {
                             match deframer.next_frame() {
-                                Ok(Some(frame)) => deliver(&shared, &link_shared, link, &peer, Frame::Stream(frame)).await,
+                                Ok(Some(frame)) => {
+                                    if let Some(capture) = capture.as_mut() {
+                                        capture.record(Direction::Receive, &frame);
+                                    }
+                                    deliver(&shared, &link_shared, link, &peer, Frame::Stream(frame)).await
+                                }
                                 Ok(None) => break,
                                 Err(error) => {
                                     control.handshake.goodbye(Reason::new(

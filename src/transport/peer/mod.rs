@@ -28,6 +28,7 @@ mod dialer;
 mod link;
 mod node_config;
 mod registry;
+mod stream_capture;
 mod udp;
 
 use std::net::SocketAddr;
@@ -42,6 +43,7 @@ use tracing::{debug, info, info_span, warn, Instrument};
 
 pub use link::{Frame, LinkClosed, LinkId, PeerLink};
 pub use node_config::{PeerNodeConfig, PeerStartError};
+pub use stream_capture::STREAM_CAPTURE_ENV;
 pub use udp::ROUTE_QUEUE;
 
 use crate::clock::Time;
