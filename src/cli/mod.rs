@@ -11,7 +11,7 @@ pub mod run;
 
 /// lessgate: a federation gateway for realXtend Tundra worlds.
 #[derive(Debug, Parser)]
-#[command(name = "lessgate", version, about)]
+#[command(name = "lessgate", version = crate::build_info::VERSION_LINE, about)]
 pub struct Cli {
     /// With no subcommand, runs the embedded default (`demo`).
     #[command(subcommand)]
