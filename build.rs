@@ -1,5 +1,5 @@
 //! Records the commit the binary is built from, for `--version`, `/status`
-//! and the `lessgate_build_info` metric (docs/operations.md, section 4).
+//! and the `lessgate_build_info` metric (docs/operations.md §4).
 //!
 //! `LESSGATE_COMMIT` is the short hash, with `-dirty` when tracked files
 //! differ from it, or `unknown` where git or the repository is missing (a

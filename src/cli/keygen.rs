@@ -14,9 +14,13 @@ pub struct KeygenArgs {
     /// Directory for NAME.cert.pem and NAME.key.pem (created if missing).
     #[arg(long)]
     pub dir: PathBuf,
-    /// File name stem and the certificate's subject name.
+    /// File name stem of the certificate and key.
     #[arg(long, default_value = "node")]
     pub name: String,
+    /// The node's name (`[node] name`) for the certificate's subject, so
+    /// the certificate says whose it is; default: `--name`.
+    #[arg(long, value_name = "NAME", conflicts_with = "show")]
+    pub node_name: Option<String>,
     /// Replace existing files instead of refusing.
     #[arg(long, conflicts_with = "show")]
     pub force: bool,
@@ -41,7 +45,14 @@ pub fn run(args: KeygenArgs) -> Result<(), Box<dyn std::error::Error>> {
     if args.show {
         return show(&args);
     }
-    let (cert, key, fingerprint) = identity::generate_into(&args.dir, &args.name, args.force)?;
+    let subject = args.node_name.as_deref().unwrap_or(&args.name);
+    if subject.is_empty() || subject.len() > 64 || subject.chars().any(char::is_control) {
+        return Err(
+            "--node-name must be 1 to 64 characters, none of them control characters".into(),
+        );
+    }
+    let (cert, key, fingerprint) =
+        identity::generate_for_node_into(&args.dir, &args.name, subject, args.force)?;
     eprintln!("certificate: {}", cert.display());
     eprintln!("private key: {}", key.display());
     println!("{fingerprint}");

@@ -1,7 +1,7 @@
 //! How late the node loop serves a timer that is due: the time from a
 //! deadline to the moment the loop handles it. A loop busy with a long
 //! batch, or starved of CPU, serves every client and link that late, so
-//! this is the node's own queueing delay (docs/operations.md, section 4).
+//! this is the node's own queueing delay (docs/operations.md §4).
 //!
 //! Kept as a cumulative histogram, as Prometheus reads one: a scrape every
 //! 15 s still sees a 300 ms stall that lasted one tick.

@@ -106,13 +106,25 @@ pub fn identity_paths(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
 }
 
 /// Generates an identity and writes `NAME.cert.pem` and `NAME.key.pem` into
-/// `dir` (created if missing). The key file is readable by its owner only.
+/// `dir` (created if missing), with `name` as the certificate's subject.
 pub fn generate_into(
     dir: &Path,
     name: &str,
     overwrite: bool,
 ) -> Result<(PathBuf, PathBuf, Fingerprint), IdentityError> {
-    let identity = generate(name)?;
+    generate_for_node_into(dir, name, name, overwrite)
+}
+
+/// Generates an identity for node `node` (the certificate's subject) and
+/// writes `NAME.cert.pem` and `NAME.key.pem` into `dir` (created if
+/// missing). The key file is readable by its owner only.
+pub fn generate_for_node_into(
+    dir: &Path,
+    name: &str,
+    node: &str,
+    overwrite: bool,
+) -> Result<(PathBuf, PathBuf, Fingerprint), IdentityError> {
+    let identity = generate(node)?;
     let (cert_path, key_path) = identity_paths(dir, name);
     std::fs::create_dir_all(dir).map_err(|source| IdentityError::Write {
         file: dir.to_owned(),
