@@ -389,3 +389,48 @@ fn check_pair(a: &Checked, b: &Checked, report: &mut CheckReport) {
         _ => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(text: &str) -> SocketAddr {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn ports_clash_on_one_address_or_beside_the_unspecified_one_never_on_port_0() {
+        assert!(same_port(addr("127.0.0.1:7400"), addr("127.0.0.1:7400")));
+        assert!(same_port(addr("0.0.0.0:7400"), addr("192.0.2.1:7400")));
+        assert!(!same_port(addr("127.0.0.1:7400"), addr("127.0.0.2:7400")));
+        assert!(!same_port(addr("127.0.0.1:7400"), addr("127.0.0.1:7401")));
+        assert!(!same_port(addr("127.0.0.1:0"), addr("127.0.0.1:0")));
+    }
+
+    #[test]
+    fn knet_udp_may_not_take_the_peer_ports_but_may_share_the_websocket_port() {
+        let peering = "[node]\nuuid = \"6f1c2a8e-0d4b-4f57-9a38-3b1f2d6c7e01\"\n\
+                       [peering]\ncontrol_listen = \"0.0.0.0:7400\"\ndata_listen = \"0.0.0.0:7401\"\n";
+        let text = format!("{peering}[tundra]\nknet_listen = \"127.0.0.1:7401\"\n");
+        let config = NodeConfig::parse(Path::new("n.toml"), &text).unwrap();
+        let problems: Vec<String> = listener_clashes(&config)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            problems,
+            ["n.toml: key `peering.data_listen`: 0.0.0.0:7401 takes the UDP port of `tundra.knet_listen`: give each listener a port of its own"]
+        );
+        // kNet on the WebSocket port serves UDP only: no clash (README).
+        let text = format!(
+            "{peering}[tundra]\nlisten = \"127.0.0.1:2345\"\nknet_listen = \"127.0.0.1:2345\"\n"
+        );
+        let config = NodeConfig::parse(Path::new("n.toml"), &text).unwrap();
+        assert!(listener_clashes(&config).is_empty());
+        // In stream mode the data port is not opened.
+        let text =
+            format!("{peering}mode = \"stream\"\n[tundra]\nknet_listen = \"127.0.0.1:7401\"\n");
+        let config = NodeConfig::parse(Path::new("n.toml"), &text).unwrap();
+        assert!(listener_clashes(&config).is_empty());
+    }
+}
