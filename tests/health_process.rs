@@ -144,6 +144,10 @@ async fn readiness_follows_the_configured_peer_and_metrics_show_the_node() {
     assert_eq!(body["ready"], false);
     assert_eq!(body["peers_not_linked"][0]["name"], "alpha");
     assert_eq!(body["peers_not_linked"][0]["dialled"], false);
+    assert_eq!(
+        body["peers_not_linked"][0]["last_failure"],
+        serde_json::Value::Null
+    );
 
     // alpha dials beta; both become ready.
     std::fs::write(
@@ -192,7 +196,8 @@ async fn readiness_follows_the_configured_peer_and_metrics_show_the_node() {
         ) >= 0.0
     );
     let cpu = value(&m, "process_cpu_seconds_total");
-    assert!(cpu > 0.0 && cpu < 3600.0, "cpu {cpu}");
+    // Counted in 10 ms clock ticks: an idle node may not have used one yet.
+    assert!((0.0..3600.0).contains(&cpu), "cpu {cpu}");
     let rss = value(&m, "process_resident_memory_bytes");
     assert!(rss > 1e6 && rss < 4e9, "rss {rss}");
     let (fds, max_fds) = (value(&m, "process_open_fds"), value(&m, "process_max_fds"));
@@ -239,6 +244,8 @@ async fn readiness_follows_the_configured_peer_and_metrics_show_the_node() {
     let m = samples(&metrics.body);
     assert_eq!(value(&m, "lessgate_peer_up{peer=\"beta\"}"), 0.0);
     assert_eq!(value(&m, "lessgate_ready"), 0.0);
+    let later_cpu = value(&m, "process_cpu_seconds_total");
+    assert!(later_cpu >= cpu, "a counter: {cpu} then {later_cpu}");
     let ends: f64 = m
         .iter()
         .filter(|(s, _)| s.starts_with("lessgate_peer_link_ends_total{reason="))
@@ -246,4 +253,38 @@ async fn readiness_follows_the_configured_peer_and_metrics_show_the_node() {
         .sum();
     assert!(ends >= 1.0, "{}", metrics.body);
     assert_eq!(get(&alpha_http, "/healthz").await.code, 200);
+}
+
+#[tokio::test]
+async fn a_peer_that_never_answers_is_named_with_the_failed_dial() {
+    let dir = tempfile::tempdir().unwrap();
+    let (alpha_dir, _) = write_node(dir.path(), "alpha", "6f1c2a8e-0d4b-4f57-9a38-3b1f2d6c7e01");
+    // A UDP socket held and never read: dials to it get no answer.
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let (_, _, gamma_fp) = generate_into(&dir.path().join("gamma"), "node", false).unwrap();
+    std::fs::write(
+        alpha_dir.join("peers/gamma.toml"),
+        format!(
+            "name = \"gamma\"\ncontrol = \"{}\"\nfingerprint = \"{gamma_fp}\"\n",
+            silent.local_addr().unwrap()
+        ),
+    )
+    .unwrap();
+    let (_alpha, http, _) = run(&alpha_dir).await;
+    let answer = wait_for(&http, "/readyz", "the failed dial", |a| {
+        a.body.contains("\"reason\"")
+    })
+    .await;
+    assert_eq!(answer.code, 503);
+    let body: serde_json::Value = serde_json::from_str(&answer.body).unwrap();
+    assert_eq!(body["listening"], true);
+    let gamma = &body["peers_not_linked"][0];
+    assert_eq!(gamma["name"], "gamma");
+    assert_eq!(gamma["dialled"], true);
+    let reason = gamma["last_failure"]["reason"].as_str().unwrap();
+    assert!(reason.contains("no answer in time"), "{reason}");
+    let metrics = samples(&get(&http, "/metrics").await.body);
+    assert_eq!(value(&metrics, "lessgate_peer_up{peer=\"gamma\"}"), 0.0);
+    assert_eq!(value(&metrics, "lessgate_ready"), 0.0);
+    drop(silent);
 }

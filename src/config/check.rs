@@ -133,6 +133,13 @@ fn check_node(config: NodeConfig, file: &Path, report: &mut CheckReport) -> Chec
             let _ = writeln!(out, "  scene     none");
         }
     }
+    if let Some(upstream) = &config.upstream {
+        let _ = writeln!(
+            out,
+            "  upstream  {} (the world server bridged in)",
+            upstream.url
+        );
+    }
     report.problems.extend(listener_clashes(&config));
     let mut checked = Checked {
         config,
