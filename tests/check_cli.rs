@@ -483,3 +483,24 @@ fn version_names_the_package_version_and_the_commit() {
     let commit = line[expected.len()..].trim_end_matches(')');
     assert_eq!(commit, lessgate::build_info::COMMIT);
 }
+
+#[test]
+fn the_example_federation_checks_as_a_whole() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/example");
+    let files: Vec<String> = ["alpha", "beta", "gamma"]
+        .iter()
+        .map(|n| example.join(n).join("node.toml").display().to_string())
+        .collect();
+    let output = lessgate(&[
+        "check", "--config", &files[0], "--config", &files[1], "--config", &files[2],
+    ]);
+    assert!(output.success, "{}\n{}", output.stdout, output.stderr);
+    assert!(
+        output
+            .stdout
+            .ends_with("ok: 3 node file(s) valid; nothing was bound or dialled\n"),
+        "{}",
+        output.stdout
+    );
+    assert_eq!(output.stdout.matches("  peer      ").count(), 6);
+}
