@@ -276,9 +276,7 @@ impl Running {
                     by_this_node: closure.initiator == Initiator::Local,
                     at_secs: clock.elapsed().as_secs_f64(),
                 });
-                let text = format!("link ended: {}", RemoteText(&closure.reason));
-                self.peer_health
-                    .failed(peer.as_str(), &text, clock.elapsed().as_secs_f64());
+                self.peer_failed(peer.as_str(), "link ended: ", &closure.reason, clock);
                 links.remove(&link);
                 self.node.handle_link_down(link);
             }
@@ -290,11 +288,20 @@ impl Running {
             } => {
                 debug!(?peer, %remote, reason = %RemoteText(&reason), "peer connection refused");
                 if let Some(peer) = peer {
-                    let text = RemoteText(&reason).to_string();
-                    self.peer_health
-                        .failed(peer.as_str(), &text, clock.elapsed().as_secs_f64());
+                    self.peer_failed(peer.as_str(), "", &reason, clock);
                 }
             }
+        }
+    }
+
+    /// Remembers why a configured peer is not linked, for `/readyz`. Losing
+    /// the arbitration of a simultaneous dial is no failure: the other
+    /// connection is the link.
+    fn peer_failed(&mut self, peer: &str, what: &str, reason: &Reason, clock: &Clock) {
+        if reason.code != ReasonCode::DUPLICATE_LINK {
+            let text = format!("{what}{}", RemoteText(reason));
+            let at = clock.elapsed().as_secs_f64();
+            self.peer_health.failed(peer, &text, at);
         }
     }
 
