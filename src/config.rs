@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub mod check;
 mod files;
 #[doc(hidden)]
 pub mod fuzz;

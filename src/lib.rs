@@ -37,7 +37,7 @@
 //! for the drivers to call at start-up; the codecs behind them take text.
 //!
 //! Support open to every layer: `clock` (protocol time), `link_id` (the one
-//! id of a peer link), `log_budget` (rate
+//! id of a peer link), `build_info` (version and commit), `log_budget` (rate
 //! limits on log lines a remote party can cause) and `logging`'s
 //! `RemoteText` (how every layer quotes what a remote party sent); the rest
 //! of `logging` sets up tracing output on stderr for the drivers.
@@ -54,11 +54,14 @@
 //! - `config`: the node file and the peer files, read and validated once
 //!   into the settings each core takes;
 //! - `cli` (the subcommands), `demo` (three nodes in one process), `loadgen`
-//!   (load generator and its measurements).
+//!   (load generator and its measurements);
+//! - `proc_stats`: this or another process's CPU time, memory and open
+//!   files from `/proc`, for `/metrics` and the load generator.
 //!
 //! `tests/architecture.rs` checks these dependency rules.
 #![forbid(unsafe_code)]
 
+pub mod build_info;
 pub mod cli;
 pub mod clock;
 pub mod config;
@@ -73,6 +76,7 @@ pub mod log_budget;
 pub mod logging;
 pub mod node;
 pub mod peering;
+pub mod proc_stats;
 pub mod scene;
 pub mod server;
 pub mod transport;

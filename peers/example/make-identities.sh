@@ -11,7 +11,7 @@ else
     run() { cargo run --quiet --manifest-path "$here/../../Cargo.toml" -- "$@"; }
 fi
 for node in alpha beta gamma; do
-    fingerprint=$(run keygen --dir "$here/$node/identity" --name node --force)
+    fingerprint=$(run keygen --dir "$here/$node/identity" --name node --node-name "$node" --force)
     for owner in alpha beta gamma; do
         file="$here/$owner/peers/$node.toml"
         if [ -f "$file" ]; then
@@ -21,3 +21,5 @@ for node in alpha beta gamma; do
     done
     echo "$node: $fingerprint"
 done
+# The three nodes' files against each other: pins, addresses, uuids.
+run check --config "$here/alpha/node.toml" --config "$here/beta/node.toml" --config "$here/gamma/node.toml"

@@ -3,6 +3,7 @@
 
 use clap::{Parser, Subcommand};
 
+pub mod check;
 pub mod demo;
 pub mod inspect;
 pub mod keygen;
@@ -11,7 +12,7 @@ pub mod run;
 
 /// lessgate: a federation gateway for realXtend Tundra worlds.
 #[derive(Debug, Parser)]
-#[command(name = "lessgate", version, about)]
+#[command(name = "lessgate", version = crate::build_info::VERSION_LINE, about)]
 pub struct Cli {
     /// With no subcommand, runs the embedded default (`demo`).
     #[command(subcommand)]
@@ -32,6 +33,9 @@ pub enum Command {
     Demo(demo::DemoArgs),
     /// Run one node (Tundra clients, scene, peers).
     Run(run::RunArgs),
+    /// Validate node files and everything they name (identity, peer files,
+    /// scene) against each other; binds and dials nothing.
+    Check(check::CheckArgs),
     /// Decode or encode protocol frames for reading by a person.
     Inspect(inspect::InspectArgs),
     /// Create a node key and self-signed certificate; print the fingerprint peers pin.
@@ -51,6 +55,7 @@ pub fn dispatch(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         }),
         Some(Command::Demo(args)) => demo::run(demo::DemoArgs { log_format, ..args }),
         Some(Command::Run(args)) => run::run(run::RunArgs { log_format, ..args }),
+        Some(Command::Check(args)) => check::run(args),
         Some(Command::Inspect(args)) => inspect::run(args),
         Some(Command::Keygen(args)) => keygen::run(args),
         Some(Command::Loadgen(args)) => loadgen::run(args),

@@ -23,6 +23,10 @@ pub struct RunArgs {
     /// A TXML scene to host.
     #[arg(long, value_name = "FILE.txml")]
     pub scene: Option<PathBuf>,
+    /// Address for the web viewer, `/status`, `/metrics`, `/healthz` and
+    /// `/readyz` (overrides `[http] listen`; port 0 picks a free port).
+    #[arg(long, value_name = "ADDR")]
+    pub http_listen: Option<SocketAddr>,
     /// Set from the global `--log-format`.
     #[arg(skip)]
     pub log_format: Option<LogFormat>,
@@ -40,6 +44,9 @@ impl RunArgs {
         }
         if let Some(addr) = self.knet_listen {
             config.tundra.knet_listen = Some(addr);
+        }
+        if let Some(addr) = self.http_listen {
+            config.http.listen = Some(addr);
         }
         if let Some(scene) = &self.scene {
             config.tundra.scene = Some(scene.clone());
@@ -70,6 +77,12 @@ pub fn run(args: RunArgs) -> Result<(), Box<dyn std::error::Error>> {
                 true => println!("lessgate: native Tundra clients connect to knet+udp://{addr} and knet+tcp://{addr}"),
                 false => println!("lessgate: native Tundra clients connect to knet+udp://{addr}"),
             }
+        }
+        if let Some(addr) = running.http_addr() {
+            println!("lessgate: status, metrics and health at http://{addr}/");
+        }
+        if let Some(addr) = running.peer_control_addr() {
+            println!("lessgate: peer links listen on {addr} (QUIC)");
         }
         running.run(shutdown_signal()).await;
         Ok(())

@@ -64,7 +64,7 @@ impl NodeConfig {
             return Err(ConfigError::Invalid {
                 file: own.source.clone(),
                 key: "fingerprint",
-                message: "is this node's own certificate".to_owned(),
+                message: "is this node's own certificate: pin the peer's (`lessgate keygen --show` on the peer prints it)".to_owned(),
             });
         }
         Ok(peers)
@@ -82,7 +82,7 @@ impl NodeConfig {
             .unwrap_or_else(|| Path::new("<defaults>"))
     }
 
-    fn invalid(&self, key: &'static str, message: String) -> ConfigError {
+    pub(super) fn invalid(&self, key: &'static str, message: String) -> ConfigError {
         ConfigError::Invalid {
             file: self.file().to_owned(),
             key,

@@ -192,8 +192,9 @@ fn check_free(plan: &NodePlan, ports: DemoPorts) -> Result<(), DemoError> {
 pub fn write_federation(dir: &Path, plans: &[NodePlan]) -> Result<Vec<NodeFiles>, DemoError> {
     let mut fingerprints = Vec::with_capacity(plans.len());
     for plan in plans {
+        let identity_dir = dir.join(plan.name).join("identity");
         let (_, _, fingerprint) =
-            identity::generate_into(&dir.join(plan.name).join("identity"), "node", true)
+            identity::generate_for_node_into(&identity_dir, "node", plan.name, true)
                 .map_err(|e| DemoError::Setup(e.to_string()))?;
         fingerprints.push(fingerprint);
     }

@@ -8,7 +8,9 @@
 
 use std::fmt::Write;
 
+use crate::node::loop_lag::{LoopLag, BUCKETS};
 use crate::node::status::{LinkStatus, NodeStatus};
+use crate::proc_stats::ProcessSample;
 
 /// The `Content-Type` of the text format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -82,10 +84,29 @@ impl Exposition {
 /// Reads one counter of a link.
 type LinkCounter = fn(&LinkStatus) -> u64;
 
-/// Renders a status snapshot as Prometheus text.
-pub fn render(status: &NodeStatus) -> String {
+/// Renders a status snapshot and this process's figures as Prometheus text.
+pub fn render(status: &NodeStatus, process: &ProcessSample) -> String {
     let mut e = Exposition { out: String::new() };
     let uuid = status.uuid.to_string();
+    e.family(
+        "lessgate_build_info",
+        "gauge",
+        "The version and commit this node runs (always 1).",
+    );
+    e.sample(
+        "lessgate_build_info",
+        &[("version", &status.version), ("commit", &status.commit)],
+        1.0,
+    );
+    e.family(
+        "lessgate_ready",
+        "gauge",
+        "1 when every listener serves and every configured peer is linked (as /readyz).",
+    );
+    let ready = if status.readiness().ready { 1.0 } else { 0.0 };
+    e.sample("lessgate_ready", &[], ready);
+    process_families(&mut e, process);
+    loop_lag_family(&mut e, &status.loop_lag);
     e.family(
         "lessgate_node_info",
         "gauge",
@@ -178,6 +199,7 @@ pub fn render(status: &NodeStatus) -> String {
     }
     e.family("lessgate_peer_links", "gauge", "Peer links that are up.");
     e.sample("lessgate_peer_links", &[], status.links.len() as f64);
+    peer_health_families(&mut e, status);
     e.per_link(
         status,
         "lessgate_peer_rtt_seconds",
@@ -273,6 +295,103 @@ pub fn render(status: &NodeStatus) -> String {
     e.out
 }
 
+/// The process's resources, under the names Prometheus client libraries
+/// give them; a figure `/proc` could not give is left out.
+fn process_families(e: &mut Exposition, process: &ProcessSample) {
+    let families = [
+        (
+            "process_cpu_seconds_total",
+            "counter",
+            "User and system CPU time spent, in seconds.",
+            process.cpu_seconds,
+        ),
+        (
+            "process_resident_memory_bytes",
+            "gauge",
+            "Resident memory size in bytes.",
+            process.resident_bytes.map(|b| b as f64),
+        ),
+        (
+            "process_open_fds",
+            "gauge",
+            "Open file descriptors (sockets included).",
+            process.open_files.map(|n| n as f64),
+        ),
+        (
+            "process_max_fds",
+            "gauge",
+            "The limit on open file descriptors.",
+            process.max_open_files.map(|n| n as f64),
+        ),
+    ];
+    for (name, kind, help, value) in families {
+        if let Some(value) = value {
+            e.family(name, kind, help);
+            e.sample(name, &[], value);
+        }
+    }
+}
+
+/// The node loop's lag as a Prometheus histogram.
+fn loop_lag_family(e: &mut Exposition, lag: &LoopLag) {
+    let name = "lessgate_node_loop_lag_seconds";
+    e.family(
+        name,
+        "histogram",
+        "How late the node loop served a due timer.",
+    );
+    let bucket = format!("{name}_bucket");
+    for (bound, count) in BUCKETS.iter().zip(lag.buckets) {
+        e.sample(&bucket, &[("le", &bound.to_string())], count as f64);
+    }
+    e.sample(&bucket, &[("le", "+Inf")], lag.count as f64);
+    e.sample(&format!("{name}_sum"), &[], lag.sum_secs);
+    e.sample(&format!("{name}_count"), &[], lag.count as f64);
+}
+
+/// Configured peers up or down, why links ended, and what the data
+/// socket and the identity check refused.
+fn peer_health_families(e: &mut Exposition, status: &NodeStatus) {
+    let name = "lessgate_peer_up";
+    e.family(
+        name,
+        "gauge",
+        "1 while a configured peer is linked, 0 while it is not.",
+    );
+    for peer in &status.peers {
+        e.sample(
+            name,
+            &[("peer", &peer.name)],
+            f64::from(u8::from(peer.linked)),
+        );
+    }
+    let name = "lessgate_peer_link_ends_total";
+    e.family(name, "counter", "Peer links ended, by reason code.");
+    for (reason, count) in &status.link_ends.by_code {
+        e.sample(name, &[("reason", reason)], *count as f64);
+    }
+    let name = "lessgate_data_socket_dropped_total";
+    e.family(
+        name,
+        "counter",
+        "Datagrams the peer data socket dropped before any link read them, by reason.",
+    );
+    let drops = &status.data_socket;
+    e.sample(
+        name,
+        &[("reason", "unknown_source")],
+        drops.unknown_source as f64,
+    );
+    e.sample(name, &[("reason", "queue_full")], drops.queue_full as f64);
+    let name = "lessgate_identity_conflicts_total";
+    e.family(
+        name,
+        "counter",
+        "Peer connections refused because two nodes share one node UUID.",
+    );
+    e.sample(name, &[], status.identity_conflicts as f64);
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
@@ -332,7 +451,7 @@ mod tests {
 
     #[test]
     fn renders_families_with_help_type_and_labelled_samples() {
-        let text = render(&status());
+        let text = render(&status(), &ProcessSample::default());
         let lines: Vec<&str> = text.lines().collect();
         let at = |needle: &str| {
             lines
@@ -358,7 +477,7 @@ mod tests {
 
     #[test]
     fn every_sample_belongs_to_the_family_declared_just_before_it() {
-        let text = render(&status());
+        let text = render(&status(), &ProcessSample::default());
         let mut family = String::new();
         let mut types = 0;
         for line in text.lines() {
@@ -367,7 +486,13 @@ mod tests {
                 types += 1;
             } else if !line.starts_with('#') {
                 let name = line.split(['{', ' ']).next().unwrap();
-                assert_eq!(name, family, "sample outside its family: {line}");
+                // A histogram's samples are its name with a suffix.
+                let base = ["_bucket", "_sum", "_count"]
+                    .iter()
+                    .find_map(|suffix| name.strip_suffix(suffix))
+                    .filter(|base| *base == family)
+                    .unwrap_or(name);
+                assert_eq!(base, family, "sample outside its family: {line}");
                 let value = line.rsplit(' ').next().unwrap();
                 assert!(value.parse::<f64>().is_ok(), "{line}");
             }
@@ -385,7 +510,7 @@ mod tests {
         let mut second = s.links[0].clone();
         second.link = 5;
         s.links.push(second);
-        let text = render(&s);
+        let text = render(&s, &ProcessSample::default());
         let samples: Vec<&str> = text
             .lines()
             .filter(|l| !l.starts_with('#'))
@@ -397,10 +522,68 @@ mod tests {
     }
 
     #[test]
+    fn build_process_loop_lag_and_peer_health_series() {
+        use crate::node::peer_health::PeerHealth;
+        use crate::node::status::LinkEnd;
+        let mut s = status();
+        s.version = "0.1.0".into();
+        s.commit = "1a2b3c".into();
+        s.listening = true;
+        s.peers =
+            PeerHealth::new([("be\"ta", true), ("gamma", false)]).states(|name| name == "be\"ta");
+        for code in ["liveness-timeout", "shutdown", "shutdown"] {
+            s.link_ends.record(LinkEnd {
+                link: 1,
+                peer: "gamma".into(),
+                code: code.into(),
+                reason: String::new(),
+                by_this_node: false,
+                at_secs: 1.0,
+            });
+        }
+        s.data_socket.unknown_source = 5;
+        s.loop_lag.record(std::time::Duration::from_micros(300));
+        s.loop_lag.record(std::time::Duration::from_millis(70));
+        let process = ProcessSample {
+            cpu_seconds: Some(1.25),
+            resident_bytes: Some(4096),
+            open_files: Some(17),
+            max_open_files: None,
+        };
+        let text = render(&s, &process);
+        let lines: Vec<&str> = text.lines().collect();
+        for line in [
+            "lessgate_build_info{version=\"0.1.0\",commit=\"1a2b3c\"} 1",
+            "lessgate_ready 0",
+            "lessgate_peer_up{peer=\"be\\\"ta\"} 1",
+            "lessgate_peer_up{peer=\"gamma\"} 0",
+            "lessgate_peer_link_ends_total{reason=\"liveness-timeout\"} 1",
+            "lessgate_peer_link_ends_total{reason=\"shutdown\"} 2",
+            "lessgate_data_socket_dropped_total{reason=\"unknown_source\"} 5",
+            "lessgate_data_socket_dropped_total{reason=\"queue_full\"} 0",
+            "process_cpu_seconds_total 1.25",
+            "process_resident_memory_bytes 4096",
+            "process_open_fds 17",
+            "# TYPE lessgate_node_loop_lag_seconds histogram",
+            "lessgate_node_loop_lag_seconds_bucket{le=\"0.0005\"} 1",
+            "lessgate_node_loop_lag_seconds_bucket{le=\"0.05\"} 1",
+            "lessgate_node_loop_lag_seconds_bucket{le=\"0.1\"} 2",
+            "lessgate_node_loop_lag_seconds_bucket{le=\"+Inf\"} 2",
+            "lessgate_node_loop_lag_seconds_count 2",
+        ] {
+            assert!(lines.contains(&line), "missing {line:?} in\n{text}");
+        }
+        // A figure /proc could not give is left out, not reported as 0.
+        assert!(!text.contains("process_max_fds"));
+        s.peers.iter_mut().for_each(|p| p.linked = true);
+        assert!(render(&s, &process).contains("\nlessgate_ready 1\n"));
+    }
+
+    #[test]
     fn a_standalone_node_has_no_per_link_families() {
         let mut s = status();
         s.links.clear();
-        let text = render(&s);
+        let text = render(&s, &ProcessSample::default());
         assert!(text.contains("lessgate_peer_links 0\n"));
         assert!(!text.contains("lessgate_peer_rtt_seconds"));
         assert_eq!(escape("a\\b\nc"), "a\\\\b\\nc");

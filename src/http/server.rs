@@ -1,10 +1,12 @@
 //! The HTTP server: axum on the node's tokio runtime, serving the viewer's
-//! files, `/status`, `/metrics`, `/schema.json` and `/origins`.
+//! files, `/status`, `/metrics`, `/healthz`, `/readyz`, `/schema.json` and
+//! `/origins`.
 //!
 //! Every handler reads snapshots the node loop publishes through `watch`
 //! channels (refreshed every `STATUS_PERIOD`); no request reaches the node
 //! loop or makes it do work, and each answer is bounded by the size of the
-//! last snapshot. Only GET (and HEAD) are routed.
+//! last snapshot. `/metrics` also reads this process's `/proc` files when
+//! scraped. Only GET (and HEAD) are routed.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -25,6 +27,7 @@ use super::metrics;
 use super::origins::OriginsDoc;
 use super::schema::SchemaDoc;
 use crate::node::status::NodeStatus;
+use crate::proc_stats::ProcessSample;
 use crate::transport::guarded_listener::{EventLog, GuardedListener};
 
 /// What the viewer needs besides the status: refreshed with it.
@@ -88,6 +91,8 @@ pub fn router(sources: HttpSources) -> Router {
     Router::new()
         .route("/status", get(status))
         .route("/metrics", get(prometheus))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
         .route("/schema.json", get(schema))
         .route("/origins", get(origins))
         .fallback(get(asset))
@@ -106,9 +111,27 @@ async fn prometheus(State(s): State<HttpSources>) -> Response {
     let snapshot = s.status.borrow().clone();
     (
         [(header::CONTENT_TYPE, metrics::CONTENT_TYPE), NO_STORE],
-        metrics::render(&snapshot),
+        metrics::render(&snapshot, &ProcessSample::of_this_process()),
     )
         .into_response()
+}
+
+/// The process serves requests: always 200 while it answers at all.
+async fn healthz() -> Response {
+    ([NO_STORE], "ok\n").into_response()
+}
+
+/// 200 when every listener serves and every configured peer is linked;
+/// 503 otherwise, the body naming each peer not linked and its last
+/// failure.
+async fn readyz(State(s): State<HttpSources>) -> Response {
+    let readiness = s.status.borrow().readiness();
+    let code = if readiness.ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (code, [NO_STORE], Json(readiness)).into_response()
 }
 
 async fn schema(State(s): State<HttpSources>) -> Response {
@@ -175,6 +198,16 @@ mod tests {
         assert!(metrics.contains("lessgate_node_info{node=\"alpha\""));
         let schema = get_text(addr, "/schema.json").await;
         assert!(schema.contains("\"name\":\"Placeable\""));
+        assert!(metrics.contains("\nlessgate_build_info{version=\""));
+        let health = get_text(addr, "/healthz").await;
+        assert!(
+            health.starts_with("HTTP/1.1 200") && health.ends_with("ok\n"),
+            "{health}"
+        );
+        // The snapshot says the listeners are not serving (yet).
+        let ready = get_text(addr, "/readyz").await;
+        assert!(ready.starts_with("HTTP/1.1 503"), "{ready}");
+        assert!(ready.contains("\"listening\":false"), "{ready}");
         let page = get_text(addr, "/").await;
         assert!(page.contains("text/html"));
         assert!(get_text(addr, "/nope").await.starts_with("HTTP/1.1 404"));

@@ -17,7 +17,9 @@
 //! ```
 
 mod links;
+pub mod loop_lag;
 pub mod output;
+pub mod peer_health;
 pub mod runtime;
 mod settle;
 pub mod status;

@@ -9,6 +9,8 @@ use std::time::Duration;
 use serde::Serialize;
 use uuid::Uuid;
 
+use super::loop_lag::LoopLag;
+use super::peer_health::PeerState;
 use super::Node;
 
 /// How often the runtime refreshes the published snapshot.
@@ -21,6 +23,10 @@ pub struct NodeStatus {
     pub node: String,
     /// Its federation identity.
     pub uuid: Uuid,
+    /// The package version and the commit it was built from
+    /// (`crate::build_info`).
+    pub version: String,
+    pub commit: String,
     /// Where Tundra WebSocket clients connect.
     pub tundra_url: String,
     pub uptime_secs: f64,
@@ -43,6 +49,35 @@ pub struct NodeStatus {
     /// Changes the scene refused and commands a session refused while the
     /// node went on (logged at debug with the reason).
     pub refusals: RefusalCounters,
+    /// Whether every listener is serving (false until the node loop runs).
+    pub listening: bool,
+    /// Every configured peer: linked or not, and its last failure.
+    pub peers: Vec<PeerState>,
+    /// How late the node loop served its timers.
+    pub loop_lag: LoopLag,
+}
+
+/// What `/readyz` answers: ready when every listener serves and every
+/// configured peer is linked; otherwise which are not, and why.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Readiness {
+    pub ready: bool,
+    pub listening: bool,
+    /// The configured peers without a link, with their last failures.
+    pub peers_not_linked: Vec<PeerState>,
+}
+
+impl NodeStatus {
+    /// Whether the node is ready to serve its federation.
+    pub fn readiness(&self) -> Readiness {
+        let peers_not_linked: Vec<PeerState> =
+            self.peers.iter().filter(|p| !p.linked).cloned().collect();
+        Readiness {
+            ready: self.listening && peers_not_linked.is_empty(),
+            listening: self.listening,
+            peers_not_linked,
+        }
+    }
 }
 
 /// What the node's parts refused and went on from.
@@ -243,6 +278,8 @@ impl NodeStatus {
         NodeStatus {
             node: name.to_owned(),
             uuid: own,
+            version: crate::build_info::VERSION.to_owned(),
+            commit: crate::build_info::COMMIT.to_owned(),
             tundra_url: tundra_url.to_owned(),
             uptime_secs: uptime.as_secs_f64(),
             clients: node.server().authenticated_clients().count(),
@@ -265,6 +302,9 @@ impl NodeStatus {
                 federation_session: node.federation().stats().session_refusals,
                 upstream_scene: node.upstream().map_or(0, |b| b.stats().scene_refusals),
             },
+            listening: false,
+            peers: Vec::new(),
+            loop_lag: LoopLag::default(),
         }
     }
 }
@@ -291,6 +331,31 @@ mod tests {
         assert!(status.link_ends.by_code.is_empty());
         let json = serde_json::to_value(&status).unwrap();
         assert_eq!(json["tundra_url"], "ws://127.0.0.1:2345");
+        assert_eq!(json["version"], crate::build_info::VERSION);
+        assert_eq!(json["commit"], crate::build_info::COMMIT);
+    }
+
+    #[test]
+    fn ready_only_when_listening_with_every_peer_linked() {
+        use crate::node::peer_health::PeerHealth;
+        let mut health = PeerHealth::new([("beta", true), ("gamma", true)]);
+        health.failed("gamma", "dial failed: no answer in time", 3.0);
+        let mut status = NodeStatus::default();
+        assert!(!status.readiness().ready, "not ready before the loop runs");
+        status.listening = true;
+        assert!(status.readiness().ready, "a standalone node is ready");
+        status.peers = health.states(|name| name == "beta");
+        let readiness = status.readiness();
+        assert!(!readiness.ready);
+        assert_eq!(readiness.peers_not_linked.len(), 1);
+        assert_eq!(readiness.peers_not_linked[0].name, "gamma");
+        let json = serde_json::to_value(&readiness).unwrap();
+        assert_eq!(
+            json["peers_not_linked"][0]["last_failure"]["reason"],
+            "dial failed: no answer in time"
+        );
+        status.peers = health.states(|_| true);
+        assert!(status.readiness().ready);
     }
 
     #[test]

@@ -76,20 +76,24 @@ impl GeneratedIdentity {
 }
 
 /// Generates an ECDSA P-256 key and a self-signed certificate whose subject
-/// alternative name is `name`. The certificate's contents beyond its key do
-/// not matter to peers: they pin the whole certificate by fingerprint.
+/// common name and subject alternative name are `name`, so the certificate
+/// says whose it is (`openssl x509 -subject`). Its contents beyond the key
+/// do not matter to peers: they pin the whole certificate by fingerprint.
 pub fn generate(name: &str) -> Result<GeneratedIdentity, IdentityError> {
-    let certified =
-        rcgen::generate_simple_self_signed(vec![name.to_owned()]).map_err(|source| {
-            IdentityError::Generate {
-                name: name.to_owned(),
-                source,
-            }
-        })?;
+    let error = |source| IdentityError::Generate {
+        name: name.to_owned(),
+        source,
+    };
+    let mut params = rcgen::CertificateParams::new(vec![name.to_owned()]).map_err(error)?;
+    let mut subject = rcgen::DistinguishedName::new();
+    subject.push(rcgen::DnType::CommonName, name);
+    params.distinguished_name = subject;
+    let key_pair = rcgen::KeyPair::generate().map_err(error)?;
+    let cert = params.self_signed(&key_pair).map_err(error)?;
     Ok(GeneratedIdentity {
-        certificate_pem: certified.cert.pem(),
-        key_pem: certified.key_pair.serialize_pem(),
-        fingerprint: Fingerprint::of_certificate(certified.cert.der()),
+        certificate_pem: cert.pem(),
+        key_pem: key_pair.serialize_pem(),
+        fingerprint: Fingerprint::of_certificate(cert.der()),
     })
 }
 
@@ -102,13 +106,25 @@ pub fn identity_paths(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
 }
 
 /// Generates an identity and writes `NAME.cert.pem` and `NAME.key.pem` into
-/// `dir` (created if missing). The key file is readable by its owner only.
+/// `dir` (created if missing), with `name` as the certificate's subject.
 pub fn generate_into(
     dir: &Path,
     name: &str,
     overwrite: bool,
 ) -> Result<(PathBuf, PathBuf, Fingerprint), IdentityError> {
-    let identity = generate(name)?;
+    generate_for_node_into(dir, name, name, overwrite)
+}
+
+/// Generates an identity for node `node` (the certificate's subject) and
+/// writes `NAME.cert.pem` and `NAME.key.pem` into `dir` (created if
+/// missing). The key file is readable by its owner only.
+pub fn generate_for_node_into(
+    dir: &Path,
+    name: &str,
+    node: &str,
+    overwrite: bool,
+) -> Result<(PathBuf, PathBuf, Fingerprint), IdentityError> {
+    let identity = generate(node)?;
     let (cert_path, key_path) = identity_paths(dir, name);
     std::fs::create_dir_all(dir).map_err(|source| IdentityError::Write {
         file: dir.to_owned(),
@@ -159,6 +175,15 @@ pub fn load(cert: &Path, key: &Path) -> Result<NodeIdentity, PairError> {
     })
 }
 
+/// The fingerprint of the first certificate of a PEM file, without its
+/// key: what `lessgate keygen --show` prints and `lessgate check` compares
+/// with peer files.
+pub fn certificate_fingerprint(cert: &Path) -> Result<Fingerprint, TlsError> {
+    let certificates = super::tls::load_certificates(cert)?;
+    // `load_certificates` refuses a file without a certificate.
+    Ok(Fingerprint::of_certificate(&certificates[0]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,6 +199,25 @@ mod tests {
         assert!(again.contains("already exists"), "{again}");
         let (_, _, replaced) = generate_into(&dir, "alpha", true).unwrap();
         assert_ne!(replaced, fingerprint, "a new key gives a new fingerprint");
+        assert_eq!(certificate_fingerprint(&cert).unwrap(), replaced);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_certificate_subject_is_the_node_name() {
+        let identity = generate("alpha-1").unwrap();
+        let der = identity.to_node_identity().certificate;
+        // The subject's common name is a UTF8String (tag 0x0c) or a
+        // PrintableString (0x13) right after the CN attribute type 2.5.4.3.
+        let common_name = [0x06, 0x03, 0x55, 0x04, 0x03];
+        let at = der
+            .windows(common_name.len())
+            .position(|w| w == common_name)
+            .expect("the certificate has a common name");
+        let value = &der[at + common_name.len()..];
+        assert!(matches!(value[0], 0x0c | 0x13), "{:#x}", value[0]);
+        assert_eq!(&value[2..2 + usize::from(value[1])], b"alpha-1");
+        let text = String::from_utf8_lossy(&der);
+        assert!(!text.contains("rcgen self signed cert"));
     }
 }

@@ -142,6 +142,7 @@ impl Running {
                     }
                 },
                 () = &mut timer => {
+                    self.loop_lag.record(clock.instant(deadline).elapsed());
                     let backlog = |id: ClientId| handles.get(&id).map_or(0, ClientHandle::queued_bytes);
                     self.node.handle_timeout(clock.now(), &backlog);
                 }
@@ -170,8 +171,14 @@ impl Running {
                     let status = self.snapshot(&tundra_url, &clock, peer_node.as_ref());
                     crate::logging::log_node_stats(&status);
                 }
-                _ = status_timer.tick() => {
-                    let status = self.snapshot(&tundra_url, &clock, peer_node.as_ref());
+                scheduled = status_timer.tick() => {
+                    // This timer runs even when the node has nothing due.
+                    self.loop_lag.record(scheduled.elapsed());
+                    let mut status = self.snapshot(&tundra_url, &clock, peer_node.as_ref());
+                    // A listener task ends only if its socket fails.
+                    status.listening = listener_task.as_ref().is_some_and(|t| !t.is_finished())
+                        && knet_tasks.iter().all(|t| !t.is_finished())
+                        && http_task.as_ref().map_or(true, |t| !t.is_finished());
                     self.status.send_replace(status);
                     if http_task.is_some() {
                         self.view.send_replace(http::ViewSnapshot {
@@ -269,6 +276,7 @@ impl Running {
                     by_this_node: closure.initiator == Initiator::Local,
                     at_secs: clock.elapsed().as_secs_f64(),
                 });
+                self.peer_failed(peer.as_str(), "link ended: ", &closure.reason, clock);
                 links.remove(&link);
                 self.node.handle_link_down(link);
             }
@@ -279,7 +287,21 @@ impl Running {
                 ..
             } => {
                 debug!(peer = %peer.as_ref().map_or("unknown", |p| p.as_str()), %remote, reason = %RemoteText(&reason), "peer connection refused");
+                if let Some(peer) = peer {
+                    self.peer_failed(peer.as_str(), "", &reason, clock);
+                }
             }
+        }
+    }
+
+    /// Remembers why a configured peer is not linked, for `/readyz`. Losing
+    /// the arbitration of a simultaneous dial is no failure: the other
+    /// connection is the link.
+    fn peer_failed(&mut self, peer: &str, what: &str, reason: &Reason, clock: &Clock) {
+        if reason.code != ReasonCode::DUPLICATE_LINK {
+            let text = format!("{what}{}", RemoteText(reason));
+            let at = clock.elapsed().as_secs_f64();
+            self.peer_health.failed(peer, &text, at);
         }
     }
 
@@ -293,6 +315,10 @@ impl Running {
             clock.elapsed(),
         );
         status.link_ends = self.link_ends.clone();
+        status.peers = self
+            .peer_health
+            .states(|name| status.links.iter().any(|link| link.peer == name));
+        status.loop_lag = self.loop_lag.clone();
         if let Some(peers) = peers {
             status.data_socket = DataSocketCounters {
                 unknown_source: peers.unknown_source_datagrams(),

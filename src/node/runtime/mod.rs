@@ -11,6 +11,8 @@ use std::time::Instant;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 
+use super::loop_lag::LoopLag;
+use super::peer_health::PeerHealth;
 use super::status::{LinkEnds, NodeStatus};
 use super::Node;
 use crate::clock::Time;
@@ -115,6 +117,10 @@ pub struct Running {
     view: watch::Sender<http::ViewSnapshot>,
     /// Why peer links ended, for the status.
     link_ends: LinkEnds,
+    /// The configured peers' last failures, for the status and `/readyz`.
+    peer_health: PeerHealth,
+    /// How late the loop served its timers, for the status and `/metrics`.
+    loop_lag: LoopLag,
 }
 
 impl Running {
@@ -155,6 +161,13 @@ impl Running {
     /// `[http] listen` is set.
     pub fn http_addr(&self) -> Option<SocketAddr> {
         self.http_addr
+    }
+
+    /// Where peers dial this node's control connection, with `[peering]`.
+    pub fn peer_control_addr(&self) -> Option<SocketAddr> {
+        self.peers
+            .as_ref()
+            .map(|(peers, _)| peers.control_address())
     }
 }
 

@@ -12,6 +12,8 @@ use crate::config::NodeConfig;
 use crate::federation::schemas::schema_registry;
 use crate::http;
 use crate::less::schema::ConnectionSchema;
+use crate::node::loop_lag::LoopLag;
+use crate::node::peer_health::PeerHealth;
 use crate::node::status::{LinkEnds, NodeStatus};
 use crate::node::Node;
 use crate::scene::Scene;
@@ -80,6 +82,7 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
     // fresh per run (a standalone node has no peers to remember it).
     let id = config.node.uuid.unwrap_or_else(uuid::Uuid::new_v4);
     let mut peer_exports = Vec::new();
+    let mut peer_health = PeerHealth::default();
     let peers = match &config.peering {
         Some(_) => {
             let schemas = Arc::new(schema_registry(scene.registry()));
@@ -89,6 +92,12 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
                 Arc::new(ConnectionSchema::builtin()),
             )?;
             peer_exports = peer_config.peers.iter().map(|p| p.export.clone()).collect();
+            peer_health = PeerHealth::new(
+                peer_config
+                    .peers
+                    .iter()
+                    .map(|p| (p.name.as_str(), p.control.is_some())),
+            );
             let (peer_node, events) = PeerNode::start(peer_config).await?;
             info!(control = %peer_node.control_address(), data = %peer_node.data_address().map_or("none".to_owned(), |a| a.to_string()), fingerprint = %peer_node.fingerprint(), peers = peer_exports.len(), "peer links listening");
             Some((peer_node, events))
@@ -118,6 +127,8 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
         http_addr,
         view: watch::Sender::new(http::ViewSnapshot::default()),
         link_ends: LinkEnds::default(),
+        peer_health,
+        loop_lag: LoopLag::default(),
     })
 }
 

@@ -1,9 +1,10 @@
-//! CPU time and peak memory of a process, from Linux `/proc`.
+//! CPU time, memory and open files of a process, from Linux `/proc`.
 //!
 //! `/proc/<pid>/stat` fields 14 and 15 (utime, stime) are in clock ticks
 //! (`sysconf(_SC_CLK_TCK)`, 100 on every mainstream Linux build); VmHWM in
-//! `/proc/<pid>/status` is the peak resident set. Elsewhere these read as
-//! `None` and the report says so.
+//! `/proc/<pid>/status` is the peak resident set, VmRSS the current one;
+//! `/proc/<pid>/fd` has one entry per open descriptor. Elsewhere these read
+//! as `None`: the load report says so, `/metrics` leaves the series out.
 
 use std::time::Instant;
 
@@ -47,6 +48,37 @@ pub fn status_kib(pid: u32, key: &str) -> Option<u64> {
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
 }
 
+/// Descriptors the process has open (sockets included).
+pub fn open_files(pid: u32) -> Option<u64> {
+    let entries = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
+    Some(entries.count() as u64)
+}
+
+/// What `/metrics` shows of this process, read when scraped.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ProcessSample {
+    pub cpu_seconds: Option<f64>,
+    pub resident_bytes: Option<u64>,
+    pub open_files: Option<u64>,
+    /// The soft limit on open descriptors (the node raises it to the hard
+    /// one at start).
+    pub max_open_files: Option<u64>,
+}
+
+impl ProcessSample {
+    /// Reads this process now: three small `/proc` files and a directory
+    /// listing of its descriptors.
+    pub fn of_this_process() -> ProcessSample {
+        let pid = std::process::id();
+        ProcessSample {
+            cpu_seconds: cpu_seconds(pid),
+            resident_bytes: status_kib(pid, "VmRSS").map(|kib| kib * 1024),
+            open_files: open_files(pid),
+            max_open_files: rlimit::Resource::NOFILE.get().ok().map(|(soft, _)| soft),
+        }
+    }
+}
+
 /// CPU use of a process over an interval.
 #[derive(Debug, Clone, Copy)]
 pub struct CpuMark {
@@ -82,6 +114,26 @@ mod tests {
         assert!(status_kib(pid, "VmHWM").is_some_and(|kib| kib > 0));
         assert!(cpu_seconds(pid).is_some());
         assert_eq!(status_kib(pid, "NoSuchKey"), None);
+    }
+
+    #[test]
+    fn this_process_sample_counts_a_file_it_opens() {
+        let before = ProcessSample::of_this_process();
+        assert!(before
+            .resident_bytes
+            .is_some_and(|bytes| bytes > 1024 * 1024));
+        assert!(before.cpu_seconds.is_some_and(|cpu| cpu >= 0.0));
+        assert!(before.max_open_files.is_some_and(|max| max >= 16));
+        let open = before.open_files.unwrap();
+        assert!(open >= 3, "stdin, stdout, stderr at least: {open}");
+        // Other tests of this binary open files too: hold more than they
+        // could close meanwhile and see the count rise by at least half.
+        let held: Vec<std::fs::File> = (0..64)
+            .map(|_| std::fs::File::open("/proc/self/stat").unwrap())
+            .collect();
+        let during = open_files(std::process::id()).unwrap();
+        assert!(during + 32 >= open + 64, "{open} then {during}");
+        drop(held);
     }
 
     #[test]
