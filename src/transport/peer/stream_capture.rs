@@ -37,6 +37,9 @@ pub(super) struct StreamCapture {
     peer: String,
     link: LinkId,
     framing: &'static str,
+    /// A write failed: the capture of this link stopped (one line said so,
+    /// rather than one per frame).
+    stopped: bool,
 }
 
 impl StreamCapture {
@@ -67,6 +70,7 @@ impl StreamCapture {
                         LinkFraming::Datagram => "stream-datagram",
                         LinkFraming::Stream => "stream-packet",
                     },
+                    stopped: false,
                 })
             }
             Err(error) => {
@@ -76,8 +80,12 @@ impl StreamCapture {
         }
     }
 
-    /// Appends one frame. A failed write is logged; the link goes on.
+    /// Appends one frame. A failed write is logged once and ends this
+    /// link's capture; the link goes on.
     pub(super) fn record(&mut self, direction: Direction, frame: &[u8]) {
+        if self.stopped {
+            return;
+        }
         let time = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0.0, |since| since.as_secs_f64());
@@ -97,7 +105,8 @@ impl StreamCapture {
         let mut text = line.to_string();
         text.push('\n');
         if let Err(error) = self.file.write_all(text.as_bytes()) {
-            warn!(%error, "cannot write {STREAM_CAPTURE_ENV}");
+            self.stopped = true;
+            warn!(link = self.link.0, %error, "cannot append to {STREAM_CAPTURE_ENV}: this link's capture stops");
         }
     }
 }
