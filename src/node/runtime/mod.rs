@@ -3,6 +3,7 @@
 //! outputs. All protocol decisions are in the core.
 
 mod driver;
+mod reload;
 mod start;
 
 use std::net::SocketAddr;
@@ -21,6 +22,7 @@ use crate::transport::knet::listener::KnetListener;
 use crate::transport::peer::{PeerEvent, PeerNode, PeerStartError};
 
 pub use super::TickHook;
+pub use reload::{ConfigLoader, ReloadSource};
 pub use start::start;
 
 /// Why a node could not start.
@@ -115,6 +117,8 @@ pub struct Running {
     view: watch::Sender<http::ViewSnapshot>,
     /// Why peer links ended, for the status.
     link_ends: LinkEnds,
+    /// Reload requests and how to read the configuration again.
+    reload: Option<ReloadSource>,
 }
 
 impl Running {

@@ -118,6 +118,7 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
         http_addr,
         view: watch::Sender::new(http::ViewSnapshot::default()),
         link_ends: LinkEnds::default(),
+        reload: None,
     })
 }
 

@@ -367,6 +367,11 @@ impl PeerNode {
         }
     }
 
+    /// This node's peer-link identity (its certificate and key).
+    pub fn identity(&self) -> &crate::transport::identity::NodeIdentity {
+        &self.shared.config.identity
+    }
+
     /// The peers configured now.
     pub fn peers(&self) -> PeerSet {
         self.shared.peers().clone()
