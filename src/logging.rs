@@ -109,7 +109,10 @@ pub enum FilterReload {
 /// Replaces the filter of the installed subscriber with `configured`,
 /// unless `rust_log` (the `RUST_LOG` value) overrides it. A filter that
 /// does not parse changes nothing.
-pub fn reload_filter(rust_log: Option<&str>, configured: &str) -> Result<FilterReload, FilterError> {
+pub fn reload_filter(
+    rust_log: Option<&str>,
+    configured: &str,
+) -> Result<FilterReload, FilterError> {
     if rust_log.is_some_and(|filter| !filter.trim().is_empty()) {
         return Ok(FilterReload::EnvironmentWins);
     }

@@ -180,7 +180,9 @@ async fn a_reload_changes_the_peers_while_clients_stay_connected() {
     alpha.wait_line(&["configuration reloaded"]).await;
 
     // A key only a restart applies is named.
-    alpha.wait_line(&["WARN", "key=node.tick_hz", "restart"]).await;
+    alpha
+        .wait_line(&["WARN", "key=node.tick_hz", "restart"])
+        .await;
     // Beta's link ended with alpha's goodbye.
     beta.wait_line(&[
         "link down: peer ended it",
@@ -200,17 +202,23 @@ async fn a_reload_changes_the_peers_while_clients_stay_connected() {
     )
     .await;
     // Gamma keeps the kite but no longer gets its Placeable.
-    wait_observers(&[&at_gamma], PATIENCE, "gamma loses the kite's Placeable", |_| {
-        has_placeable(&at_gamma, "kite") == Some(false)
-    })
+    wait_observers(
+        &[&at_gamma],
+        PATIENCE,
+        "gamma loses the kite's Placeable",
+        |_| has_placeable(&at_gamma, "kite") == Some(false),
+    )
     .await;
     // Alpha's client is the same connection and still gets updates.
     at_delta
         .send(&move_to(drum, drum_placeable.unwrap(), 9.0))
         .await;
-    wait_observers(&[&at_alpha], PATIENCE, "alpha's client sees the drum move", |seen| {
-        seen[0].view.find("drum").and_then(|(_, d)| d.x) == Some(9.0)
-    })
+    wait_observers(
+        &[&at_alpha],
+        PATIENCE,
+        "alpha's client sees the drum move",
+        |seen| seen[0].view.find("drum").and_then(|(_, d)| d.x) == Some(9.0),
+    )
     .await;
     for (observer, node) in [
         (&at_alpha, "alpha"),
@@ -243,12 +251,21 @@ async fn a_reload_changes_the_peers_while_clients_stay_connected() {
         "export = \"all\"",
     );
     reload(&pid_file);
-    wait_observers(&[&at_gamma], PATIENCE, "gamma gets the kite's Placeable again", |_| {
-        has_placeable(&at_gamma, "kite") == Some(true)
-    })
+    wait_observers(
+        &[&at_gamma],
+        PATIENCE,
+        "gamma gets the kite's Placeable again",
+        |_| has_placeable(&at_gamma, "kite") == Some(true),
+    )
     .await;
-    assert!(gamma.lines(&["link down"]).is_empty(), "gamma's link was not cut");
-    assert!(delta.lines(&["link down"]).is_empty(), "delta's link was not cut");
+    assert!(
+        gamma.lines(&["link down"]).is_empty(),
+        "gamma's link was not cut"
+    );
+    assert!(
+        delta.lines(&["link down"]).is_empty(),
+        "delta's link was not cut"
+    );
     assert_eq!(alpha.lines(&["peer removed: its link ends"]).len(), 1);
 
     // Alpha now accepts only Name from gamma: the link is re-established
@@ -263,9 +280,12 @@ async fn a_reload_changes_the_peers_while_clients_stay_connected() {
     gamma
         .wait_line(&["link down: peer ended it", "accept rules changed"])
         .await;
-    wait_observers(&[&at_alpha], PATIENCE, "alpha's lamp without Placeable", |_| {
-        has_placeable(&at_alpha, "lamp") == Some(false)
-    })
+    wait_observers(
+        &[&at_alpha],
+        PATIENCE,
+        "alpha's lamp without Placeable",
+        |_| has_placeable(&at_alpha, "lamp") == Some(false),
+    )
     .await;
     for observer in [&at_alpha, &at_beta, &at_gamma, &at_delta] {
         assert!(!observer.closed());

@@ -90,7 +90,10 @@ mod tests {
         for bad in ["", "1", "-5", "42 43", "lessgate"] {
             std::fs::write(&file, bad).unwrap();
             let error = read_pid(&file).unwrap_err().to_string();
-            assert!(error.contains("does not hold a process id"), "{bad}: {error}");
+            assert!(
+                error.contains("does not hold a process id"),
+                "{bad}: {error}"
+            );
         }
         let missing = read_pid(&dir.path().join("gone.pid")).unwrap_err();
         assert!(missing.to_string().contains("lessgate run --pid-file"));

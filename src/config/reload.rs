@@ -27,8 +27,18 @@ pub const RELOADABLE_KEYS: &[&str] = &[
 pub fn restart_keys(running: &NodeConfig, new: &NodeConfig) -> Vec<String> {
     let mut keys = Vec::new();
     compare("node", Some(&running.node), Some(&new.node), &mut keys);
-    compare("tundra", Some(&running.tundra), Some(&new.tundra), &mut keys);
-    compare("limits", Some(&running.limits), Some(&new.limits), &mut keys);
+    compare(
+        "tundra",
+        Some(&running.tundra),
+        Some(&new.tundra),
+        &mut keys,
+    );
+    compare(
+        "limits",
+        Some(&running.limits),
+        Some(&new.limits),
+        &mut keys,
+    );
     compare("log", Some(&running.log), Some(&new.log), &mut keys);
     compare("http", Some(&running.http), Some(&new.http), &mut keys);
     compare(
@@ -145,8 +155,12 @@ mod tests {
     fn a_section_added_or_removed_is_named() {
         let standalone = parse("[node]\nname = \"alpha\"\n");
         let peering = peering_node("");
-        assert_eq!(restart_keys(&standalone, &peering), ["node.uuid", "peering"]);
-        let upstream = parse("[node]\nname = \"alpha\"\n[upstream]\nurl = \"ws://127.0.0.1:2345\"\n");
+        assert_eq!(
+            restart_keys(&standalone, &peering),
+            ["node.uuid", "peering"]
+        );
+        let upstream =
+            parse("[node]\nname = \"alpha\"\n[upstream]\nurl = \"ws://127.0.0.1:2345\"\n");
         assert_eq!(restart_keys(&upstream, &standalone), ["upstream"]);
     }
 }

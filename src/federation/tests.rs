@@ -294,7 +294,8 @@ fn a_changed_export_filter_applies_to_the_live_link() {
 
     // Widened again: Placeable is introduced on the same link.
     let a = &mut pair.nodes[0];
-    a.federation.set_link_export(a.link, TypeFilter::All, &a.scene);
+    a.federation
+        .set_link_export(a.link, TypeFilter::All, &a.scene);
     pair.run(SETTLE_MS);
     pair.check();
     assert_eq!(b_presents(&pair), ["Name", "Placeable"]);

@@ -45,9 +45,7 @@ impl PeerAddress {
         const SHAPE: &str = "expected IP:PORT, [IPv6]:PORT or HOST:PORT";
         if let Ok(address) = text.parse::<SocketAddr>() {
             if address.port() == 0 || address.ip().is_unspecified() {
-                return Err(
-                    "must be a dialable address (no port 0, no 0.0.0.0 or ::)".to_owned(),
-                );
+                return Err("must be a dialable address (no port 0, no 0.0.0.0 or ::)".to_owned());
             }
             return Ok(PeerAddress::Ip(address));
         }

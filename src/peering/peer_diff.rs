@@ -104,12 +104,20 @@ mod tests {
     }
 
     fn only(names: &[&str]) -> TypeFilter {
-        TypeFilter::Only(names.iter().map(|n| (*n).to_owned()).collect::<BTreeSet<_>>())
+        TypeFilter::Only(
+            names
+                .iter()
+                .map(|n| (*n).to_owned())
+                .collect::<BTreeSet<_>>(),
+        )
     }
 
     #[test]
     fn an_unchanged_set_changes_nothing() {
-        let peers = set(&[peer("beta", 1, Some("localhost:7501")), peer("gamma", 2, None)]);
+        let peers = set(&[
+            peer("beta", 1, Some("localhost:7501")),
+            peer("gamma", 2, None),
+        ]);
         assert_eq!(diff(&peers, &peers.clone()), Vec::new());
         // A renamed file with the same content is the same peer.
         let mut moved = peer("gamma", 2, None);
@@ -125,7 +133,13 @@ mod tests {
         let delta = peer("delta", 3, None);
         let epsilon = peer("epsilon", 4, Some("127.0.0.1:7507"));
         let zeta = peer("zeta", 5, None);
-        let old = set(&[beta.clone(), gamma.clone(), delta.clone(), epsilon.clone(), zeta]);
+        let old = set(&[
+            beta.clone(),
+            gamma.clone(),
+            delta.clone(),
+            epsilon.clone(),
+            zeta,
+        ]);
 
         let mut beta_moved = beta.clone();
         beta_moved.control = Some(PeerAddress::parse("beta.example.org:7501").unwrap());
@@ -173,7 +187,7 @@ mod tests {
         let old = set(&[peer("beta", 1, Some("127.0.0.1:7501"))]);
         let listening = peer("beta", 1, None);
         assert_eq!(
-            diff(&old, &set(&[listening.clone()])),
+            diff(&old, &set(std::slice::from_ref(&listening))),
             vec![PeerChange::Replaced(listening)]
         );
     }

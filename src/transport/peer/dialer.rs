@@ -111,7 +111,11 @@ async fn resolve(shared: &Shared, address: &PeerAddress) -> Result<SocketAddr, R
         tokio::net::lookup_host((name, port)),
     )
     .await
-    .map_err(|_| failed(format!("looking up {name} took longer than the handshake timeout")))?
+    .map_err(|_| {
+        failed(format!(
+            "looking up {name} took longer than the handshake timeout"
+        ))
+    })?
     .map_err(|error| failed(format!("cannot resolve {name}: {error}")))?;
     let found: Vec<SocketAddr> = lookup.collect();
     let ipv4 = shared
