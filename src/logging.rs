@@ -229,6 +229,18 @@ mod tests {
     use std::collections::BTreeMap;
     use uuid::Uuid;
 
+    #[test]
+    fn a_reloaded_filter_yields_to_rust_log_and_must_parse() {
+        assert_eq!(
+            reload_filter(Some("debug"), "info").unwrap(),
+            FilterReload::EnvironmentWins
+        );
+        // An empty RUST_LOG is unset, as at start: the file's filter counts.
+        let error = reload_filter(Some(" "), "lessgate=loud").unwrap_err();
+        assert_eq!(error.source_name, "[log] filter");
+        assert!(reload_filter(None, "info,lessgate=[").is_err());
+    }
+
     fn link(sent: u64, lost: u64) -> LinkStatus {
         LinkStatus {
             link: 1,
