@@ -10,8 +10,9 @@
 //! goodbye, delta's entity reaches alpha, gamma's client loses the
 //! Placeable it may no longer have, the tick rate is named as waiting for a
 //! restart and the new filter is in force. A reload of a broken peer file
-//! then changes nothing; a narrowed accept rule re-establishes gamma's
-//! link, and gamma's lamp comes back to alpha without its Placeable.
+//! then changes nothing. A narrowed accept rule drops gamma's lamp's
+//! Placeable at alpha on the live link; widened again, it re-establishes
+//! the link and the Placeable comes back.
 //! Ports are ephemeral: no lock needed.
 
 mod common;
@@ -268,13 +269,31 @@ async fn a_reload_changes_the_peers_while_clients_stay_connected() {
     );
     assert_eq!(alpha.lines(&["peer removed: its link ends"]).len(), 1);
 
-    // Alpha now accepts only Name from gamma: the link is re-established
-    // (gamma introduces its types again) and the lamp comes back without
-    // its Placeable.
+    // Alpha now accepts only Name from gamma: applied to the live link,
+    // the lamp loses its Placeable at alpha.
     edit(
         &alpha_peers.join("gamma.toml"),
         "accept = \"all\"",
         "accept = [\"EC_Name\"]",
+    );
+    reload(&pid_file);
+    wait_observers(
+        &[&at_alpha],
+        PATIENCE,
+        "alpha's lamp without Placeable",
+        |_| has_placeable(&at_alpha, "lamp") == Some(false),
+    )
+    .await;
+    assert!(
+        gamma.lines(&["link down"]).is_empty(),
+        "gamma's link was not cut"
+    );
+    // Accepting everything again takes the peer's type introductions: the
+    // link is re-established and the lamp's Placeable comes back.
+    edit(
+        &alpha_peers.join("gamma.toml"),
+        "accept = [\"EC_Name\"]",
+        "accept = \"all\"",
     );
     reload(&pid_file);
     gamma
@@ -283,8 +302,8 @@ async fn a_reload_changes_the_peers_while_clients_stay_connected() {
     wait_observers(
         &[&at_alpha],
         PATIENCE,
-        "alpha's lamp without Placeable",
-        |_| has_placeable(&at_alpha, "lamp") == Some(false),
+        "alpha's lamp with Placeable again",
+        |_| has_placeable(&at_alpha, "lamp") == Some(true),
     )
     .await;
     for observer in [&at_alpha, &at_beta, &at_gamma, &at_delta] {

@@ -301,3 +301,26 @@ fn a_changed_export_filter_applies_to_the_live_link() {
     assert_eq!(b_presents(&pair), ["Name", "Placeable"]);
     assert!(pair.up);
 }
+
+#[test]
+fn a_narrowed_accept_filter_drops_the_refused_types_on_the_live_link() {
+    let mut pair = TestPair::new();
+    let (_, global) = shared_from_a(&mut pair, &["Name", "Placeable"]);
+    let b = &pair.nodes[1];
+    let presented = b.presented(global).unwrap();
+    assert_eq!(b.component_types(presented), ["Name", "Placeable"]);
+
+    let b = &mut pair.nodes[1];
+    b.federation
+        .narrow_link_accept(b.link, only(&["EC_Name"]), &mut b.scene);
+    b.settle();
+    let b = &pair.nodes[1];
+    assert_eq!(b.component_types(presented), ["Name"]);
+    pair.check();
+    // The peer's later packets do not bring it back; the link stays up.
+    pair.run(SETTLE_MS);
+    pair.check();
+    let b = &pair.nodes[1];
+    assert_eq!(b.component_types(presented), ["Name"]);
+    assert!(pair.up);
+}

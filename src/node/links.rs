@@ -47,6 +47,15 @@ impl Node {
         self.settle();
     }
 
+    /// A reload made `link` refuse more of what the peer sends: applied to
+    /// the live link (see `Federation::narrow_link_accept`).
+    pub fn narrow_link_accept(&mut self, link: LinkId, accept: TypeFilter) {
+        self.settle();
+        self.federation
+            .narrow_link_accept(link, accept, &mut self.scene);
+        self.settle();
+    }
+
     /// A UDP datagram from a link.
     pub fn handle_link_datagram(&mut self, now: Time, link: LinkId, datagram: &[u8]) {
         if let Some(l) = self.federation.link_mut(link) {

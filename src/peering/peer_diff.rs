@@ -3,11 +3,12 @@
 //!
 //! A peer is known by its name. Its pin and dial address decide which
 //! connection is the peer, so a change of either ends the link and dials
-//! anew; its export rules are applied to the live link; a change of its
-//! accept rules re-establishes the link, so that the peer introduces its
-//! types again and this node subscribes to what it now accepts.
+//! anew; its export rules, and accept rules that only refuse more, are
+//! applied to the live link; accept rules that take in a type refused
+//! before re-establish the link, so that the peer introduces its types
+//! again and this node subscribes to what it now accepts.
 
-use super::peer_file::{PeerConfig, PeerName, PeerSet};
+use super::peer_file::{PeerConfig, PeerName, PeerSet, TypeFilter};
 
 /// How a reload changes one peer's link.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,10 +20,12 @@ pub enum PeerChange {
     /// Another certificate or dial address: the link ends and is dialled
     /// again with the new file.
     Replaced(PeerConfig),
-    /// Other accept rules: the link is re-established with them.
+    /// Accept rules that take in a type refused before: the link is
+    /// re-established with them.
     Relinked(PeerConfig),
-    /// Only the export rules changed: applied to the live link.
-    ExportChanged(PeerConfig),
+    /// Export rules changed, or accept rules that only refuse more:
+    /// applied to the live link.
+    RulesChanged(PeerConfig),
 }
 
 impl PeerChange {
@@ -33,7 +36,7 @@ impl PeerChange {
             PeerChange::Added(peer)
             | PeerChange::Replaced(peer)
             | PeerChange::Relinked(peer)
-            | PeerChange::ExportChanged(peer) => &peer.name,
+            | PeerChange::RulesChanged(peer) => &peer.name,
         }
     }
 
@@ -62,16 +65,25 @@ pub fn diff(old: &PeerSet, new: &PeerSet) -> Vec<PeerChange> {
         };
         let change = if before.fingerprint != peer.fingerprint || before.control != peer.control {
             PeerChange::Replaced(peer.clone())
-        } else if before.accept != peer.accept {
+        } else if !narrows(&before.accept, &peer.accept) {
             PeerChange::Relinked(peer.clone())
-        } else if before.export != peer.export {
-            PeerChange::ExportChanged(peer.clone())
+        } else if before.export != peer.export || before.accept != peer.accept {
+            PeerChange::RulesChanged(peer.clone())
         } else {
             continue;
         };
         changes.push(change);
     }
     changes
+}
+
+/// Whether `new` allows nothing `old` refused (equal filters included).
+fn narrows(old: &TypeFilter, new: &TypeFilter) -> bool {
+    match (old, new) {
+        (TypeFilter::All, _) => true,
+        (TypeFilter::Only(_), TypeFilter::All) => false,
+        (TypeFilter::Only(old), TypeFilter::Only(new)) => new.is_subset(old),
+    }
 }
 
 #[cfg(test)]
@@ -82,7 +94,6 @@ mod tests {
     use super::*;
     use crate::peering::fingerprint::Fingerprint;
     use crate::peering::peer_address::PeerAddress;
-    use crate::peering::peer_file::TypeFilter;
 
     fn peer(name: &str, pin: u8, control: Option<&str>) -> PeerConfig {
         PeerConfig {
@@ -131,7 +142,8 @@ mod tests {
         let beta = peer("beta", 1, Some("127.0.0.1:7501"));
         let gamma = peer("gamma", 2, Some("127.0.0.1:7503"));
         let delta = peer("delta", 3, None);
-        let epsilon = peer("epsilon", 4, Some("127.0.0.1:7507"));
+        let mut epsilon = peer("epsilon", 4, Some("127.0.0.1:7507"));
+        epsilon.accept = TypeFilter::Only(BTreeSet::new());
         let zeta = peer("zeta", 5, None);
         let old = set(&[
             beta.clone(),
@@ -148,7 +160,7 @@ mod tests {
         let mut delta_rekeyed = delta.clone();
         delta_rekeyed.fingerprint = Fingerprint::from_bytes([9; 32]);
         let mut epsilon_accepts = epsilon.clone();
-        epsilon_accepts.accept = TypeFilter::Only(BTreeSet::new());
+        epsilon_accepts.accept = only(&["Name"]);
         epsilon_accepts.export = only(&["Name"]);
         let eta = peer("eta", 6, Some("localhost:7509"));
         let new = set(&[
@@ -165,10 +177,10 @@ mod tests {
             vec![
                 PeerChange::Removed(PeerName::new("zeta").unwrap()),
                 PeerChange::Replaced(beta_moved),
-                PeerChange::ExportChanged(gamma_exports),
+                PeerChange::RulesChanged(gamma_exports),
                 PeerChange::Replaced(delta_rekeyed),
-                // Accept and export changed: the link is re-established,
-                // which applies both.
+                // Accepts a type it refused, and exports less: the link
+                // is re-established, which applies both.
                 PeerChange::Relinked(epsilon_accepts),
                 PeerChange::Added(eta),
             ]
@@ -179,6 +191,43 @@ mod tests {
             .map(|c| c.peer().as_str())
             .collect();
         assert_eq!(ending, ["zeta", "beta", "delta", "epsilon"]);
+    }
+
+    #[test]
+    fn refusing_more_applies_live_and_taking_more_relinks() {
+        let mut names = peer("beta", 1, None);
+        names.accept = only(&["Name", "Placeable"]);
+        let old = set(&[names.clone()]);
+        let mut fewer = names.clone();
+        fewer.accept = only(&["Name"]);
+        assert_eq!(
+            diff(&old, &set(&[fewer.clone()])),
+            vec![PeerChange::RulesChanged(fewer.clone())]
+        );
+        let mut none = names.clone();
+        none.accept = TypeFilter::Only(BTreeSet::new());
+        assert!(matches!(
+            diff(&old, &set(&[none]))[..],
+            [PeerChange::RulesChanged(_)]
+        ));
+        let mut more = names.clone();
+        more.accept = only(&["Name", "Mesh"]);
+        assert!(matches!(
+            diff(&old, &set(&[more]))[..],
+            [PeerChange::Relinked(_)]
+        ));
+        let mut all = names;
+        all.accept = TypeFilter::All;
+        assert!(matches!(
+            diff(&old, &set(&[all]))[..],
+            [PeerChange::Relinked(_)]
+        ));
+        // From "all", any list only refuses more.
+        let everything = set(&[peer("beta", 1, None)]);
+        assert!(matches!(
+            diff(&everything, &set(&[fewer]))[..],
+            [PeerChange::RulesChanged(_)]
+        ));
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //! the peer files are read again and the difference is applied with every
 //! client left connected (docs/operations.md "Reloading"). Links to removed
 //! peers end with a goodbye, new peers are dialled, a changed pin or
-//! address redials, changed accept rules re-establish the link, changed
-//! export rules apply to the live link, and the log filter is replaced.
+//! address redials, accept rules that take in more re-establish the link,
+//! export rules and accept rules that refuse more apply to the live link,
+//! and the log filter is replaced.
 //! Keys only a restart applies are named, one warning each. A file that
 //! does not load changes nothing.
 
@@ -132,13 +133,15 @@ impl Running {
                 Some("peer's certificate or address changed in this node's configuration")
             }
             PeerChange::Relinked(_) => {
-                info!(%peer, "peer's accept rules changed: its link is re-established with them");
+                info!(%peer, "peer's accept rules take in more: its link is re-established with them");
                 Some("accept rules changed on this node: reconnecting")
             }
-            PeerChange::ExportChanged(config) => {
-                info!(%peer, links = live.len(), "peer's export rules changed: applied to the live link");
+            PeerChange::RulesChanged(config) => {
+                info!(%peer, links = live.len(), "peer's export or accept rules changed: applied to the live link");
                 for link in &live {
                     self.node.set_link_export(link.id(), config.export.clone());
+                    self.node
+                        .narrow_link_accept(link.id(), config.accept.clone());
                 }
                 None
             }

@@ -406,7 +406,7 @@ impl PeerNode {
                 }
                 // Same pin and address: the running dialer redials the
                 // link the application ends, or keeps the live one.
-                PeerChange::Relinked(_) | PeerChange::ExportChanged(_) => {}
+                PeerChange::Relinked(_) | PeerChange::RulesChanged(_) => {}
             }
         }
         Ok(())
