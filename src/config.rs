@@ -13,13 +13,14 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 pub mod check;
 mod files;
 #[doc(hidden)]
 pub mod fuzz;
 mod peer_files;
+pub mod reload;
 mod upstream;
 pub use upstream::{UpstreamSection, UpstreamTransport};
 
@@ -81,7 +82,7 @@ pub struct NodeConfig {
     pub upstream: Option<UpstreamSection>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct NodeSection {
     /// A short name shown in logs and to peers.
@@ -110,7 +111,7 @@ impl Default for NodeSection {
 }
 
 /// How LESS packets travel on a peer link (docs/peer-link.md §7).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PeerLinkMode {
     /// Datagrams on the node's UDP data socket; oversize packets on a QUIC stream.
@@ -121,7 +122,7 @@ pub enum PeerLinkMode {
 }
 
 /// The `[peering]` section: the peer-link listeners, identity and timers.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PeeringSection {
     /// QUIC listen address for peer control connections.
@@ -203,7 +204,7 @@ impl PeeringSection {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TundraSection {
     /// Address of the WebSocket listener for Tundra clients.
@@ -249,7 +250,7 @@ impl Default for TundraSection {
 }
 
 /// Per-client limits; each refusal is logged with the limit's name.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Limits {
     /// Largest WebSocket message accepted from a client. Tundra caps an
@@ -396,7 +397,7 @@ impl Limits {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
     /// Human-readable lines.
@@ -406,7 +407,7 @@ pub enum LogFormat {
     Json,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LogSection {
     pub format: LogFormat,
@@ -428,7 +429,7 @@ impl Default for LogSection {
 
 /// `[http]`: where the node serves its web viewer, `/status` (JSON) and
 /// `/metrics` (Prometheus text).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HttpSection {
     /// Address to listen on; none (the default) serves no HTTP.

@@ -51,8 +51,9 @@
 //!   transports receive, and hands its output back;
 //! - `http`: the operator endpoint (web viewer, `/status`, `/metrics`), fed
 //!   snapshots by the runtime;
-//! - `config`: the node file and the peer files, read and validated once
-//!   into the settings each core takes;
+//! - `config`: the node file and the peer files, read and validated at
+//!   start and on every reload into the settings each core takes, and
+//!   which changed keys only a restart applies;
 //! - `cli` (the subcommands), `demo` (three nodes in one process), `loadgen`
 //!   (load generator and its measurements);
 //! - `proc_stats`: this or another process's CPU time, memory and open

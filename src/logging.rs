@@ -1,6 +1,7 @@
 //! Tracing set-up: human or JSON lines on stderr, filtered by `RUST_LOG`
-//! (else the configured filter), and the periodic stats lines built from a
-//! [`NodeStatus`] snapshot.
+//! (else the configured filter, which a reload replaces through
+//! tracing-subscriber's reload layer), and the periodic stats lines built
+//! from a [`NodeStatus`] snapshot.
 //!
 //! Remote parties choose much of what is logged (names, reasons, errors
 //! quoting them): log sites wrap such values in [`RemoteText`], and the human
@@ -8,10 +9,13 @@
 //! only when stderr is a terminal and `NO_COLOR` is unset.
 
 use std::io::IsTerminal;
+use std::sync::OnceLock;
 
 use tracing::info;
 use tracing_subscriber::field::MakeExt;
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{reload, EnvFilter, Layer, Registry};
 
 use crate::config::LogFormat;
 use crate::node::status::{LinkStatus, NodeStatus};
@@ -60,6 +64,9 @@ pub fn use_colour(stderr_is_terminal: bool, no_color: Option<&str>) -> bool {
     stderr_is_terminal && !matches!(no_color, Some(value) if !value.is_empty())
 }
 
+/// The filter of the subscriber [`init`] installed, for [`reload_filter`].
+static FILTER: OnceLock<reload::Handle<EnvFilter, Registry>> = OnceLock::new();
+
 /// Installs the global subscriber once; later calls are ignored so tests and
 /// embedded uses can call it freely. Fails only on a `RUST_LOG` or
 /// `default_filter` that does not parse.
@@ -68,15 +75,57 @@ pub fn init(format: LogFormat, default_filter: &str) -> Result<(), FilterError> 
     let filter = choose_filter(rust_log.as_deref(), default_filter)?;
     let no_color = std::env::var("NO_COLOR").ok();
     let colour = use_colour(std::io::stderr().is_terminal(), no_color.as_deref());
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let (filter, handle) = reload::Layer::new(filter);
+    let output = tracing_subscriber::fmt::layer()
         .with_ansi(colour)
         .with_writer(std::io::stderr);
-    let _ = match format {
-        LogFormat::Human => builder.fmt_fields(escaped_fields()).try_init(),
-        LogFormat::Json => builder.json().with_current_span(true).try_init(),
+    let output = match format {
+        LogFormat::Human => output.fmt_fields(escaped_fields()).boxed(),
+        LogFormat::Json => output.json().with_current_span(true).boxed(),
     };
+    if tracing_subscriber::registry()
+        .with(filter)
+        .with(output)
+        .try_init()
+        .is_ok()
+    {
+        let _ = FILTER.set(handle);
+    }
     Ok(())
+}
+
+/// What [`reload_filter`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilterReload {
+    /// The new filter is in force.
+    Applied,
+    /// `RUST_LOG` is set and wins over `[log] filter`: nothing changed.
+    EnvironmentWins,
+    /// This process installed no subscriber of its own (an embedding
+    /// program or a test did): nothing changed.
+    NotInstalled,
+}
+
+/// Replaces the filter of the installed subscriber with `configured`,
+/// unless `rust_log` (the `RUST_LOG` value) overrides it. A filter that
+/// does not parse changes nothing.
+pub fn reload_filter(
+    rust_log: Option<&str>,
+    configured: &str,
+) -> Result<FilterReload, FilterError> {
+    if rust_log.is_some_and(|filter| !filter.trim().is_empty()) {
+        return Ok(FilterReload::EnvironmentWins);
+    }
+    let filter = parse_filter("[log] filter", configured)?;
+    let Some(handle) = FILTER.get() else {
+        return Ok(FilterReload::NotInstalled);
+    };
+    handle.reload(filter).map_err(|error| FilterError {
+        source_name: "[log] filter".to_owned(),
+        filter: configured.to_owned(),
+        message: error.to_string(),
+    })?;
+    Ok(FilterReload::Applied)
 }
 
 /// The human format's fields as `name=value` separated by spaces, like the
@@ -179,6 +228,18 @@ mod tests {
     use crate::node::status::OriginStatus;
     use std::collections::BTreeMap;
     use uuid::Uuid;
+
+    #[test]
+    fn a_reloaded_filter_yields_to_rust_log_and_must_parse() {
+        assert_eq!(
+            reload_filter(Some("debug"), "info").unwrap(),
+            FilterReload::EnvironmentWins
+        );
+        // An empty RUST_LOG is unset, as at start: the file's filter counts.
+        let error = reload_filter(Some(" "), "lessgate=loud").unwrap_err();
+        assert_eq!(error.source_name, "[log] filter");
+        assert!(reload_filter(None, "info,lessgate=[").is_err());
+    }
 
     fn link(sent: u64, lost: u64) -> LinkStatus {
         LinkStatus {

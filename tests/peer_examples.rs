@@ -44,10 +44,10 @@ fn example_nodes_pin_each_other_consistently() {
                 "{name} pins {}",
                 peer.name
             );
-            if let Some(control) = peer.control {
+            if let Some(control) = &peer.control {
                 assert_eq!(
-                    Some(control),
-                    other_node.peering.as_ref().map(|p| p.control_listen)
+                    Some(control.clone()),
+                    other_node.peering.as_ref().map(|p| p.control_listen.into())
                 );
             }
         }

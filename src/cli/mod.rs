@@ -8,6 +8,7 @@ pub mod demo;
 pub mod inspect;
 pub mod keygen;
 pub mod loadgen;
+pub mod reload;
 pub mod run;
 
 /// lessgate: a federation gateway for realXtend Tundra worlds.
@@ -36,6 +37,8 @@ pub enum Command {
     /// Validate node files and everything they name (identity, peer files,
     /// scene) against each other; binds and dials nothing.
     Check(check::CheckArgs),
+    /// Ask a running node to reload its configuration (as SIGHUP does).
+    Reload(reload::ReloadArgs),
     /// Decode or encode protocol frames for reading by a person.
     Inspect(inspect::InspectArgs),
     /// Create a node key and self-signed certificate; print the fingerprint peers pin.
@@ -56,6 +59,7 @@ pub fn dispatch(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         Some(Command::Demo(args)) => demo::run(demo::DemoArgs { log_format, ..args }),
         Some(Command::Run(args)) => run::run(run::RunArgs { log_format, ..args }),
         Some(Command::Check(args)) => check::run(args),
+        Some(Command::Reload(args)) => reload::run(args),
         Some(Command::Inspect(args)) => inspect::run(args),
         Some(Command::Keygen(args)) => keygen::run(args),
         Some(Command::Loadgen(args)) => loadgen::run(args),

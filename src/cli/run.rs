@@ -1,5 +1,7 @@
 //! `lessgate run`: one node, from a config file and/or flags, in the spirit
-//! of Tundra's own `--server --port 2345 --file scene.txml`.
+//! of Tundra's own `--server --port 2345 --file scene.txml`. SIGHUP (or
+//! `lessgate reload`) reloads the configuration: the file is read again and
+//! the same flags applied over it.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -8,7 +10,7 @@ use clap::Args;
 
 use crate::config::{LogFormat, NodeConfig};
 
-#[derive(Debug, Args, Default)]
+#[derive(Debug, Clone, Args, Default)]
 pub struct RunArgs {
     /// Node configuration file (TOML); flags given here win over it.
     #[arg(long, value_name = "FILE")]
@@ -27,6 +29,10 @@ pub struct RunArgs {
     /// `/readyz` (overrides `[http] listen`; port 0 picks a free port).
     #[arg(long, value_name = "ADDR")]
     pub http_listen: Option<SocketAddr>,
+    /// Write the process id here while the node runs, for `lessgate
+    /// reload --pid-file FILE`.
+    #[arg(long, value_name = "FILE")]
+    pub pid_file: Option<PathBuf>,
     /// Set from the global `--log-format`.
     #[arg(skip)]
     pub log_format: Option<LogFormat>,
@@ -67,7 +73,9 @@ pub fn run(args: RunArgs) -> Result<(), Box<dyn std::error::Error>> {
     crate::transport::open_files::raise_open_file_limit();
     let runtime = crate::node::runtime::tokio_runtime(config.node.threads)?;
     runtime.block_on(async move {
-        let running = crate::node::runtime::start(config).await?;
+        // Taken before anything starts: SIGHUP's default would end the node.
+        let reload_requests = reload_requests()?;
+        let mut running = crate::node::runtime::start(config).await?;
         println!(
             "lessgate: Tundra clients connect to {}",
             running.tundra_url()
@@ -84,9 +92,51 @@ pub fn run(args: RunArgs) -> Result<(), Box<dyn std::error::Error>> {
         if let Some(addr) = running.peer_control_addr() {
             println!("lessgate: peer links listen on {addr} (QUIC)");
         }
+        let pid_file = args.pid_file.clone();
+        if let Some(file) = &pid_file {
+            std::fs::write(file, format!("{}\n", std::process::id()))
+                .map_err(|error| format!("cannot write the pid file {}: {error}", file.display()))?;
+        }
+        if let Some(requests) = reload_requests {
+            let load = move || {
+                let config = args.resolve().map_err(|error| error.to_string())?;
+                config.check_files().map_err(|error| error.to_string())?;
+                Ok(config)
+            };
+            running.set_reload(crate::node::runtime::ReloadSource {
+                requests,
+                load: Box::new(load),
+            });
+        }
         running.run(shutdown_signal()).await;
+        if let Some(file) = &pid_file {
+            let _ = std::fs::remove_file(file);
+        }
         Ok(())
     })
+}
+
+/// One message per SIGHUP (requests that arrive during a reload are
+/// folded into one more); `None` where there is no SIGHUP.
+fn reload_requests() -> std::io::Result<Option<tokio::sync::mpsc::Receiver<()>>> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut hangup = signal(SignalKind::hangup())?;
+        let (requests, received) = tokio::sync::mpsc::channel(1);
+        tokio::spawn(async move {
+            while hangup.recv().await.is_some() {
+                if requests.try_send(()).is_err() && requests.is_closed() {
+                    return;
+                }
+            }
+        });
+        Ok(Some(received))
+    }
+    #[cfg(not(unix))]
+    {
+        Ok(None)
+    }
 }
 
 /// Ctrl-C or SIGTERM.

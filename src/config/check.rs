@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 
 use super::{ConfigError, NodeConfig, PeerLinkMode};
 use crate::peering::fingerprint::Fingerprint;
+use crate::peering::peer_address::PeerAddress;
 use crate::peering::peer_file::{PeerConfig, PeerSet, TypeFilter};
 use crate::tundra::Registry;
 
@@ -193,7 +194,7 @@ fn check_node(config: NodeConfig, file: &Path, report: &mut CheckReport) -> Chec
                     ),
                 });
             }
-            if peer.control == Some(peering.control_listen) {
+            if peer.control == Some(PeerAddress::Ip(peering.control_listen)) {
                 report.problems.push(ConfigError::Invalid {
                     file: peer.source.clone(),
                     key: "control",
@@ -209,7 +210,7 @@ fn check_node(config: NodeConfig, file: &Path, report: &mut CheckReport) -> Chec
 }
 
 fn summarize_peer(out: &mut String, peer: &PeerConfig) {
-    let dial = match peer.control {
+    let dial = match &peer.control {
         Some(address) => format!("dials {address}"),
         None => "waits for it to dial".to_owned(),
     };
@@ -353,9 +354,16 @@ fn check_pair(a: &Checked, b: &Checked, report: &mut CheckReport) {
         ));
     }
     let listens = b_peering.control_listen;
-    if let Some(control) = peer.control {
+    if let Some(control) = &peer.control {
+        // A host name is looked up when the node dials, not here (check
+        // touches no network): only its port is compared.
         let reaches = control.port() == listens.port()
-            && (listens.ip().is_unspecified() || control.ip() == listens.ip());
+            && match control {
+                PeerAddress::Ip(address) => {
+                    listens.ip().is_unspecified() || address.ip() == listens.ip()
+                }
+                PeerAddress::Host { .. } => true,
+            };
         if !reaches {
             report.problems.push(ConfigError::Invalid {
                 file: peer.source.clone(),

@@ -6,13 +6,13 @@
 //! unique pins, type filters) belong to `crate::peering::peer_file`.
 
 use std::collections::BTreeSet;
-use std::net::SocketAddr;
 use std::path::Path;
 
 use serde::Deserialize;
 
 use super::ConfigError;
 use crate::peering::fingerprint::Fingerprint;
+use crate::peering::peer_address::PeerAddress;
 use crate::peering::peer_file::{PeerConfig, PeerName, PeerSet, TypeFilter};
 use crate::tundra::Registry;
 
@@ -20,7 +20,9 @@ use crate::tundra::Registry;
 #[serde(deny_unknown_fields)]
 struct RawPeer {
     name: String,
-    control: Option<SocketAddr>,
+    /// Read as text and checked by `PeerAddress::parse`: an IP or a
+    /// host name, with a port.
+    control: Option<String>,
     fingerprint: Fingerprint,
     /// Read as plain TOML and converted by [`filter`], so that a bad value
     /// is reported under its key rather than as a bare parse error.
@@ -72,20 +74,21 @@ impl PeerConfig {
             key: "name",
             message: "must be 1 to 64 letters, digits, '-', '_' or '.'".to_owned(),
         })?;
-        if let Some(control) = raw.control {
-            if control.port() == 0 || control.ip().is_unspecified() {
-                return Err(ConfigError::Invalid {
-                    file: path.to_owned(),
-                    key: "control",
-                    message: "must be a dialable address (no port 0, no 0.0.0.0 or ::)".to_owned(),
-                });
-            }
-        }
+        let control = raw
+            .control
+            .as_deref()
+            .map(PeerAddress::parse)
+            .transpose()
+            .map_err(|message| ConfigError::Invalid {
+                file: path.to_owned(),
+                key: "control",
+                message,
+            })?;
         let registry = Registry::builtin();
         Ok(PeerConfig {
             source: path.to_owned(),
             name,
-            control: raw.control,
+            control,
             fingerprint: raw.fingerprint,
             export: filter(path, "export", raw.export, &registry)?,
             accept: filter(path, "accept", raw.accept, &registry)?,
@@ -144,7 +147,10 @@ mod tests {
         );
         let peer = parse(&text).unwrap();
         assert_eq!(peer.name.as_str(), "beta");
-        assert_eq!(peer.control, Some("127.0.0.1:7201".parse().unwrap()));
+        assert_eq!(
+            peer.control,
+            Some(PeerAddress::Ip("127.0.0.1:7201".parse().unwrap()))
+        );
         assert_eq!(peer.fingerprint.to_string(), FINGERPRINT);
         assert!(peer.export.allows("EC_Name"));
         assert!(!peer.export.allows("EC_Mesh"));

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::ConfigError;
 use crate::transport::knet::KnetTransport;
@@ -31,7 +31,7 @@ const MAX_LOGIN_PROPERTIES: usize = 32;
 const MAX_LOGIN_TIMEOUT_MS: u64 = 600_000;
 
 /// `[upstream]`: present only in upstream mode.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct UpstreamSection {
     /// `ws://host:port` of the world server's WebSocket listener, or

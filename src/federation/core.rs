@@ -105,7 +105,7 @@ impl Federation {
 
     /// Recomputes the own policy; on a change, sends it with every own
     /// entity on every link.
-    fn refresh_own_policy(&mut self, scene: &Scene) {
+    pub(super) fn refresh_own_policy(&mut self, scene: &Scene) {
         let policy = OriginPolicy::of_origin(&self.configured_exports, &self.known_exports);
         if *self.own_policy == policy {
             return;
@@ -290,7 +290,7 @@ impl Federation {
     }
 
     /// Tracked entities with parents before children.
-    fn export_order(&self, scene: &Scene) -> Vec<GlobalId> {
+    pub(super) fn export_order(&self, scene: &Scene) -> Vec<GlobalId> {
         let mut order = Vec::with_capacity(self.tracked.len());
         let mut placed = std::collections::HashSet::new();
         for entity in scene.entities() {

@@ -1,7 +1,7 @@
 //! Exports: this node's view of an entity, sent as LESS objects on a link
 //! (docs/federation.md §2), kept current from the scene's journal.
 
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 use super::core::Federation;
 use super::ids::{GlobalId, LinkId};
@@ -308,6 +308,61 @@ impl Federation {
                 debug!(link = link_id.0, entity = %global, object = object.get(), "entity exported");
             }
             (false, false) => {}
+        }
+    }
+
+    /// The operator changed what may go out on `link_id` (a reload of its
+    /// peer file): components the new filter refuses are withdrawn from
+    /// the peer, those it now allows are introduced, and this node's own
+    /// policy, which names every peer's filter (section 4.1), is sent
+    /// again where it changed. The link's session stays up.
+    pub fn set_link_export(&mut self, link_id: LinkId, export: TypeFilter, scene: &Scene) {
+        let Some(link) = self.links.get_mut(&link_id) else {
+            return;
+        };
+        if link.policy.export == export {
+            return;
+        }
+        info!(link = %link_id, peer = %link.peer_name, "export filter changed");
+        link.policy.export = export.clone();
+        let peer = link.peer;
+        self.known_exports.insert(peer, export);
+        for global in self.export_order(scene) {
+            self.withdraw_refused_components(global, link_id, scene);
+            self.sync_component_exports(global, link_id, scene);
+        }
+        self.refresh_own_policy(scene);
+    }
+
+    /// Withdraws the components of `global` on `link_id` that the link's
+    /// export filter or the origin's policy refuses.
+    fn withdraw_refused_components(&mut self, global: GlobalId, link_id: LinkId, scene: &Scene) {
+        let Some(scene_id) = self.tracked.get(&global).map(|t| t.scene()) else {
+            return;
+        };
+        let rule = self.relay_rule(global);
+        let (Some(link), Some(target)) = (self.links.get_mut(&link_id), scene.entity(scene_id))
+        else {
+            return;
+        };
+        let Some(exported) = link.exported.get(&scene_id) else {
+            return;
+        };
+        let refused: Vec<ComponentId> = exported
+            .components()
+            .keys()
+            .filter(|id| {
+                target
+                    .components
+                    .get(id)
+                    .is_some_and(|c| !may_export(link, rule.as_deref(), &type_name(c)))
+            })
+            .copied()
+            .collect();
+        for id in refused {
+            if let Some(object) = link.exported.remove_component(scene_id, id) {
+                withdraw(link, object, &mut self.stats);
+            }
         }
     }
 

@@ -714,7 +714,7 @@ impl Federation {
         }
     }
 
-    fn handle_removed_object(
+    pub(super) fn handle_removed_object(
         &mut self,
         link_id: LinkId,
         object: ObjectId<Remote>,

@@ -23,6 +23,7 @@
 //! [`FederationStats`]. `read_ahead.rs` reads ahead along the update paths'
 //! own lookup chains.
 
+mod accept;
 mod authority;
 mod call_order;
 mod core;

@@ -265,3 +265,62 @@ fn an_attribute_change_at_the_origin_reaches_the_peer() {
     assert_eq!(name_of(&pair, 1, presented).as_deref(), Some("moved"));
     assert_eq!(pair.nodes[1].remote_count(), 1);
 }
+
+#[test]
+fn a_changed_export_filter_applies_to_the_live_link() {
+    let mut pair = TestPair::new();
+    let (entity, global) = shared_from_a(&mut pair, &["Name", "Placeable"]);
+    let b_presents = |pair: &TestPair| {
+        let b = &pair.nodes[1];
+        b.component_types(b.presented(global).expect("the entity stays on B"))
+    };
+    assert_eq!(b_presents(&pair), ["Name", "Placeable"]);
+
+    // Narrowed: Placeable is withdrawn from B, the entity and its Name stay.
+    let a = &mut pair.nodes[0];
+    a.federation
+        .set_link_export(a.link, only(&["Name"]), &a.scene);
+    pair.run(SETTLE_MS);
+    pair.check();
+    assert_eq!(b_presents(&pair), ["Name"]);
+    let a = &pair.nodes[0];
+    let (_, exported) = a.federation.exported_objects(a.link, entity).unwrap();
+    assert_eq!(exported.len(), 1);
+    // A's own policy names B's new filter (section 4.1).
+    assert!(!a
+        .federation
+        .own_policy()
+        .allows(uuid::Uuid::from_u128(0xb), "Placeable"));
+
+    // Widened again: Placeable is introduced on the same link.
+    let a = &mut pair.nodes[0];
+    a.federation
+        .set_link_export(a.link, TypeFilter::All, &a.scene);
+    pair.run(SETTLE_MS);
+    pair.check();
+    assert_eq!(b_presents(&pair), ["Name", "Placeable"]);
+    assert!(pair.up);
+}
+
+#[test]
+fn a_narrowed_accept_filter_drops_the_refused_types_on_the_live_link() {
+    let mut pair = TestPair::new();
+    let (_, global) = shared_from_a(&mut pair, &["Name", "Placeable"]);
+    let b = &pair.nodes[1];
+    let presented = b.presented(global).unwrap();
+    assert_eq!(b.component_types(presented), ["Name", "Placeable"]);
+
+    let b = &mut pair.nodes[1];
+    b.federation
+        .narrow_link_accept(b.link, only(&["EC_Name"]), &mut b.scene);
+    b.settle();
+    let b = &pair.nodes[1];
+    assert_eq!(b.component_types(presented), ["Name"]);
+    pair.check();
+    // The peer's later packets do not bring it back; the link stays up.
+    pair.run(SETTLE_MS);
+    pair.check();
+    let b = &pair.nodes[1];
+    assert_eq!(b.component_types(presented), ["Name"]);
+    assert!(pair.up);
+}

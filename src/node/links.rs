@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::{Event, Node, Transmit};
 use crate::clock::Time;
-use crate::federation::{Link, LinkPolicy};
+use crate::federation::{Link, LinkPolicy, TypeFilter};
 use crate::less::session::{ConfigError, Session, SessionConfig};
 use crate::link_id::LinkId;
 use crate::logging::RemoteText;
@@ -38,6 +38,22 @@ impl Node {
         self.federation.add_link(link, &self.scene);
         self.settle();
         Ok(())
+    }
+
+    /// A reload changed what may go out on `link`: applied to the live
+    /// link (see `Federation::set_link_export`).
+    pub fn set_link_export(&mut self, link: LinkId, export: TypeFilter) {
+        self.federation.set_link_export(link, export, &self.scene);
+        self.settle();
+    }
+
+    /// A reload made `link` refuse more of what the peer sends: applied to
+    /// the live link (see `Federation::narrow_link_accept`).
+    pub fn narrow_link_accept(&mut self, link: LinkId, accept: TypeFilter) {
+        self.settle();
+        self.federation
+            .narrow_link_accept(link, accept, &mut self.scene);
+        self.settle();
     }
 
     /// A UDP datagram from a link.

@@ -55,6 +55,19 @@ impl PeerHealth {
         }
     }
 
+    /// The peer files changed (a reload): removed peers leave, new ones
+    /// start without a failure, kept ones keep their last failure.
+    pub fn reconfigure<'a>(&mut self, peers: impl IntoIterator<Item = (&'a str, bool)>) {
+        let mut old = std::mem::take(&mut self.peers);
+        self.peers = peers
+            .into_iter()
+            .map(|(name, dialled)| {
+                let last = old.remove(name).and_then(|(_, last)| last);
+                (name.to_owned(), (dialled, last))
+            })
+            .collect();
+    }
+
     /// Remembers a failure with a configured peer; others are not tracked
     /// (an unknown node's refusals are counted and logged elsewhere).
     pub fn failed(&mut self, peer: &str, reason: &str, at_secs: f64) {
@@ -83,6 +96,23 @@ impl PeerHealth {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reload_keeps_the_failures_of_kept_peers_only() {
+        let mut health = PeerHealth::new([("beta", true), ("gamma", true)]);
+        health.failed("beta", "no answer in time", 1.0);
+        health.failed("gamma", "refused", 2.0);
+        health.reconfigure([("beta", false), ("delta", true)]);
+        let states = health.states(|_| false);
+        let names: Vec<_> = states.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["beta", "delta"]);
+        assert!(!states[0].dialled);
+        assert_eq!(
+            states[0].last_failure.as_ref().unwrap().reason,
+            "no answer in time"
+        );
+        assert!(states[1].dialled && states[1].last_failure.is_none());
+    }
 
     #[test]
     fn only_configured_peers_are_tracked_and_the_last_failure_wins() {

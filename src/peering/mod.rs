@@ -1,5 +1,6 @@
 //! The peer link's pure parts: identities and pinning, the validated peer
-//! set (the files are read by `crate::config`), the control-stream codec
+//! set (the files are read by `crate::config`) and what a reload changes in
+//! it, peer addresses (names resolved by the driver), the control-stream codec
 //! and handshake state machine, key derivation, link arbitration, reconnect
 //! backoff and liveness.
 //!
@@ -16,5 +17,7 @@ pub mod handshake;
 pub mod hello;
 pub mod keys;
 pub mod negotiate;
+pub mod peer_address;
+pub mod peer_diff;
 pub mod peer_file;
 pub mod reason;

@@ -9,10 +9,10 @@
 
 use std::collections::BTreeSet;
 use std::fmt;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use super::fingerprint::Fingerprint;
+use super::peer_address::PeerAddress;
 use crate::tundra::Registry;
 
 /// Longest peer name; names appear in logs and hellos.
@@ -129,8 +129,9 @@ pub struct PeerConfig {
     pub source: PathBuf,
     /// The peer's name on this node.
     pub name: PeerName,
-    /// The QUIC address to dial; `None` means wait for the peer to dial.
-    pub control: Option<SocketAddr>,
+    /// The QUIC address to dial (a host name is resolved at each dial);
+    /// `None` means wait for the peer to dial.
+    pub control: Option<PeerAddress>,
     /// The only certificate accepted from this peer.
     pub fingerprint: Fingerprint,
     /// Types this node sends to the peer.

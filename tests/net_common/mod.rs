@@ -528,6 +528,24 @@ impl SceneView {
                         .extend(create.components.iter().map(|c| c.type_id));
                 }
             }
+            // The Name text stays: entities are found by it.
+            Message::RemoveComponents(remove) => {
+                let Some(seen) = self.entities.get_mut(&remove.entity_id) else {
+                    return;
+                };
+                let removed = |id: Option<ComponentId>| {
+                    id.is_some_and(|id| remove.component_ids.contains(&id))
+                };
+                if removed(seen.placeable) {
+                    seen.placeable = None;
+                    seen.x = None;
+                    seen.types.remove(&PLACEABLE);
+                }
+                if removed(seen.name_component) {
+                    seen.name_component = None;
+                    seen.types.remove(&NAME);
+                }
+            }
             _ => {}
         }
     }

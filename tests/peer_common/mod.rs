@@ -151,7 +151,7 @@ pub fn peer_entry(name: &str, control: Option<SocketAddr>, fingerprint: Fingerpr
     PeerConfig {
         source: PathBuf::from(format!("peers/{name}.toml")),
         name: PeerName::new(name).unwrap(),
-        control,
+        control: control.map(Into::into),
         fingerprint,
         export: TypeFilter::All,
         accept: TypeFilter::All,

@@ -76,7 +76,7 @@ impl Running {
         });
         let mut schema_cache = http::schema::SchemaCache::default();
         let mut handles: HashMap<ClientId, ClientHandle> = HashMap::new();
-        let (peer_node, mut peer_events) = match self.peers.take() {
+        let (mut peer_node, mut peer_events) = match self.peers.take() {
             Some((node, events)) => (Some(node), Some(events)),
             None => (None, None),
         };
@@ -97,6 +97,10 @@ impl Running {
             })
         });
         let mut upstream_out: Option<mpsc::UnboundedSender<UpstreamCommand>> = None;
+        let (mut reload_requests, reload_load) = match self.reload.take() {
+            Some(source) => (Some(source.requests), Some(source.load)),
+            None => (None, None),
+        };
         // The node's next deadline; reset after every batch of inputs.
         let timer = tokio::time::sleep_until(clock.instant(Time::ZERO));
         tokio::pin!(shutdown, timer);
@@ -187,6 +191,10 @@ impl Running {
                         });
                     }
                 }
+                request = next_reload_request(&mut reload_requests) => match (request, &reload_load) {
+                    (Some(()), Some(load)) => self.reload(load, peer_node.as_mut(), &links),
+                    _ => reload_requests = None,
+                },
                 _ = &mut shutdown => {
                     info!("shutting down");
                     break;
@@ -444,6 +452,13 @@ async fn next_upstream_event(
 ) -> Option<crate::transport::upstream::UpstreamEvent> {
     match events {
         Some(events) => events.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn next_reload_request(requests: &mut Option<mpsc::Receiver<()>>) -> Option<()> {
+    match requests {
+        Some(requests) => requests.recv().await,
         None => std::future::pending().await,
     }
 }

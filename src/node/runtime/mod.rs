@@ -3,6 +3,7 @@
 //! outputs. All protocol decisions are in the core.
 
 mod driver;
+mod reload;
 mod start;
 
 use std::net::SocketAddr;
@@ -23,6 +24,7 @@ use crate::transport::knet::listener::KnetListener;
 use crate::transport::peer::{PeerEvent, PeerNode, PeerStartError};
 
 pub use super::TickHook;
+pub use reload::{ConfigLoader, ReloadSource};
 pub use start::start;
 
 /// Why a node could not start.
@@ -121,6 +123,8 @@ pub struct Running {
     peer_health: PeerHealth,
     /// How late the loop served its timers, for the status and `/metrics`.
     loop_lag: LoopLag,
+    /// Reload requests and how to read the configuration again.
+    reload: Option<ReloadSource>,
 }
 
 impl Running {

@@ -129,6 +129,7 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
         link_ends: LinkEnds::default(),
         peer_health,
         loop_lag: LoopLag::default(),
+        reload: None,
     })
 }
 

@@ -80,8 +80,7 @@ pub(super) async fn accept(shared: Arc<Shared>, incoming: quinn::Incoming) {
     // The client verifier accepted only pinned fingerprints, so this finds
     // the peer unless the configuration is inconsistent.
     let peer = peer_tls::peer_fingerprint(&connection)
-        .and_then(|fingerprint| shared.config.peers.by_fingerprint(&fingerprint))
-        .cloned();
+        .and_then(|fingerprint| shared.peers().by_fingerprint(&fingerprint).cloned());
     let Some(peer) = peer else {
         connection.close(ReasonCode::INTERNAL.0.into(), b"unknown peer");
         return;
@@ -284,6 +283,14 @@ fn prepare(
     negotiated: Negotiated,
 ) -> Result<Prepared, Reason> {
     let config = &shared.config;
+    // A reload may have removed the peer, or pinned another certificate,
+    // while this connection shook hands.
+    if !shared.is_configured(peer) {
+        return Err(Reason::new(
+            ReasonCode::SHUTDOWN,
+            "peer no longer configured on this node",
+        ));
+    }
     let mut secret = [0u8; EXPORTED_SECRET_LEN];
     connection
         .export_keying_material(&mut secret, EXPORTER_LABEL, EXPORTER_CONTEXT)

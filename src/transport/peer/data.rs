@@ -133,10 +133,17 @@ pub(super) async fn run(
     mut control: Control,
     mut prepared: Prepared,
 ) {
+    // The peer's file as configured now: a reload while the connection
+    // shook hands may have changed its export and accept rules.
+    let current = shared
+        .peers()
+        .by_name(&peer.name)
+        .filter(|now| now.fingerprint == peer.fingerprint)
+        .cloned();
     let handle = PeerLink {
         id: link,
         peer: peer.name.clone(),
-        config: Arc::new(peer.clone()),
+        config: Arc::new(current.unwrap_or_else(|| peer.clone())),
         hello: Arc::new(prepared.negotiated.peer.clone()),
         framing: prepared.negotiated.framing,
         role: control.handshake.role(),

@@ -1,11 +1,13 @@
 //! One dialer per peer with a control address: dials while no connection
 //! with the peer is committed, and after a failure or a lost link waits an
-//! exponentially growing, jittered delay (docs/peer-link.md §8.1).
+//! exponentially growing, jittered delay (docs/peer-link.md §8.1). A host
+//! name is looked up at every dial, so a redial finds a peer that moved; a
+//! failed lookup is a failed dial. A reload stops a dialer through `stop`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tracing::{info, info_span, warn, Instrument};
 
 use super::{connection, PeerEvent, Shared};
@@ -13,16 +15,18 @@ use crate::logging::RemoteText;
 use crate::peering::backoff::{Backoff, DialOutcome};
 use crate::peering::handshake::Initiator;
 use crate::peering::keys::Role;
+use crate::peering::peer_address::PeerAddress;
 use crate::peering::peer_file::PeerConfig;
 use crate::peering::reason::{Reason, ReasonCode};
 use crate::transport::peer_tls::{self, SERVER_NAME};
 
-/// Dials `peer` at `address` until shutdown.
+/// Dials `peer` at `address` until shutdown or `stop`.
 pub(super) async fn run(
     shared: Arc<Shared>,
     peer: PeerConfig,
-    address: SocketAddr,
+    address: PeerAddress,
     seed: u64,
+    mut stop: watch::Receiver<bool>,
     alive: mpsc::Sender<()>,
 ) {
     let _alive = alive;
@@ -49,17 +53,31 @@ pub(super) async fn run(
             while shared.registry.is_linked(&peer.name) {
                 tokio::select! {
                     _ = super::stopped(&mut shutdown) => return,
+                    _ = super::stopped(&mut stop) => return,
                     changed = changes.changed() => if changed.is_err() { return },
                 }
             }
-            if *shutdown.borrow() {
+            if *shutdown.borrow() || *stop.borrow() {
                 return;
             }
-            info!(attempt = backoff.failures() + 1, "dialling");
             // Shutdown is watched inside: while connecting here, and by the
             // connection itself once it runs (it must say goodbye, not vanish).
-            let outcome = dial(&shared, &client, &peer, address).await;
-            if *shutdown.borrow() {
+            let outcome = match resolve(&shared, &address).await {
+                Ok(resolved) => {
+                    info!(attempt = backoff.failures() + 1, %resolved, "dialling");
+                    dial(&shared, &client, &peer, resolved, &mut stop).await
+                }
+                Err(reason) => {
+                    warn!(
+                        attempt = backoff.failures() + 1,
+                        reason = %RemoteText(&reason),
+                        hint = "check the peer file's `control` host name (DNS, /etc/hosts); retrying with backoff",
+                        "dial failed: cannot resolve the peer's address"
+                    );
+                    DialOutcome::Failed
+                }
+            };
+            if *shutdown.borrow() || *stop.borrow() {
                 return;
             }
             let delay = backoff.after(outcome);
@@ -69,6 +87,7 @@ pub(super) async fn run(
             );
             tokio::select! {
                 _ = super::stopped(&mut shutdown) => return,
+                _ = super::stopped(&mut stop) => return,
                 _ = tokio::time::sleep(delay) => {}
             }
         }
@@ -77,12 +96,47 @@ pub(super) async fn run(
     .await
 }
 
+/// The socket address to dial: an IP address as written, a host name
+/// looked up now (one of this endpoint's address family first: an IPv4
+/// socket cannot reach `::1`). The error is the log's reason.
+async fn resolve(shared: &Shared, address: &PeerAddress) -> Result<SocketAddr, Reason> {
+    let (name, port) = match address {
+        PeerAddress::Ip(address) => return Ok(*address),
+        PeerAddress::Host { name, port } => (name.as_str(), *port),
+    };
+    let failed = |text: String| Reason::new(ReasonCode::NONE, text);
+    // A resolver that hangs costs one dial attempt, not the dialer.
+    let lookup = tokio::time::timeout(
+        shared.config.handshake_timeout,
+        tokio::net::lookup_host((name, port)),
+    )
+    .await
+    .map_err(|_| {
+        failed(format!(
+            "looking up {name} took longer than the handshake timeout"
+        ))
+    })?
+    .map_err(|error| failed(format!("cannot resolve {name}: {error}")))?;
+    let found: Vec<SocketAddr> = lookup.collect();
+    let ipv4 = shared
+        .endpoint
+        .local_addr()
+        .map_or(true, |local| local.is_ipv4());
+    found
+        .iter()
+        .find(|candidate| candidate.is_ipv4() == ipv4)
+        .or(found.first())
+        .copied()
+        .ok_or_else(|| failed(format!("{name} resolves to no address")))
+}
+
 /// One attempt, and how it ended.
 async fn dial(
     shared: &Arc<Shared>,
     client: &quinn::ClientConfig,
     peer: &PeerConfig,
     address: SocketAddr,
+    stop: &mut watch::Receiver<bool>,
 ) -> DialOutcome {
     let connecting = match shared
         .endpoint
@@ -97,6 +151,7 @@ async fn dial(
     let mut shutdown = shared.shutdown.clone();
     let connected = tokio::select! {
         _ = super::stopped(&mut shutdown) => return DialOutcome::Failed,
+        _ = super::stopped(stop) => return DialOutcome::Failed,
         connected = tokio::time::timeout(shared.config.handshake_timeout, connecting) => connected,
     };
     match connected {

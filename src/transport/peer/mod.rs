@@ -31,6 +31,7 @@ mod registry;
 mod stream_capture;
 mod udp;
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -51,9 +52,10 @@ use crate::config::PeerLinkMode;
 use crate::peering::handshake::{Closure, Initiator};
 use crate::peering::hello::{DataPath, Hello};
 use crate::peering::keys::Role;
-use crate::peering::peer_file::PeerName;
+use crate::peering::peer_diff::PeerChange;
+use crate::peering::peer_file::{PeerConfig, PeerName, PeerSet};
 use crate::peering::reason::Reason;
-use crate::transport::peer_tls;
+use crate::transport::peer_tls::{self, PeerTlsError};
 
 /// Capacity of the node's event channel; a federation that stops reading
 /// stalls the links (backpressure) rather than growing memory.
@@ -98,7 +100,11 @@ pub enum PeerEvent {
 /// State shared by every task of one node.
 #[derive(Debug)]
 struct Shared {
+    /// The configuration the node started with; its peer set is the
+    /// first of `peers`.
     config: PeerNodeConfig,
+    /// The peers configured now: replaced by [`PeerNode::reconfigure`].
+    peers: Mutex<PeerSet>,
     incarnation: u64,
     origin: tokio::time::Instant,
     endpoint: quinn::Endpoint,
@@ -124,6 +130,21 @@ impl Shared {
     /// The tokio instant of a protocol time.
     fn instant(&self, time: Time) -> tokio::time::Instant {
         self.origin + Duration::from_micros(time.as_micros().min(u64::MAX / 2))
+    }
+
+    /// The peers configured now.
+    fn peers(&self) -> std::sync::MutexGuard<'_, PeerSet> {
+        self.peers
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Whether `peer` is still configured with the certificate it was
+    /// dialled or accepted with (a reload may have removed it meanwhile).
+    fn is_configured(&self, peer: &PeerConfig) -> bool {
+        self.peers()
+            .by_name(&peer.name)
+            .is_some_and(|now| now.fingerprint == peer.fingerprint)
     }
 
     fn draw<T>(&self, draw: impl FnOnce(&mut ChaCha8Rng) -> T) -> T {
@@ -186,6 +207,9 @@ pub struct PeerNode {
     finished: mpsc::Receiver<()>,
     control_address: SocketAddr,
     udp_task: Option<tokio::task::JoinHandle<()>>,
+    /// Stops each running dialer, by peer.
+    dialers: HashMap<PeerName, watch::Sender<bool>>,
+    span: tracing::Span,
 }
 
 /// Socket buffer asked for on the data socket, each way. The default
@@ -267,6 +291,7 @@ impl PeerNode {
         let incarnation = rng.gen();
         let span = info_span!("peer_node", node = %config.name);
         let shared = Arc::new(Shared {
+            peers: Mutex::new(config.peers.clone()),
             config,
             incarnation,
             origin: tokio::time::Instant::now(),
@@ -299,24 +324,94 @@ impl PeerNode {
             ))
         });
         tokio::spawn(accept_loop(shared.clone(), alive.clone()).instrument(span.clone()));
-        for peer in shared.config.peers.iter() {
-            if let Some(address) = peer.control {
-                let seed = shared.draw(|rng| rng.gen());
-                let task = dialer::run(shared.clone(), peer.clone(), address, seed, alive.clone());
-                tokio::spawn(task.instrument(span.clone()));
+        let mut node = PeerNode {
+            shared,
+            shutdown,
+            alive,
+            finished,
+            control_address,
+            udp_task,
+            dialers: HashMap::new(),
+            span,
+        };
+        for peer in node.shared.config.peers.clone().iter() {
+            node.start_dialer(peer);
+        }
+        Ok((node, event_receiver))
+    }
+
+    /// Starts dialling `peer` if its file has a `control` address.
+    fn start_dialer(&mut self, peer: &PeerConfig) {
+        let Some(address) = peer.control.clone() else {
+            return;
+        };
+        let seed = self.shared.draw(|rng| rng.gen());
+        let (stop, stopped) = watch::channel(false);
+        let task = dialer::run(
+            self.shared.clone(),
+            peer.clone(),
+            address,
+            seed,
+            stopped,
+            self.alive.clone(),
+        );
+        tokio::spawn(task.instrument(self.span.clone()));
+        if let Some(previous) = self.dialers.insert(peer.name.clone(), stop) {
+            previous.send_replace(true);
+        }
+    }
+
+    /// Stops dialling `peer`. A connection the dialer runs is not cut: the
+    /// application ends its link with a goodbye (`PeerLink::close`).
+    fn stop_dialer(&mut self, peer: &PeerName) {
+        if let Some(stop) = self.dialers.remove(peer) {
+            stop.send_replace(true);
+        }
+    }
+
+    /// This node's peer-link identity (its certificate and key).
+    pub fn identity(&self) -> &crate::transport::identity::NodeIdentity {
+        &self.shared.config.identity
+    }
+
+    /// The peers configured now.
+    pub fn peers(&self) -> PeerSet {
+        self.shared.peers().clone()
+    }
+
+    /// Replaces the configured peers with `peers` (a reload), given the
+    /// `changes` that lead there (`peering::peer_diff::diff`): incoming
+    /// connections are pinned to the new set at once, dialers of removed
+    /// or replaced peers stop and new ones start. Links are left to the
+    /// application, which ends those the changes name with a goodbye; a
+    /// connection still in its handshake with a peer no longer configured
+    /// is refused when it would commit. On an error nothing changed.
+    pub fn reconfigure(
+        &mut self,
+        peers: PeerSet,
+        changes: &[PeerChange],
+    ) -> Result<(), PeerTlsError> {
+        let config = &self.shared.config;
+        let server = peer_tls::server_config(
+            &config.identity,
+            peers.iter().map(|peer| peer.fingerprint),
+            config.liveness_timeout,
+        )?;
+        *self.shared.peers() = peers;
+        self.shared.endpoint.set_server_config(Some(server));
+        for change in changes {
+            match change {
+                PeerChange::Removed(name) => self.stop_dialer(name),
+                PeerChange::Added(peer) | PeerChange::Replaced(peer) => {
+                    self.stop_dialer(&peer.name);
+                    self.start_dialer(peer);
+                }
+                // Same pin and address: the running dialer redials the
+                // link the application ends, or keeps the live one.
+                PeerChange::Relinked(_) | PeerChange::RulesChanged(_) => {}
             }
         }
-        Ok((
-            PeerNode {
-                shared,
-                shutdown,
-                alive,
-                finished,
-                control_address,
-                udp_task,
-            },
-            event_receiver,
-        ))
+        Ok(())
     }
 
     /// The bound QUIC control address.
