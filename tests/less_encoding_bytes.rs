@@ -83,7 +83,9 @@ fn measure(transforms: &[Transform]) -> Tally {
         let Value::FixedBinary(bytes) = wire else {
             panic!("the transform is encoded")
         };
-        let decoded = EncodingId::TundraTransform
+        let decoded = link
+            .for_property(&placeable, &key)
+            .expect("the transform is encoded")
             .decode(&mut lessgate::less::codec::Reader::new(&bytes))
             .unwrap();
         let Value::Floats(f) = decoded else {

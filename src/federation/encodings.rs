@@ -1,10 +1,13 @@
 //! Which Tundra properties use which compact encoding on a link that agreed
 //! on it (docs/federation.md §2.5, docs/less-wire.md §16).
 //!
-//! One rule today: every Transform attribute of a Tundra component type
-//! (the only attributes the mapping carries as VECTOR(9, FLOAT32), section
-//! 2.4) travels as `tundra-transform/1`: fixed-point position, quantized
-//! rotation, exact scale, with an exact fallback per value.
+//! Every Transform attribute of a Tundra component type (the only
+//! attributes the mapping carries as VECTOR(9, FLOAT32), section 2.4)
+//! travels as `tundra-transform/2` where both ends know it: fixed-point
+//! position, the Euler angles as the origin wrote them (within 0.044°),
+//! exact scale, with an exact fallback per value. A link to a node that
+//! knows only `/1` falls back to it (the rotation arrives as the same
+//! orientation, possibly written with other angles).
 
 use super::mapping::{component, COMPONENT_URI, CUSTOM_URI};
 use crate::less::encoding::{EncodingId, EncodingRule};
@@ -15,11 +18,18 @@ use crate::less::value_type::ValueType;
 pub fn encoding_rules() -> Vec<EncodingRule> {
     [COMPONENT_URI, CUSTOM_URI]
         .into_iter()
-        .map(|uri_prefix| EncodingRule {
-            uri_prefix: uri_prefix.to_owned(),
-            component: ComponentId(component::ATTRIBUTES),
-            value_type: ValueType::Vector(9, Box::new(ValueType::Float32)),
-            encoding: EncodingId::TundraTransform,
+        .flat_map(|uri_prefix| {
+            // The first rule whose encoding the link agreed on applies.
+            [
+                EncodingId::TundraTransformAngles,
+                EncodingId::TundraTransform,
+            ]
+            .map(|encoding| EncodingRule {
+                uri_prefix: uri_prefix.to_owned(),
+                component: ComponentId(component::ATTRIBUTES),
+                value_type: ValueType::Vector(9, Box::new(ValueType::Float32)),
+                encoding,
+            })
         })
         .collect()
 }
@@ -42,6 +52,15 @@ mod tests {
         let link = LinkEncodings::from_features(&offered_features(), encoding_rules());
         assert_eq!(
             link.for_property(placeable, &attribute_key(0)),
+            Some(EncodingId::TundraTransformAngles)
+        );
+        // A peer that knows only the first layout.
+        let older = LinkEncodings::from_features(
+            &["enc:tundra-transform/1".to_owned()],
+            encoding_rules(),
+        );
+        assert_eq!(
+            older.for_property(placeable, &attribute_key(0)),
             Some(EncodingId::TundraTransform)
         );
         // Placeable's other attributes (bools, strings, references) stay plain.

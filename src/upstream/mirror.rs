@@ -28,6 +28,7 @@ impl Bridge {
                         info!(user = %RemoteText(&session.user), protocol = session.protocol.0, "logged in to the world server");
                         self.commands
                             .push_back(super::bridge::LinkCommand::LoggedIn);
+                        self.outage_reported = false;
                         self.begin_sync(now, session);
                     }
                     Err(error) => warn!(error = %RemoteText(&error), "world server login failed"),

@@ -72,7 +72,7 @@ fn a_login_without_reply_is_closed_after_the_timeout_once_and_redialled() {
 
     // The driver redials: a fresh Login, and a reply that comes in time
     // resets the backoff.
-    b.handle_disconnected(t0 + Duration::from_secs(6));
+    b.handle_disconnected(t0 + Duration::from_secs(6), "closed by the world server");
     b.handle_connected(t0 + Duration::from_secs(7));
     assert!(b.poll_transmit().is_some(), "Login sent again");
     b.handle_frame(t0 + Duration::from_secs(7), &reply, &mut scene);
@@ -84,12 +84,12 @@ fn a_login_without_reply_is_closed_after_the_timeout_once_and_redialled() {
 fn the_grace_period_runs_on_through_unanswered_logins() {
     let (mut b, mut scene) = (bridge(), Scene::new(Registry::builtin()));
     logged_in(&mut b, &mut scene, Time::ZERO, &[(5, "box", 1)]);
-    b.handle_disconnected(Time::from_millis(1_000));
+    b.handle_disconnected(Time::from_millis(1_000), "closed by the world server");
     // Reconnected at 2 s to a server that hangs; closed at 7 s.
     b.handle_connected(Time::from_millis(2_000));
     assert_eq!(b.poll_timeout(), Some(Time::from_millis(7_000)));
     b.handle_timeout(Time::from_millis(7_000), &mut scene);
-    b.handle_disconnected(Time::from_millis(7_000));
+    b.handle_disconnected(Time::from_millis(7_000), "closed by the world server");
     b.handle_connected(Time::from_millis(8_000));
     // Lost at 1 s with 10 s of grace: its entities leave at 11 s, not later.
     assert_eq!(b.poll_timeout(), Some(Time::from_millis(11_000)));
