@@ -10,9 +10,12 @@
 //! orientation, possibly written with other angles).
 
 use super::mapping::{component, COMPONENT_URI, CUSTOM_URI};
+use crate::less::encoding::transform::{self, Layout};
 use crate::less::encoding::{EncodingId, EncodingRule};
 use crate::less::ids::ComponentId;
 use crate::less::value_type::ValueType;
+use crate::tundra::values::Transform;
+use crate::tundra::AttributeValue;
 
 /// The federation's encoding rules, the same on every node.
 pub fn encoding_rules() -> Vec<EncodingRule> {
@@ -34,6 +37,28 @@ pub fn encoding_rules() -> Vec<EncodingRule> {
         .collect()
 }
 
+/// Whether `arrived` is `held` as it reads after crossing a federation
+/// link: a Transform through either layout of `tundra-transform` (the only
+/// lossy encoding the rules use; every other value crosses exactly). The
+/// bridge uses it so that a world server's own value, come back through the
+/// federation, is not written back to it as if a client had set it
+/// (docs/upstream.md §5).
+pub fn is_link_copy(held: &AttributeValue, arrived: &AttributeValue) -> bool {
+    let (AttributeValue::Transform(held), AttributeValue::Transform(arrived)) = (held, arrived)
+    else {
+        return false;
+    };
+    let floats = |t: &Transform| {
+        [
+            t.pos.x, t.pos.y, t.pos.z, t.rot.x, t.rot.y, t.rot.z, t.scale.x, t.scale.y, t.scale.z,
+        ]
+    };
+    let (held, arrived) = (floats(held), floats(arrived));
+    [Layout::Angles, Layout::Quaternion].into_iter().any(|layout| {
+        transform::decode(layout, &transform::encode(layout, held)) == Ok(arrived)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -42,6 +67,26 @@ mod tests {
     use crate::less::encoding::link::offered_features;
     use crate::less::encoding::LinkEncodings;
     use crate::tundra::Registry;
+
+    fn rotated(y: f32) -> AttributeValue {
+        AttributeValue::Transform(Transform {
+            rot: crate::tundra::values::Float3::new(0.0, y, 0.0),
+            ..Transform::default()
+        })
+    }
+
+    #[test]
+    fn a_transform_read_through_a_link_is_known_as_a_copy() {
+        // A yaw of 30 crosses as 29.970703125 and 89.98 as 90 in both
+        // layouts (steps of 360/4096 and 720/8192 degrees).
+        let thirty = rotated(30.0);
+        assert!(is_link_copy(&thirty, &rotated(29.970703125)));
+        assert!(is_link_copy(&rotated(89.98), &rotated(90.0)));
+        // A different value, or the same value itself, is no copy of it.
+        assert!(!is_link_copy(&thirty, &rotated(31.0)));
+        assert!(!is_link_copy(&thirty, &AttributeValue::Real(30.0)));
+        assert!(!is_link_copy(&AttributeValue::Real(1.0), &AttributeValue::Real(1.0)));
+    }
 
     #[test]
     fn placeable_transform_is_the_encoded_property() {

@@ -65,6 +65,9 @@ pub enum BridgeEvent {
     },
     /// The world server registered a custom component type.
     TypeRegistered(u32),
+    /// The world server's LoginReply data (JSON with its asset storage):
+    /// the node's WebSocket clients get the same.
+    WorldLoginReply(String),
 }
 
 /// Where the session to the world server is.

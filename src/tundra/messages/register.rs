@@ -33,9 +33,8 @@ pub struct RegisterComponentType {
 
 impl RegisterComponentType {
     /// The announcement of a registered custom type, with the name as the
-    /// tundra-urho3d server sends it: without `EC_` (WebTundra registers the
-    /// name it is given, so a prefixed name would show as `EC_EC_...` in
-    /// its component type names; docs/tundra-wire.md §4.17).
+    /// tundra-urho3d server sends it: without `EC_` (docs/tundra-wire.md
+    /// §4.17).
     pub fn from_schema(schema: &ComponentSchema) -> Self {
         RegisterComponentType {
             type_id: schema.type_id,
