@@ -209,3 +209,60 @@ fn a_held_removal_that_does_not_come_back_is_sent_after_the_grace_period() {
         [Message::CreateEntity(_)]
     ));
 }
+
+/// INFO lines, by message, written in this thread.
+#[derive(Clone, Default)]
+struct InfoLines(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for InfoLines {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        struct Message(String);
+        impl tracing::field::Visit for Message {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                if field.name() == "message" {
+                    self.0 = format!("{value:?}");
+                }
+            }
+        }
+        if *event.metadata().level() == tracing::Level::INFO {
+            let mut message = Message(String::new());
+            event.record(&mut message);
+            self.0.lock().unwrap().push(message.0);
+        }
+    }
+}
+
+#[test]
+fn one_info_line_per_outage_not_per_redial() {
+    use tracing_subscriber::layer::SubscriberExt;
+    let lines = InfoLines::default();
+    let subscriber = tracing_subscriber::registry().with(lines.clone());
+    tracing::subscriber::with_default(subscriber, || {
+        let (mut b, mut scene) = (bridge(), Scene::new(Registry::builtin()));
+        logged_in(&mut b, &mut scene, Time::ZERO, &[(5, "box", 1)]);
+        // The world server goes away; ten redials fail (refused, or
+        // connected and dropped before a LoginReply).
+        let mut now = Time::from_millis(1_000);
+        b.handle_disconnected(now, "closed by the world server");
+        for attempt in 0..10 {
+            now = now + Duration::from_millis(500);
+            if attempt % 2 == 0 {
+                b.handle_connected(now);
+            }
+            b.handle_disconnected(now, "Connection refused (os error 111)");
+        }
+        // Back: a login ends the outage; the next loss is a new one.
+        logged_in(&mut b, &mut scene, now + Duration::from_secs(1), &[(5, "box", 1)]);
+        b.handle_disconnected(now + Duration::from_secs(5), "closed by the world server");
+        b.handle_disconnected(now + Duration::from_secs(6), "Connection refused (os error 111)");
+    });
+    let lost: Vec<String> = lines
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|m| m.contains("connection lost"))
+        .cloned()
+        .collect();
+    assert_eq!(lost.len(), 2, "one per outage: {lost:?}");
+}
