@@ -137,8 +137,15 @@ fn euler_angles_reach_other_nodes_clients_as_the_origin_wrote_them() {
     let written = Float3::new(-14.7, -221.7, 0.0);
     let seen = rotation_seen_across(&offered_features(), written);
     let bound = angle_max_error_degrees(ANGLE_BITS) as f32;
-    for (w, s) in [(written.x, seen.x), (written.y, seen.y), (written.z, seen.z)] {
-        assert!((w - s).abs() <= bound + 1e-4, "wrote {written:?}, node 1's client reads {seen:?}");
+    for (w, s) in [
+        (written.x, seen.x),
+        (written.y, seen.y),
+        (written.z, seen.z),
+    ] {
+        assert!(
+            (w - s).abs() <= bound + 1e-4,
+            "wrote {written:?}, node 1's client reads {seen:?}"
+        );
     }
     // A link to a node that knows only the first layout still carries the
     // orientation, written with other angles (docs/less-wire.md §16.4).

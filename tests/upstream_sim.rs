@@ -15,12 +15,12 @@ mod sim;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use lessgate::transport::client::ClientTransport;
 use lessgate::config::UpstreamSection;
 use lessgate::less::encoding::link::offered_features;
+use lessgate::transport::client::ClientTransport;
 use lessgate::tundra::messages::{
-    exec_type, CreateEntity, CreateEntityReply, EditAttributes, EditAttributesBlock,
-    EntityAction, IdPair, LoginReply,
+    exec_type, CreateEntity, CreateEntityReply, EditAttributes, EditAttributesBlock, EntityAction,
+    IdPair, LoginReply,
 };
 use lessgate::tundra::values::{Float3, Transform};
 use lessgate::tundra::{AttributeEdit, AttributeValue};
@@ -232,8 +232,15 @@ fn a_server_and_peers_action_from_a_peer_reaches_the_world_server_once() {
             _ => None,
         })
         .collect();
-    assert!(actions.iter().all(|a| a.entity_id == EntityId(7) && a.name == "Splash"));
-    let with = |bit: u8| actions.iter().filter(|a| a.execution_type & bit != 0).count();
+    assert!(actions
+        .iter()
+        .all(|a| a.entity_id == EntityId(7) && a.name == "Splash"));
+    let with = |bit: u8| {
+        actions
+            .iter()
+            .filter(|a| a.execution_type & bit != 0)
+            .count()
+    };
     assert_eq!(
         (with(exec_type::SERVER), with(exec_type::PEERS)),
         (1, 1),
@@ -261,7 +268,11 @@ fn a_world_value_come_back_quantized_is_not_written_back() {
     };
     // The world server numbers the components 1, 2, ... in the order sent;
     // the Placeable is the one the edits below address as component 1.
-    let placeable = create.components.iter().position(|c| c.type_id == 20).unwrap();
+    let placeable = create
+        .components
+        .iter()
+        .position(|c| c.type_id == 20)
+        .unwrap();
     let mut order: Vec<usize> = (0..create.components.len()).collect();
     order.swap(0, placeable);
     from_world(
@@ -291,10 +302,14 @@ fn a_world_value_come_back_quantized_is_not_written_back() {
         from_world(&mut sim, world_edit(50, rotated(y)));
         run(&mut sim, Duration::from_secs(1));
         let held = sim.scene_transform(1, at_1).unwrap();
-        assert!((held.rot.y - y).abs() < 0.1, "the authority took {y}: {held:?}");
+        assert!(
+            (held.rot.y - y).abs() < 0.1,
+            "the authority took {y}: {held:?}"
+        );
         let out = to_world(&mut sim);
         assert!(
-            !out.iter().any(|m| matches!(m, Message::EditAttributes(e) if e.entity_id == EntityId(50))),
+            !out.iter()
+                .any(|m| matches!(m, Message::EditAttributes(e) if e.entity_id == EntityId(50))),
             "the world server's {y} is not overwritten by its quantized copy: {out:?}"
         );
     }
@@ -303,7 +318,8 @@ fn a_world_value_come_back_quantized_is_not_written_back() {
     run(&mut sim, Duration::from_secs(1));
     let out = to_world(&mut sim);
     assert!(
-        out.iter().any(|m| matches!(m, Message::EditAttributes(e) if e.entity_id == EntityId(50))),
+        out.iter()
+            .any(|m| matches!(m, Message::EditAttributes(e) if e.entity_id == EntityId(50))),
         "{out:?}"
     );
 }
@@ -331,9 +347,16 @@ fn a_world_server_restart_within_the_default_grace_keeps_its_entities_everywhere
     // later: logged in again 100 s after the drop.
     sim.upstream_disconnected(0, "closed by the world server");
     let outage = Duration::from_secs(100);
-    assert!(outage < grace, "the default grace ({grace:?}) outlasts a restart");
+    assert!(
+        outage < grace,
+        "the default grace ({grace:?}) outlasts a restart"
+    );
     run(&mut sim, outage);
-    assert_eq!(sim.find(1, client, "fountain"), before, "still there at node 1");
+    assert_eq!(
+        sim.find(1, client, "fountain"),
+        before,
+        "still there at node 1"
+    );
     // The restarted server numbers its entities anew.
     world_login(&mut sim, 12, 10.0);
     run(&mut sim, Duration::from_secs(2));
@@ -344,5 +367,8 @@ fn a_world_server_restart_within_the_default_grace_keeps_its_entities_everywhere
     );
     assert_eq!(sim.nodes[1].scene().entities().count(), 1);
     let bridge = sim.nodes[0].upstream().unwrap();
-    assert!(matches!(bridge.state(), lessgate::upstream::LinkState::Ready { .. }));
+    assert!(matches!(
+        bridge.state(),
+        lessgate::upstream::LinkState::Ready { .. }
+    ));
 }

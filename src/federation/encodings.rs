@@ -54,9 +54,9 @@ pub fn is_link_copy(held: &AttributeValue, arrived: &AttributeValue) -> bool {
         ]
     };
     let (held, arrived) = (floats(held), floats(arrived));
-    [Layout::Angles, Layout::Quaternion].into_iter().any(|layout| {
-        transform::decode(layout, &transform::encode(layout, held)) == Ok(arrived)
-    })
+    [Layout::Angles, Layout::Quaternion]
+        .into_iter()
+        .any(|layout| transform::decode(layout, &transform::encode(layout, held)) == Ok(arrived))
 }
 
 #[cfg(test)]
@@ -80,12 +80,15 @@ mod tests {
         // A yaw of 30 crosses as 29.970703125 and 89.98 as 90 in both
         // layouts (steps of 360/4096 and 720/8192 degrees).
         let thirty = rotated(30.0);
-        assert!(is_link_copy(&thirty, &rotated(29.970703125)));
+        assert!(is_link_copy(&thirty, &rotated(30.0 - 15.0 / 512.0)));
         assert!(is_link_copy(&rotated(89.98), &rotated(90.0)));
         // A different value, or the same value itself, is no copy of it.
         assert!(!is_link_copy(&thirty, &rotated(31.0)));
         assert!(!is_link_copy(&thirty, &AttributeValue::Real(30.0)));
-        assert!(!is_link_copy(&AttributeValue::Real(1.0), &AttributeValue::Real(1.0)));
+        assert!(!is_link_copy(
+            &AttributeValue::Real(1.0),
+            &AttributeValue::Real(1.0)
+        ));
     }
 
     #[test]
@@ -100,10 +103,8 @@ mod tests {
             Some(EncodingId::TundraTransformAngles)
         );
         // A peer that knows only the first layout.
-        let older = LinkEncodings::from_features(
-            &["enc:tundra-transform/1".to_owned()],
-            encoding_rules(),
-        );
+        let older =
+            LinkEncodings::from_features(&["enc:tundra-transform/1".to_owned()], encoding_rules());
         assert_eq!(
             older.for_property(placeable, &attribute_key(0)),
             Some(EncodingId::TundraTransform)

@@ -9,9 +9,7 @@ use std::sync::{Arc, OnceLock};
 
 use super::codec::Reader;
 use super::encoding::link::offered_features;
-use super::encoding::rotation::{
-    angle_code, angle_max_error_degrees, ANGLE_BITS, YAW_ANGLE_BITS,
-};
+use super::encoding::rotation::{angle_code, angle_max_error_degrees, ANGLE_BITS, YAW_ANGLE_BITS};
 use super::encoding::{EncodingId, EncodingRule, LinkEncodings};
 use super::ids::{ComponentId, Local, ObjectId, PropertyKey, Remote, TypeId};
 use super::message::{encode_introduce, encode_update, DecodeContext, Message};
@@ -307,7 +305,11 @@ pub fn encodings(data: &[u8]) {
             // nothing.
             let (_, again) = encode_and_decode(encoding, &back);
             let bits = |v: &Value| floats_of(v).iter().map(|f| f.to_bits()).collect::<Vec<_>>();
-            assert_eq!(bits(&again), bits(&back), "{encoding:?} is stable after one round");
+            assert_eq!(
+                bits(&again),
+                bits(&back),
+                "{encoding:?} is stable after one round"
+            );
         }
         return;
     }

@@ -207,7 +207,7 @@ mod tests {
         // The world server holds 30 (one of its clients set it); the
         // federation's copy came back as 29.970703125.
         let mut shadow = vec![Some(rotated(30.0))];
-        let copy = vec![slot(rotated(29.970703125))];
+        let copy = vec![slot(rotated(30.0 - 15.0 / 512.0))];
         assert!(diff_slots(&mut shadow, &copy, 1).is_empty());
         assert_eq!(shadow, vec![Some(rotated(30.0))], "the world's value stays");
         // A federation client's edit is sent.

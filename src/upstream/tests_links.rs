@@ -245,16 +245,24 @@ fn one_info_line_per_outage_not_per_redial() {
         let mut now = Time::from_millis(1_000);
         b.handle_disconnected(now, "closed by the world server");
         for attempt in 0..10 {
-            now = now + Duration::from_millis(500);
+            now += Duration::from_millis(500);
             if attempt % 2 == 0 {
                 b.handle_connected(now);
             }
             b.handle_disconnected(now, "Connection refused (os error 111)");
         }
         // Back: a login ends the outage; the next loss is a new one.
-        logged_in(&mut b, &mut scene, now + Duration::from_secs(1), &[(5, "box", 1)]);
+        logged_in(
+            &mut b,
+            &mut scene,
+            now + Duration::from_secs(1),
+            &[(5, "box", 1)],
+        );
         b.handle_disconnected(now + Duration::from_secs(5), "closed by the world server");
-        b.handle_disconnected(now + Duration::from_secs(6), "Connection refused (os error 111)");
+        b.handle_disconnected(
+            now + Duration::from_secs(6),
+            "Connection refused (os error 111)",
+        );
     });
     let lost: Vec<String> = lines
         .0

@@ -126,12 +126,8 @@ impl EncodingId {
             EncodingId::FixedPointPosition => vector(&position::decode_position(bytes)?),
             EncodingId::Float3Half => vector(&position::decode_half(bytes)?),
             EncodingId::QuatSmallestThree => vector(&decode_quat(bytes)?),
-            EncodingId::TundraTransform => {
-                vector(&transform::decode(Layout::Quaternion, bytes)?)
-            }
-            EncodingId::TundraTransformAngles => {
-                vector(&transform::decode(Layout::Angles, bytes)?)
-            }
+            EncodingId::TundraTransform => vector(&transform::decode(Layout::Quaternion, bytes)?),
+            EncodingId::TundraTransformAngles => vector(&transform::decode(Layout::Angles, bytes)?),
         })
     }
 }

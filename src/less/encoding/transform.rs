@@ -110,7 +110,11 @@ fn rotation_form(layout: Layout, rotation: [f32; 3]) -> u64 {
         Layout::Angles if yaw_only && angle_code(YAW_ANGLE_BITS, rotation[1]).is_some() => {
             ROTATION_YAW
         }
-        Layout::Angles if rotation.iter().all(|a| angle_code(ANGLE_BITS, *a).is_some()) => {
+        Layout::Angles
+            if rotation
+                .iter()
+                .all(|a| angle_code(ANGLE_BITS, *a).is_some()) =>
+        {
             ROTATION_ANGLES
         }
         Layout::Angles => ROTATION_EULER,
@@ -201,7 +205,9 @@ pub fn decode(layout: Layout, bytes: &[u8]) -> Result<[f32; 9], DecodeError> {
     let rotation = match (layout, rotation_form) {
         (_, ROTATION_NONE) => [0.0; 3],
         (Layout::Quaternion, ROTATION_YAW) => [0.0, read_yaw(&mut r)?, 0.0],
-        (Layout::Quaternion, ROTATION_QUAT) => euler_degrees_from_quat(read_smallest_three(&mut r)?),
+        (Layout::Quaternion, ROTATION_QUAT) => {
+            euler_degrees_from_quat(read_smallest_three(&mut r)?)
+        }
         (Layout::Angles, ROTATION_YAW) => [0.0, read_angle(&mut r, YAW_ANGLE_BITS)?, 0.0],
         (Layout::Angles, ROTATION_ANGLES) => [
             read_angle(&mut r, ANGLE_BITS)?,
@@ -233,7 +239,11 @@ mod tests {
 
     fn round_trip(t: [f32; 9]) -> (Vec<u8>, [f32; 9]) {
         let bytes = encode(Layout::Quaternion, t);
-        assert_eq!(encoded_len(Layout::Quaternion, bytes[0]), Ok(bytes.len()), "{t:?}");
+        assert_eq!(
+            encoded_len(Layout::Quaternion, bytes[0]),
+            Ok(bytes.len()),
+            "{t:?}"
+        );
         let back = decode(Layout::Quaternion, &bytes).unwrap();
         (bytes, back)
     }
@@ -283,14 +293,25 @@ mod tests {
     fn reserved_and_malformed_inputs_are_errors() {
         assert!(encoded_len(Layout::Quaternion, 0b11000).is_err());
         assert!(decode(Layout::Quaternion, &[0b11000, 0, 0, 0, 0, 0, 0, 0]).is_err());
-        assert_eq!(decode(Layout::Quaternion, &[0x00, 0x20]), Err(DecodeError::Truncated));
+        assert_eq!(
+            decode(Layout::Quaternion, &[0x00, 0x20]),
+            Err(DecodeError::Truncated)
+        );
         // Padding bits (the top 5 of the last byte) must be zero.
-        assert!(decode(Layout::Quaternion, &[0x00, 0x20, 0x40, 0x00, 0x01, 0x01, 0x06, 0x84]).is_err());
+        assert!(decode(
+            Layout::Quaternion,
+            &[0x00, 0x20, 0x40, 0x00, 0x01, 0x01, 0x06, 0x84]
+        )
+        .is_err());
     }
 
     fn round_trip_angles(t: [f32; 9]) -> (Vec<u8>, [f32; 9]) {
         let bytes = encode(Layout::Angles, t);
-        assert_eq!(encoded_len(Layout::Angles, bytes[0]), Ok(bytes.len()), "{t:?}");
+        assert_eq!(
+            encoded_len(Layout::Angles, bytes[0]),
+            Ok(bytes.len()),
+            "{t:?}"
+        );
         (bytes.clone(), decode(Layout::Angles, &bytes).unwrap())
     }
 
@@ -312,7 +333,10 @@ mod tests {
             );
         }
         let (_, v1) = round_trip(t);
-        assert!((v1[4] - t[4]).abs() > 90.0, "/1 rewrites the angles: {v1:?}");
+        assert!(
+            (v1[4] - t[4]).abs() > 90.0,
+            "/1 rewrites the angles: {v1:?}"
+        );
     }
 
     #[test]
@@ -332,11 +356,28 @@ mod tests {
 
     #[test]
     fn angles_beyond_the_code_range_go_exact() {
-        for rotation in [[0.0, 400.0, 0.0], [10.0, 20.0, -725.5], [f32::NAN, 0.0, 0.0]] {
-            let t = [0.0, 0.0, 0.0, rotation[0], rotation[1], rotation[2], 1.0, 1.0, 1.0];
+        for rotation in [
+            [0.0, 400.0, 0.0],
+            [10.0, 20.0, -725.5],
+            [f32::NAN, 0.0, 0.0],
+        ] {
+            let t = [
+                0.0,
+                0.0,
+                0.0,
+                rotation[0],
+                rotation[1],
+                rotation[2],
+                1.0,
+                1.0,
+                1.0,
+            ];
             let (bytes, back) = round_trip_angles(t);
             assert_eq!(bytes[0] & 0b110, 0b110, "{rotation:?}");
-            assert_eq!([back[3], back[4], back[5]].map(f32::to_bits), rotation.map(f32::to_bits));
+            assert_eq!(
+                [back[3], back[4], back[5]].map(f32::to_bits),
+                rotation.map(f32::to_bits)
+            );
         }
     }
 

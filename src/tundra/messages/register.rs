@@ -157,8 +157,7 @@ mod tests {
         assert_eq!(hex::encode(w.finish()), hex::encode(&expected));
         // Read back, the bare name registers the same type id.
         let mut fresh = Registry::builtin();
-        let decoded =
-            RegisterComponentType::decode(&mut BitReader::new(&expected)).unwrap();
+        let decoded = RegisterComponentType::decode(&mut BitReader::new(&expected)).unwrap();
         assert_eq!(decoded.type_name, "MyComponent");
         decoded.register(&mut fresh);
         assert_eq!(fresh.get_by_name("EC_MyComponent").unwrap().type_id, 69969);
