@@ -274,3 +274,31 @@ fn one_info_line_per_outage_not_per_redial() {
         .collect();
     assert_eq!(lost.len(), 2, "one per outage: {lost:?}");
 }
+
+#[test]
+fn the_world_servers_storage_reply_is_passed_to_the_nodes_clients() {
+    let login = |data: &str| {
+        let (mut b, mut scene) = (bridge(), Scene::new(Registry::builtin()));
+        b.handle_connected(Time::ZERO);
+        while b.poll_transmit().is_some() {}
+        let reply = frame(Message::LoginReply(LoginReply {
+            success: true,
+            user_id: UserId(2),
+            reply_data: data.into(),
+            protocol_version: Some(3),
+        }));
+        b.handle_frame(Time::ZERO, &reply, &mut scene);
+        std::iter::from_fn(|| b.poll_event())
+            .filter_map(|e| match e {
+                BridgeEvent::WorldLoginReply(data) => Some(data),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    let storage = r#"{"storage":{"default":true,"name":"Scene","src":"http://world/","type":"HttpAssetStorage"}}"#;
+    assert_eq!(login(storage), vec![storage.to_owned()]);
+    // No storage block (or not JSON at all): the node keeps its own.
+    assert!(login("{}").is_empty());
+    assert!(login("<asset />").is_empty());
+    assert!(login(r#"{"storage":"x"}"#).is_empty());
+}
