@@ -1,13 +1,15 @@
 //! Compact encodings across a federation link (docs/less-wire.md §16): two
-//! nodes that both offer them exchange transforms in `tundra-transform/1`
-//! within its stated precision; a node that offers none gets every value
-//! plain and exact, and both ends agree without any error.
+//! nodes that both offer them exchange transforms in `tundra-transform/2`
+//! within its stated precision, Euler angles as the origin wrote them; a
+//! node that offers none gets every value plain and exact, and both ends
+//! agree without any error.
 
 mod sim;
 
 use std::time::Duration;
 
 use lessgate::less::encoding::link::{offered_features, UPDATE_PROPERTY_FEATURE};
+use lessgate::less::encoding::rotation::{angle_max_error_degrees, ANGLE_BITS};
 use lessgate::tundra::values::{Float3, Transform};
 use lessgate::tundra::AttributeValue;
 use sim::{LinkModel, Sim};
@@ -63,10 +65,9 @@ fn both_offering_use_the_compact_encoding_within_its_precision() {
     ];
     assert!(error.iter().all(|e| e.abs() <= 1.0 / 512.0), "{error:?}");
     assert_ne!(sent, received, "quantized, so not bit-exact");
-    // Yaw only: the rotation is exact to half a 12-bit step, modulo 360.
-    let yaw = (sent.rot.y - received.rot.y).rem_euclid(360.0);
+    // Yaw only: the angle as written, to half a 13-bit step of 720°.
     assert!(
-        yaw.min(360.0 - yaw) <= 360.0 / 8192.0 + 1e-3,
+        (sent.rot.y - received.rot.y).abs() <= 720.0 / 16384.0 + 1e-3,
         "{sent:?} {received:?}"
     );
     assert_eq!(received.scale, Float3::new(1.0, 1.0, 1.0));
@@ -100,4 +101,54 @@ fn keyed_updates_save_their_addressing_bytes_and_stay_exact() {
         with_keys + 40 * 3 <= without,
         "keyed link sent {with_keys} bytes, update-entity link {without}"
     );
+}
+
+/// Node 0's client writes `rotation` on its box; what node 1's client then
+/// reads (the transform node 1 sent it).
+fn rotation_seen_across(features: &[String], rotation: Float3) -> Float3 {
+    let mut sim = Sim::new(2, 11);
+    sim.connect_with(0, 1, LinkModel::CLEAN, features, features);
+    let a = sim.add_client(0);
+    let b = sim.add_client(1);
+    sim.create_box(0, a, 1, "statue", 5.0);
+    sim.run(SETTLE);
+    let entity = sim.find(0, a, "statue")[0];
+    let written = AttributeValue::Transform(Transform {
+        pos: Float3::new(5.0, 0.0, 0.0),
+        rot: rotation,
+        scale: Float3::new(1.0, 1.0, 1.0),
+    });
+    sim.set_transform(0, a, entity, written);
+    sim.run(SETTLE);
+    let at_b = sim.find(1, b, "statue")[0];
+    let components = &sim.view(1, b).entities[&at_b];
+    let (_, (_, values)) = components
+        .iter()
+        .find(|(_, (type_id, _))| *type_id == 20)
+        .expect("node 1's client has the Placeable");
+    let AttributeValue::Transform(seen) = values[0] else {
+        panic!("a transform: {values:?}")
+    };
+    seen.rot
+}
+
+#[test]
+fn euler_angles_reach_other_nodes_clients_as_the_origin_wrote_them() {
+    let written = Float3::new(-14.7, -221.7, 0.0);
+    let seen = rotation_seen_across(&offered_features(), written);
+    let bound = angle_max_error_degrees(ANGLE_BITS) as f32;
+    for (w, s) in [
+        (written.x, seen.x),
+        (written.y, seen.y),
+        (written.z, seen.z),
+    ] {
+        assert!(
+            (w - s).abs() <= bound + 1e-4,
+            "wrote {written:?}, node 1's client reads {seen:?}"
+        );
+    }
+    // A link to a node that knows only the first layout still carries the
+    // orientation, written with other angles (docs/less-wire.md §16.4).
+    let older = rotation_seen_across(&["enc:tundra-transform/1".to_owned()], written);
+    assert!((older.y - written.y).abs() > 90.0, "{older:?}");
 }

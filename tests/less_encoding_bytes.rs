@@ -1,6 +1,6 @@
 //! Bytes per transform update on the peer link (docs/less-wire.md §16.6):
 //! one LESS update of a Placeable transform, plain (update-entity, and the
-//! keyed update-property of 16.8) and in `tundra-transform/1` (keyed),
+//! keyed update-property of 16.8) and in the link's transform encoding (keyed),
 //! against what Tundra sends for the same change:
 //! EditAttributes (113) and RigidBodyUpdate (119), both built by this
 //! project's Tundra encoder as WebSocket frames (u16 id + payload). Also the
@@ -12,7 +12,7 @@ use lessgate::federation::schemas::schema_registry;
 use lessgate::federation::values::to_less;
 use lessgate::less::encoding::link::{offered_features, UPDATE_PROPERTY_FEATURE};
 use lessgate::less::encoding::rotation::{angle_between_degrees, quat_from_euler_degrees};
-use lessgate::less::encoding::{EncodingId, LinkEncodings};
+use lessgate::less::encoding::LinkEncodings;
 use lessgate::less::ids::{Local, ObjectId, Remote};
 use lessgate::less::message::Message;
 use lessgate::less::property_list::PropertyValue;
@@ -83,7 +83,9 @@ fn measure(transforms: &[Transform]) -> Tally {
         let Value::FixedBinary(bytes) = wire else {
             panic!("the transform is encoded")
         };
-        let decoded = EncodingId::TundraTransform
+        let decoded = link
+            .for_property(&placeable, &key)
+            .expect("the transform is encoded")
             .decode(&mut lessgate::less::codec::Reader::new(&bytes))
             .unwrap();
         let Value::Floats(f) = decoded else {

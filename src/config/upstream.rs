@@ -64,7 +64,12 @@ impl Default for UpstreamSection {
             login: BTreeMap::from([("username".to_owned(), "lessgate".to_owned())]),
             reconnect_min_ms: 500,
             reconnect_max_ms: 30_000,
-            grace_secs: 30,
+            // A restarted world server cannot bind its port again until
+            // the old connections leave TIME_WAIT (about 60 s), then starts
+            // up, and the next redial comes up to `reconnect_max_ms` (30 s)
+            // later: 120 s outlasts that, so a restart keeps the world's
+            // entities across the federation (docs/upstream.md §4).
+            grace_secs: 120,
             settle_ms: 500,
             login_timeout_ms: 10_000,
         }

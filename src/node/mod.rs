@@ -257,10 +257,10 @@ impl Node {
         self.settle();
     }
 
-    /// The connection to the world server ended.
-    pub fn handle_upstream_disconnected(&mut self, now: Time) {
+    /// The connection to the world server ended (or a dial failed).
+    pub fn handle_upstream_disconnected(&mut self, now: Time, reason: &str) {
         if let Some(bridge) = &mut self.upstream {
-            bridge.handle_disconnected(now);
+            bridge.handle_disconnected(now, reason);
         }
     }
 

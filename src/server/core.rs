@@ -35,6 +35,14 @@ pub struct ServerConfig {
     pub login_reply: String,
 }
 
+/// The LoginReply data of a node with no asset storage of its own: the
+/// storage block a real server sends (its AssetModule's default storage,
+/// keys in the order Qt writes them), with empty values
+/// (docs/tundra-wire.md §4.2). In upstream mode the world server's own
+/// block replaces it.
+pub const EMPTY_STORAGE_REPLY: &str =
+    r#"{"storage":{"default":true,"name":"","src":"","type":""}}"#;
+
 impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
@@ -42,7 +50,7 @@ impl Default for ServerConfig {
             limits: ServerLimits::default(),
             required_login: BTreeMap::new(),
             interest_management: false,
-            login_reply: "{}".to_owned(),
+            login_reply: EMPTY_STORAGE_REPLY.to_owned(),
         }
     }
 }
@@ -300,6 +308,12 @@ impl TundraServer {
                 client.pending_types.push(type_id);
             }
         }
+    }
+
+    /// The LoginReply data WebSocket clients get from now on (the world
+    /// server's, in upstream mode).
+    pub fn set_login_reply(&mut self, data: String) {
+        self.config.login_reply = data;
     }
 
     /// Queues an action for every logged-in client, sent after its next

@@ -119,7 +119,18 @@ fn captured_native_login_joins_and_gets_the_scene_a_websocket_client_gets() {
         LoginDialect::Json,
         &login_frame(r#"{"username":"tester"}"#),
     );
-    assert!(matches!(&sent[1], Message::LoginReply(r) if r.success && r.reply_data == "{}"));
+    // The real server's shape: its default storage, here with empty values
+    // (docs/tundra-wire.md §4.2).
+    let Message::LoginReply(reply) = &sent[1] else {
+        panic!("LoginReply second: {sent:?}")
+    };
+    assert!(reply.success);
+    assert_eq!(
+        reply.reply_data,
+        r#"{"storage":{"default":true,"name":"","src":"","type":""}}"#
+    );
+    let json: serde_json::Value = serde_json::from_str(&reply.reply_data).unwrap();
+    assert_eq!(json["storage"]["default"], true);
 
     let to_native = tick_frames(&mut native_server, &scene, native);
     let to_web = tick_frames(&mut web_server, &scene, web);

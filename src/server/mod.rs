@@ -39,7 +39,7 @@ mod tests;
 mod tick_tests;
 mod writer;
 
-pub use self::core::{ServerConfig, ServerEvent, ServerStats, TundraServer};
+pub use self::core::{ServerConfig, ServerEvent, ServerStats, TundraServer, EMPTY_STORAGE_REPLY};
 pub use crate::tundra::LoginDialect;
 pub use client::Client;
 pub use early_send::{EarlySendRule, SendTiming};

@@ -14,7 +14,7 @@ use futures_util::{SinkExt, StreamExt};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message as WsMessage;
-use tracing::{debug, info, warn};
+use tracing::debug;
 
 use super::knet::client::{connect as knet_connect, KnetClientConfig};
 use super::knet::{parse_knet_url, ClientInbound, KnetTransport};
@@ -91,7 +91,7 @@ async fn run(dial: UpstreamDial, events: mpsc::Sender<UpstreamEvent>) {
                     // The backoff starts over only once the login succeeded: a
                     // server that accepts connections but refuses or ignores
                     // the login is redialled ever more slowly.
-                    info!(url = %dial.url, "connected to the world server");
+                    debug!(url = %dial.url, "connected to the world server");
                     let (mut sink, mut stream) = socket.split();
                     let (out, mut outgoing) = mpsc::unbounded_channel::<UpstreamCommand>();
                     if events.send(UpstreamEvent::Connected(out)).await.is_err() {
@@ -146,7 +146,8 @@ async fn run(dial: UpstreamDial, events: mpsc::Sender<UpstreamEvent>) {
             return;
         }
         let delay = backoff.next_delay();
-        warn!(url = %dial.url, reason = %RemoteText(&reason), delay_ms = delay.as_millis() as u64, "world server link down; redialling");
+        // Per redial at DEBUG: the bridge writes one INFO line per outage.
+        debug!(url = %dial.url, reason = %RemoteText(&reason), delay_ms = delay.as_millis() as u64, "world server link down; redialling");
         tokio::time::sleep(delay).await;
     }
 }
@@ -173,7 +174,7 @@ async fn run_knet(
     };
     // kNet/UDP has no handshake: the connection counts as open now, and a
     // server that never answers ends it with "connect failed" (5 s).
-    info!(url = %dial.url, "connected to the world server");
+    debug!(url = %dial.url, "connected to the world server");
     let (out, mut outgoing) = mpsc::unbounded_channel::<UpstreamCommand>();
     if events.send(UpstreamEvent::Connected(out)).await.is_err() {
         client.close();

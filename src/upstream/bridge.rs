@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::time::Duration;
 
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use super::ids::IdMap;
 use super::login::{LoginSettings, Session};
@@ -65,6 +65,9 @@ pub enum BridgeEvent {
     },
     /// The world server registered a custom component type.
     TypeRegistered(u32),
+    /// The world server's LoginReply data (JSON with its asset storage):
+    /// the node's WebSocket clients get the same.
+    WorldLoginReply(String),
 }
 
 /// Where the session to the world server is.
@@ -142,6 +145,8 @@ pub struct Bridge {
     pub(super) last_now: Time,
     /// Set while a peer link is being removed: removals are held.
     pub(super) holding: bool,
+    /// The current outage has had its INFO line (cleared by a login).
+    pub(super) outage_reported: bool,
     pub(super) commands: VecDeque<LinkCommand>,
     /// Custom component types the world server knows this session (it
     /// registered them, or the bridge announced them).
@@ -164,6 +169,7 @@ impl Bridge {
             keys: HashMap::new(),
             held: BTreeMap::new(),
             holding: false,
+            outage_reported: false,
             last_now: Time::ZERO,
             commands: VecDeque::new(),
             announced: HashSet::new(),
@@ -232,8 +238,11 @@ impl Bridge {
         self.transmits.push_back(self.settings.login.login_frame());
     }
 
-    /// The connection ended. The world's entities stay for the grace period.
-    pub fn handle_disconnected(&mut self, now: Time) {
+    /// The connection ended (or a dial failed) for `reason`. The world's
+    /// entities stay for the grace period. One INFO line per outage: the
+    /// redials that fail while the world server is away are DEBUG, and the
+    /// next successful login ends the outage.
+    pub fn handle_disconnected(&mut self, now: Time, reason: &str) {
         self.last_now = now;
         let since = match self.state {
             LinkState::Down { since } => since,
@@ -243,10 +252,16 @@ impl Bridge {
             } => Some(since),
             _ => Some(now),
         };
-        info!(
-            grace_secs = self.settings.grace.as_secs(),
-            "world server connection lost"
-        );
+        if self.outage_reported {
+            debug!(reason = %RemoteText(reason), "world server still unreachable");
+        } else {
+            self.outage_reported = true;
+            info!(
+                reason = %RemoteText(reason),
+                grace_secs = self.settings.grace.as_secs(),
+                "world server connection lost; redialling, its entities stay for the grace period"
+            );
+        }
         self.state = LinkState::Down { since };
         self.transmits.clear();
     }

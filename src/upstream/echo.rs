@@ -2,11 +2,14 @@
 //! server, the values the world server holds (a shadow), and sends only what
 //! differs from it. A value the world server sent is written into the shadow
 //! first, so it is never sent back; a federation update equal to what the
-//! world server has is never sent again. The world server's own entities are
-//! never exported at all (the bridge skips every id it mirrors).
+//! world server has is never sent again, nor is the world server's value as
+//! it reads after a lossy link (a quantized copy of it, not a client's
+//! edit). The world server's own entities are never exported at all (the
+//! bridge skips every id it mirrors).
 //!
 //! Pure functions over slot vectors; no ids, no messages.
 
+use crate::federation::encodings::is_link_copy;
 use crate::scene::{Attribute, Component, ComponentContent};
 use crate::tundra::{
     AttributeEdit, AttributeValue, ComponentBody, ComponentData, DynamicAttribute,
@@ -76,6 +79,10 @@ pub fn diff_slots(
         match (shadow[index].as_ref(), slot) {
             (_, None) => {}
             (Some(old), Some(new)) if *old == new.value => {}
+            // The world server's value come back through a lossy link (its
+            // edit went to the authority, whose update crossed a link): no
+            // client set it, so the world server keeps its own (section 5).
+            (Some(old), Some(new)) if is_link_copy(old, &new.value) => {}
             (Some(old), Some(new))
                 if index < statics || old.attribute_type() == new.value.attribute_type() =>
             {
@@ -186,6 +193,26 @@ mod tests {
         assert_eq!(diff.created[0].index, 1);
         assert_eq!(diff.created[0].name, "speed");
         assert_eq!(shadow, vec![None, Some(AttributeValue::Real(2.0))]);
+    }
+
+    #[test]
+    fn a_lossy_copy_of_the_world_servers_value_is_not_written_back() {
+        use crate::tundra::values::{Float3, Transform};
+        let rotated = |y: f32| {
+            AttributeValue::Transform(Transform {
+                rot: Float3::new(0.0, y, 0.0),
+                ..Transform::default()
+            })
+        };
+        // The world server holds 30 (one of its clients set it); the
+        // federation's copy came back as 29.970703125.
+        let mut shadow = vec![Some(rotated(30.0))];
+        let copy = vec![slot(rotated(30.0 - 15.0 / 512.0))];
+        assert!(diff_slots(&mut shadow, &copy, 1).is_empty());
+        assert_eq!(shadow, vec![Some(rotated(30.0))], "the world's value stays");
+        // A federation client's edit is sent.
+        let edit = vec![slot(rotated(45.0))];
+        assert_eq!(diff_slots(&mut shadow, &edit, 1).edits.len(), 1);
     }
 
     #[test]

@@ -28,6 +28,10 @@ impl Bridge {
                         info!(user = %RemoteText(&session.user), protocol = session.protocol.0, "logged in to the world server");
                         self.commands
                             .push_back(super::bridge::LinkCommand::LoggedIn);
+                        self.outage_reported = false;
+                        if let Some(data) = storage_reply(&reply.reply_data) {
+                            self.events.push_back(BridgeEvent::WorldLoginReply(data));
+                        }
                         self.begin_sync(now, session);
                     }
                     Err(error) => warn!(error = %RemoteText(&error), "world server login failed"),
@@ -409,4 +413,16 @@ impl Bridge {
                 .push_back(BridgeEvent::ActionToAuthority(action));
         }
     }
+}
+
+/// The world server's LoginReply data, when it is the JSON object a
+/// WebSocket login gets with a `storage` block (docs/tundra-wire.md §4.2);
+/// a kNet login's XML, or anything else, is not passed on.
+fn storage_reply(data: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(data).ok()?;
+    value
+        .as_object()?
+        .get("storage")?
+        .is_object()
+        .then(|| data.to_owned())
 }

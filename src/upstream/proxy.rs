@@ -81,9 +81,10 @@ impl Bridge {
         if !self.ids.is_mirrored(action.entity_id) {
             return false;
         }
-        // A client strips Local from what it sends (docs/tundra-wire.md §4.15).
-        let kind = action.execution_type & !exec_type::LOCAL;
-        self.send_action(action, kind | exec_type::SERVER);
+        // Server only: the Peers part of the same action reaches the world
+        // server's clients through `handle_peers_action` (the flood path
+        // delivers it here too), and Local is never sent (docs/upstream.md §6).
+        self.send_action(action, exec_type::SERVER);
         true
     }
 

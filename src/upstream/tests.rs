@@ -379,7 +379,7 @@ fn reconnect_updates_in_place_removes_the_gone_and_recreates_the_lost() {
     // The world server restarts: box renumbered 9 with a new value, ball
     // gone, our visitor lost.
     let t = Time::from_millis(1_000);
-    b.handle_disconnected(t);
+    b.handle_disconnected(t, "closed by the world server");
     assert_eq!(scene.len(), 3, "kept through the grace period");
     let t = Time::from_millis(2_000);
     logged_in(&mut b, &mut scene, t, &[(9, "box", 8)]);
@@ -431,7 +431,7 @@ fn surviving_federation_entities_are_not_created_twice_after_a_reconnect() {
     }));
     b.handle_frame(Time::ZERO, &reply, &mut scene);
     // Only the connection was cut: the world server still has it.
-    b.handle_disconnected(Time::from_millis(100));
+    b.handle_disconnected(Time::from_millis(100), "closed by the world server");
     logged_in(
         &mut b,
         &mut scene,
@@ -449,7 +449,7 @@ fn surviving_federation_entities_are_not_created_twice_after_a_reconnect() {
 fn world_entities_leave_after_the_grace_period() {
     let (mut b, mut scene) = (bridge(), Scene::new(Registry::builtin()));
     logged_in(&mut b, &mut scene, Time::ZERO, &[(5, "box", 1)]);
-    b.handle_disconnected(Time::from_millis(1_000));
+    b.handle_disconnected(Time::from_millis(1_000), "closed by the world server");
     assert_eq!(b.poll_timeout(), Some(Time::from_millis(11_000)));
     b.handle_timeout(Time::from_millis(10_999), &mut scene);
     assert_eq!(scene.len(), 1);
@@ -481,14 +481,20 @@ fn actions_cross_in_both_directions_with_mapped_ids() {
     // Toward the world server: as its authority and for its clients.
     assert!(b.handle_action_for_world(&action(local.0, 3)));
     b.handle_peers_action(&action(local.0, 4));
+    // Server|Peers: the authority path sends Server only, the Peers part
+    // comes once through the flood path.
+    assert!(b.handle_action_for_world(&action(local.0, 6)));
+    b.handle_peers_action(&action(local.0, 6));
     let out = sent(&mut b);
     assert_eq!(
         out,
         vec![
             Message::EntityAction(action(5, 2)),
-            Message::EntityAction(action(5, 4))
+            Message::EntityAction(action(5, 4)),
+            Message::EntityAction(action(5, 2)),
+            Message::EntityAction(action(5, 4)),
         ],
-        "Local stripped, ids mapped"
+        "Local stripped, Peers only once, ids mapped"
     );
     assert!(
         !b.handle_action_for_world(&action(999, 2)),
@@ -534,7 +540,7 @@ fn edits_while_the_world_server_is_unreachable_are_dropped() {
         .component_of_type(25)
         .unwrap()
         .id;
-    b.handle_disconnected(Time::from_millis(10));
+    b.handle_disconnected(Time::from_millis(10), "closed by the world server");
     scene
         .edit_attribute(
             ChangeSource::Peer(1),

@@ -72,7 +72,7 @@ fn a_login_without_reply_is_closed_after_the_timeout_once_and_redialled() {
 
     // The driver redials: a fresh Login, and a reply that comes in time
     // resets the backoff.
-    b.handle_disconnected(t0 + Duration::from_secs(6));
+    b.handle_disconnected(t0 + Duration::from_secs(6), "closed by the world server");
     b.handle_connected(t0 + Duration::from_secs(7));
     assert!(b.poll_transmit().is_some(), "Login sent again");
     b.handle_frame(t0 + Duration::from_secs(7), &reply, &mut scene);
@@ -84,12 +84,12 @@ fn a_login_without_reply_is_closed_after_the_timeout_once_and_redialled() {
 fn the_grace_period_runs_on_through_unanswered_logins() {
     let (mut b, mut scene) = (bridge(), Scene::new(Registry::builtin()));
     logged_in(&mut b, &mut scene, Time::ZERO, &[(5, "box", 1)]);
-    b.handle_disconnected(Time::from_millis(1_000));
+    b.handle_disconnected(Time::from_millis(1_000), "closed by the world server");
     // Reconnected at 2 s to a server that hangs; closed at 7 s.
     b.handle_connected(Time::from_millis(2_000));
     assert_eq!(b.poll_timeout(), Some(Time::from_millis(7_000)));
     b.handle_timeout(Time::from_millis(7_000), &mut scene);
-    b.handle_disconnected(Time::from_millis(7_000));
+    b.handle_disconnected(Time::from_millis(7_000), "closed by the world server");
     b.handle_connected(Time::from_millis(8_000));
     // Lost at 1 s with 10 s of grace: its entities leave at 11 s, not later.
     assert_eq!(b.poll_timeout(), Some(Time::from_millis(11_000)));
@@ -208,4 +208,97 @@ fn a_held_removal_that_does_not_come_back_is_sent_after_the_grace_period() {
         sent(&mut b).as_slice(),
         [Message::CreateEntity(_)]
     ));
+}
+
+/// INFO lines, by message, written in this thread.
+#[derive(Clone, Default)]
+struct InfoLines(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for InfoLines {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        struct Message(String);
+        impl tracing::field::Visit for Message {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                if field.name() == "message" {
+                    self.0 = format!("{value:?}");
+                }
+            }
+        }
+        if *event.metadata().level() == tracing::Level::INFO {
+            let mut message = Message(String::new());
+            event.record(&mut message);
+            self.0.lock().unwrap().push(message.0);
+        }
+    }
+}
+
+#[test]
+fn one_info_line_per_outage_not_per_redial() {
+    use tracing_subscriber::layer::SubscriberExt;
+    let lines = InfoLines::default();
+    let subscriber = tracing_subscriber::registry().with(lines.clone());
+    tracing::subscriber::with_default(subscriber, || {
+        let (mut b, mut scene) = (bridge(), Scene::new(Registry::builtin()));
+        logged_in(&mut b, &mut scene, Time::ZERO, &[(5, "box", 1)]);
+        // The world server goes away; ten redials fail (refused, or
+        // connected and dropped before a LoginReply).
+        let mut now = Time::from_millis(1_000);
+        b.handle_disconnected(now, "closed by the world server");
+        for attempt in 0..10 {
+            now += Duration::from_millis(500);
+            if attempt % 2 == 0 {
+                b.handle_connected(now);
+            }
+            b.handle_disconnected(now, "Connection refused (os error 111)");
+        }
+        // Back: a login ends the outage; the next loss is a new one.
+        logged_in(
+            &mut b,
+            &mut scene,
+            now + Duration::from_secs(1),
+            &[(5, "box", 1)],
+        );
+        b.handle_disconnected(now + Duration::from_secs(5), "closed by the world server");
+        b.handle_disconnected(
+            now + Duration::from_secs(6),
+            "Connection refused (os error 111)",
+        );
+    });
+    let lost: Vec<String> = lines
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|m| m.contains("connection lost"))
+        .cloned()
+        .collect();
+    assert_eq!(lost.len(), 2, "one per outage: {lost:?}");
+}
+
+#[test]
+fn the_world_servers_storage_reply_is_passed_to_the_nodes_clients() {
+    let login = |data: &str| {
+        let (mut b, mut scene) = (bridge(), Scene::new(Registry::builtin()));
+        b.handle_connected(Time::ZERO);
+        while b.poll_transmit().is_some() {}
+        let reply = frame(Message::LoginReply(LoginReply {
+            success: true,
+            user_id: UserId(2),
+            reply_data: data.into(),
+            protocol_version: Some(3),
+        }));
+        b.handle_frame(Time::ZERO, &reply, &mut scene);
+        std::iter::from_fn(|| b.poll_event())
+            .filter_map(|e| match e {
+                BridgeEvent::WorldLoginReply(data) => Some(data),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    let storage = r#"{"storage":{"default":true,"name":"Scene","src":"http://world/","type":"HttpAssetStorage"}}"#;
+    assert_eq!(login(storage), vec![storage.to_owned()]);
+    // No storage block (or not JSON at all): the node keeps its own.
+    assert!(login("{}").is_empty());
+    assert!(login("<asset />").is_empty());
+    assert!(login(r#"{"storage":"x"}"#).is_empty());
 }

@@ -394,6 +394,13 @@ impl Sim {
         self.drain(node);
     }
 
+    /// The connection of a node in upstream mode to its world server ends.
+    pub fn upstream_disconnected(&mut self, node: usize, reason: &str) {
+        let now = self.now;
+        self.nodes[node].handle_upstream_disconnected(now, reason);
+        self.drain(node);
+    }
+
     /// The frames a node sent its world server since the last call.
     pub fn take_upstream(&mut self, node: usize) -> Vec<Vec<u8>> {
         self.drain(node);

@@ -19,6 +19,7 @@ use super::codec::{DecodeError, Reader};
 use super::value::Value;
 use super::value_type::ValueType;
 use bits::{BitReader, BitWriter};
+use transform::Layout;
 
 pub use link::{EncodingRule, LinkEncodings};
 
@@ -34,13 +35,18 @@ pub enum EncodingId {
     QuatSmallestThree,
     /// VECTOR(3, FLOAT32) as three binary16, relative error ≤ 2^-11. 6 bytes.
     Float3Half,
-    /// VECTOR(9, FLOAT32) Tundra Transform, see [`transform`]. 9-37 bytes.
+    /// VECTOR(9, FLOAT32) Tundra Transform, see [`transform`]; a general
+    /// rotation as a quaternion (the angles arrive rewritten). 8-37 bytes.
     TundraTransform,
+    /// VECTOR(9, FLOAT32) Tundra Transform with the Euler angles as
+    /// written, each within 0.044°, see [`transform`]. 8-37 bytes.
+    TundraTransformAngles,
 }
 
 impl EncodingId {
     /// Every encoding, in the order a node offers them.
-    pub const ALL: [EncodingId; 4] = [
+    pub const ALL: [EncodingId; 5] = [
+        EncodingId::TundraTransformAngles,
         EncodingId::TundraTransform,
         EncodingId::FixedPointPosition,
         EncodingId::QuatSmallestThree,
@@ -55,6 +61,7 @@ impl EncodingId {
             EncodingId::QuatSmallestThree => "quat-smallest-three/1",
             EncodingId::Float3Half => "float3-half/1",
             EncodingId::TundraTransform => "tundra-transform/1",
+            EncodingId::TundraTransformAngles => "tundra-transform/2",
         }
     }
 
@@ -69,7 +76,7 @@ impl EncodingId {
         match self {
             EncodingId::FixedPointPosition | EncodingId::Float3Half => floats(3),
             EncodingId::QuatSmallestThree => floats(4),
-            EncodingId::TundraTransform => floats(9),
+            EncodingId::TundraTransform | EncodingId::TundraTransformAngles => floats(9),
         }
     }
 
@@ -94,7 +101,10 @@ impl EncodingId {
                 floats(value).map(|q| encode_quat_into(q, out)).is_some()
             }
             EncodingId::TundraTransform => floats(value)
-                .map(|t| transform::encode_into(t, out))
+                .map(|t| transform::encode_into(Layout::Quaternion, t, out))
+                .is_some(),
+            EncodingId::TundraTransformAngles => floats(value)
+                .map(|t| transform::encode_into(Layout::Angles, t, out))
                 .is_some(),
         }
     }
@@ -108,14 +118,16 @@ impl EncodingId {
             EncodingId::FixedPointPosition => position::position_len(first),
             EncodingId::Float3Half => 6,
             EncodingId::QuatSmallestThree => quat_len(first),
-            EncodingId::TundraTransform => transform::encoded_len(first)?,
+            EncodingId::TundraTransform => transform::encoded_len(Layout::Quaternion, first)?,
+            EncodingId::TundraTransformAngles => transform::encoded_len(Layout::Angles, first)?,
         };
         let bytes = reader.read_bytes(len)?;
         Ok(match self {
             EncodingId::FixedPointPosition => vector(&position::decode_position(bytes)?),
             EncodingId::Float3Half => vector(&position::decode_half(bytes)?),
             EncodingId::QuatSmallestThree => vector(&decode_quat(bytes)?),
-            EncodingId::TundraTransform => vector(&transform::decode(bytes)?),
+            EncodingId::TundraTransform => vector(&transform::decode(Layout::Quaternion, bytes)?),
+            EncodingId::TundraTransformAngles => vector(&transform::decode(Layout::Angles, bytes)?),
         })
     }
 }
@@ -188,7 +200,11 @@ mod tests {
         for id in EncodingId::ALL {
             assert_eq!(EncodingId::from_name(id.name()), Some(id));
         }
-        assert_eq!(EncodingId::from_name("tundra-transform/2"), None);
+        assert_eq!(
+            EncodingId::from_name("tundra-transform/2"),
+            Some(EncodingId::TundraTransformAngles)
+        );
+        assert_eq!(EncodingId::from_name("tundra-transform/3"), None);
     }
 
     #[test]

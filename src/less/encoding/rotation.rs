@@ -1,5 +1,6 @@
 //! Rotation forms of the compact encodings: the smallest-three quaternion
-//! (`quat-smallest-three/1`), the yaw angle, and the conversions between
+//! (`quat-smallest-three/1`), the yaw angle, Euler angles as written
+//! (`tundra-transform/2`), and the conversions between
 //! Euler angles in degrees (R = Rz · Ry · Rx, the order Tundra's Transform
 //! uses, docs/federation.md §2.4) and unit quaternions.
 //!
@@ -25,6 +26,48 @@ pub const QUAT_MAX_ERROR_DEGREES: f64 = 0.3;
 pub const YAW_BITS: u32 = 12;
 /// Largest error of the yaw form: half a step of 360/4096 degrees.
 pub const YAW_MAX_ERROR_DEGREES: f64 = 360.0 / 4096.0 / 2.0;
+
+/// Bits of each Euler angle as written in a general rotation
+/// (`tundra-transform/2`): 3 × 12 bits, as many as a smallest-three
+/// quaternion, so a general transform stays 12 bytes.
+pub const ANGLE_BITS: u32 = 12;
+/// Bits of a yaw angle as written (`tundra-transform/2`): as fine as the
+/// `/1` yaw, and a yaw transform stays 9 bytes.
+pub const YAW_ANGLE_BITS: u32 = 13;
+/// Angle codes cover [-360, 360): every angle Tundra's own conversions
+/// produce ((-180, 180]) and those scripts and editors write beyond it
+/// (-221.7, 270) keep their numbers, not only their rotation.
+const ANGLE_MIN_DEGREES: f64 = -360.0;
+const ANGLE_RANGE_DEGREES: f64 = 720.0;
+/// Largest error of an angle code of `bits` bits: half a step of
+/// 720 / 2^bits degrees (0.088° for 12 bits, 0.044° for 13).
+pub fn angle_max_error_degrees(bits: u32) -> f64 {
+    angle_step(bits) / 2.0
+}
+
+/// Degrees per code: 720 / 2^bits, exact in binary, so a decoded angle is
+/// an exact `f32` and encodes to the same code again.
+fn angle_step(bits: u32) -> f64 {
+    ANGLE_RANGE_DEGREES / f64::from(1u32 << bits)
+}
+
+/// The `bits`-bit code of an angle in degrees, `round((a + 360) / step)`,
+/// when it lies in 0..2^bits (the angle is finite and in about
+/// [-360, 360)).
+pub fn angle_code(bits: u32, degrees: f32) -> Option<u64> {
+    let steps = (f64::from(degrees) - ANGLE_MIN_DEGREES) / angle_step(bits);
+    // Also false for NaN; the range check keeps the conversion exact.
+    if !(steps >= 0.0 && steps < f64::from(1u32 << bits)) {
+        return None;
+    }
+    let code = round_to_i64(steps);
+    (code < 1i64 << bits).then_some(code as u64) // 0..2^bits
+}
+
+/// The angle of a `bits`-bit code: `code · 720/2^bits - 360` degrees.
+pub fn angle_from_code(bits: u32, code: u64) -> f32 {
+    (code as f64 * angle_step(bits) + ANGLE_MIN_DEGREES) as f32
+}
 
 /// Components are quantized symmetrically to -511..=511 (stored plus 511),
 /// so 0 is exact and the identity rotation round-trips exactly.
@@ -207,7 +250,41 @@ mod tests {
         assert_eq!(read_yaw(&mut r), Ok(-90.0));
     }
 
+    #[test]
+    fn angle_codes_keep_the_numbers_written() {
+        let (a, y) = (ANGLE_BITS, YAW_ANGLE_BITS);
+        assert_eq!(angle_code(a, 0.0), Some(2048));
+        assert_eq!(angle_from_code(a, 2048), 0.0);
+        assert_eq!(angle_code(y, 0.0), Some(4096));
+        assert_eq!(angle_code(a, -360.0), Some(0));
+        assert_eq!(angle_code(y, 90.0), Some(5120));
+        assert_eq!(angle_from_code(y, 5120), 90.0);
+        // -221.7 stays about -221.7, not its equivalent 138.3.
+        let code = angle_code(a, -221.7).unwrap();
+        assert_eq!(code, 787);
+        let back = f64::from(angle_from_code(a, code));
+        assert!((back + 221.7).abs() <= angle_max_error_degrees(a));
+        // Past the last code: out of range, as are 360 and NaN.
+        assert_eq!(angle_code(a, 359.9), Some(4095));
+        assert_eq!(angle_code(a, 359.95), None);
+        assert_eq!(angle_code(y, 359.95), Some(8191));
+        assert_eq!(angle_code(y, 359.97), None);
+        assert_eq!(angle_code(a, -360.1), None);
+        assert_eq!(angle_code(a, f32::NAN), None);
+        assert_eq!(angle_code(y, f32::INFINITY), None);
+    }
+
     proptest! {
+        #[test]
+        fn angle_code_error_is_bounded_and_stable(a in -360.0f32..359.9, yaw in any::<bool>()) {
+            let bits = if yaw { YAW_ANGLE_BITS } else { ANGLE_BITS };
+            let code = angle_code(bits, a).unwrap();
+            let back = angle_from_code(bits, code);
+            let error = (f64::from(back) - f64::from(a)).abs();
+            prop_assert!(error <= angle_max_error_degrees(bits) + 1e-9);
+            prop_assert_eq!(angle_code(bits, back), Some(code));
+        }
+
         #[test]
         fn smallest_three_error_is_bounded(
             x in -180.0f32..180.0, y in -180.0f32..180.0, z in -180.0f32..180.0

@@ -159,9 +159,8 @@ impl Running {
                         self.node.handle_upstream_frame(clock.now(), &frame);
                     }
                     Some(UpstreamEvent::Disconnected { reason }) => {
-                        debug!(reason = %RemoteText(&reason), "world server link down");
                         upstream_out = None;
-                        self.node.handle_upstream_disconnected(clock.now());
+                        self.node.handle_upstream_disconnected(clock.now(), &reason);
                     }
                     None => upstream_events = None,
                 },

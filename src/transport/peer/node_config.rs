@@ -153,13 +153,14 @@ mod tests {
     }
 
     #[test]
-    fn the_default_features_are_the_documented_six_in_129_bytes() {
+    fn the_default_features_are_the_documented_seven_in_152_bytes() {
         // docs/peer-link.md §5.2: the order, and the count byte plus each
         // length-prefixed string.
         let all = offered_features(&PeeringSection::default());
         assert_eq!(
             all,
             [
+                "enc:tundra-transform/2",
                 "enc:tundra-transform/1",
                 "enc:fixed-point-position/1",
                 "enc:quat-smallest-three/1",
@@ -169,6 +170,6 @@ mod tests {
             ]
         );
         let bytes = 1 + all.iter().map(|f| 1 + f.len()).sum::<usize>();
-        assert_eq!(bytes, 129);
+        assert_eq!(bytes, 152);
     }
 }

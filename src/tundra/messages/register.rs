@@ -25,18 +25,20 @@ pub struct RegisteredAttribute {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RegisterComponentType {
     pub type_id: u32,
-    /// tundra sends `EC_` + name, urho the bare name.
+    /// tundra sends `EC_` + name, tundra-urho3d the bare name; a receiver
+    /// accepts both (the type id hashes the name without the prefix).
     pub type_name: String,
     pub attributes: Vec<RegisteredAttribute>,
 }
 
 impl RegisterComponentType {
-    /// The announcement of a registered custom type, with the `EC_` prefix
-    /// as the tundra server sends it.
+    /// The announcement of a registered custom type, with the name as the
+    /// tundra-urho3d server sends it: without `EC_` (docs/tundra-wire.md
+    /// §4.17).
     pub fn from_schema(schema: &ComponentSchema) -> Self {
         RegisterComponentType {
             type_id: schema.type_id,
-            type_name: schema.prefixed_name(),
+            type_name: schema.name.clone(),
             attributes: schema
                 .attributes
                 .iter()
@@ -107,5 +109,57 @@ impl RegisterComponentType {
             w.s8(&a.name)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tundra::registry::CustomAttribute;
+
+    #[test]
+    fn announcement_names_the_type_as_the_real_server_does() {
+        let mut registry = Registry::builtin();
+        let attribute = |ty, id: &str, name: &str| CustomAttribute {
+            ty,
+            id: id.into(),
+            name: name.into(),
+        };
+        registry.register_custom(
+            "EC_MyComponent",
+            vec![
+                attribute(AttributeType::Int, "points", "Points"),
+                attribute(AttributeType::Bool, "on", "On"),
+            ],
+        );
+        let schema = registry.get_by_name("MyComponent").unwrap();
+        let announcement = RegisterComponentType::from_schema(schema);
+        let mut w = BitWriter::new();
+        announcement.encode(&mut w).unwrap();
+        // VLE 69969 (the VLE codec has its own fixtures), S8 "MyComponent"
+        // (no EC_), VLE 2, then u8 type, S8 id, S8 name per attribute
+        // (docs/tundra-wire.md §4.17).
+        let mut expected = Vec::new();
+        let mut head = BitWriter::new();
+        head.vle(69969).unwrap();
+        expected.extend(head.finish());
+        expected.push(11);
+        expected.extend(b"MyComponent");
+        expected.push(2);
+        expected.extend([AttributeType::Int.id(), 6]);
+        expected.extend(b"points");
+        expected.push(6);
+        expected.extend(b"Points");
+        expected.extend([AttributeType::Bool.id(), 2]);
+        expected.extend(b"on");
+        expected.push(2);
+        expected.extend(b"On");
+        assert_eq!(hex::encode(w.finish()), hex::encode(&expected));
+        // Read back, the bare name registers the same type id.
+        let mut fresh = Registry::builtin();
+        let decoded = RegisterComponentType::decode(&mut BitReader::new(&expected)).unwrap();
+        assert_eq!(decoded.type_name, "MyComponent");
+        decoded.register(&mut fresh);
+        assert_eq!(fresh.get_by_name("EC_MyComponent").unwrap().type_id, 69969);
     }
 }
