@@ -45,9 +45,9 @@ mod tracked;
 pub mod values;
 
 pub use self::core::{Federation, FederationEvent};
+pub use handover::{HandoverError, HandoverPolicy, HandoverReason};
 pub use ids::{GlobalId, LinkId};
 pub use link::{Link, LinkPolicy, TypeFilter};
-pub use handover::{HandoverError, HandoverPolicy, HandoverReason};
 pub use stats::FederationStats;
 
 #[cfg(test)]
