@@ -376,6 +376,35 @@ fn the_new_authority_starts_from_the_latest_state() {
     }
 }
 
+/// The grant leaves in a later packet than the last move before it; when
+/// that move's packet is lost, the grant arrives first, and the new
+/// authority must still start from that move (the epoch barrier), with no
+/// later edit to hide the difference.
+#[test]
+fn the_grant_waits_for_the_state_sent_before_it() {
+    for seed in 1..=16 {
+        let (mut sim, clients) = chain(LinkModel::LOSSY, seed);
+        let (a, ca) = clients[0];
+        let (b, _) = clients[1];
+        sim.create_box(a, ca, 1, "ball", 0.0);
+        sim.run(LOSSY_SETTLE);
+        let at_a = the(&sim, a, ca, "ball");
+        for i in 1..=10 {
+            sim.move_entity(a, ca, at_a, i as f32);
+            sim.run(Duration::from_millis(5));
+        }
+        let to = node_id(&sim, b);
+        sim.nodes[a]
+            .hand_over(at_a, to, HandoverReason::Operator)
+            .unwrap();
+        sim.drain(a);
+        sim.run(LOSSY_SETTLE);
+        assert_eq!(assert_one_authority(&sim, &clients, "ball").0, to);
+        assert_everywhere_at(&sim, &clients, "ball", 10.0);
+        assert_no_flicker(&sim, &clients);
+    }
+}
+
 /// The new authority dies before the grant reaches it: the old authority
 /// takes the entity back at the next epoch; one authority, the entity stays.
 #[test]
