@@ -19,6 +19,8 @@ pub mod check;
 mod files;
 #[doc(hidden)]
 pub mod fuzz;
+mod handover;
+pub use handover::HandoverSection;
 mod peer_files;
 pub mod reload;
 mod upstream;
@@ -80,6 +82,9 @@ pub struct NodeConfig {
     /// Upstream mode: the world server this node bridges (docs/upstream.md);
     /// `None` without an `[upstream]` section.
     pub upstream: Option<UpstreamSection>,
+    /// Which take-authority requests this node grants (docs/federation.md
+    /// §7.2), checked.
+    pub handover: crate::federation::HandoverPolicy,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -451,6 +456,8 @@ struct RawConfig {
     http: HttpSection,
     peering: Option<PeeringSection>,
     upstream: Option<UpstreamSection>,
+    #[serde(default)]
+    handover: HandoverSection,
 }
 
 /// A TOML error as `line N, key `section.key`: what is wrong`: the line and
@@ -607,6 +614,7 @@ impl NodeConfig {
                 "must not be above limits.max_client_entities",
             ));
         }
+        let handover = raw.handover.policy(&invalid)?;
         let mut config = NodeConfig {
             source,
             node: raw.node,
@@ -616,6 +624,7 @@ impl NodeConfig {
             http: raw.http,
             peering: raw.peering,
             upstream: raw.upstream,
+            handover,
         };
         config.resolve_paths();
         Ok(config)

@@ -10,7 +10,7 @@ use lessgate::less::encoding::position::{decode_position, encode_position};
 use lessgate::less::encoding::rotation::{
     quat_from_euler_degrees, read_yaw, write_smallest_three, write_yaw,
 };
-use lessgate::less::encoding::transform;
+use lessgate::less::encoding::transform::{self, Layout};
 
 const IDENTITY_ROTATION_UNIT_SCALE: [f32; 6] = [0.0, 0.0, 0.0, 1.0, 1.0, 1.0];
 
@@ -76,28 +76,50 @@ fn yaw_codes_are_euclidean_and_180_decodes_positive() {
 
 #[test]
 fn negative_zero_equals_zero_in_the_form_tests() {
-    let plain = transform::encode([1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0]);
-    let signed = transform::encode([1.0, 2.0, 3.0, -0.0, 0.0, -0.0, 1.0, 1.0, 1.0]);
+    let plain = transform::encode(
+        Layout::Quaternion,
+        [1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0],
+    );
+    let signed = transform::encode(
+        Layout::Quaternion,
+        [1.0, 2.0, 3.0, -0.0, 0.0, -0.0, 1.0, 1.0, 1.0],
+    );
     // (−0, 0, −0) is "no rotation": the same 8 bytes.
     assert_eq!(plain, signed);
     assert_eq!(plain.len(), 8);
+    // So it is in `tundra-transform/2`, which carries the angles.
+    let angles = |r: [f32; 3]| {
+        transform::encode(
+            Layout::Angles,
+            [1.0, 2.0, 3.0, r[0], r[1], r[2], 1.0, 1.0, 1.0],
+        )
+    };
+    assert_eq!(angles([0.0, 0.0, 0.0]), angles([-0.0, 0.0, -0.0]));
     // (−0, 90, 0) takes the yaw form (12 bits more).
-    let yaw = transform::encode([0.0, 0.0, 0.0, -0.0, 90.0, 0.0, 1.0, 1.0, 1.0]);
+    let yaw = transform::encode(
+        Layout::Quaternion,
+        [0.0, 0.0, 0.0, -0.0, 90.0, 0.0, 1.0, 1.0, 1.0],
+    );
     assert_eq!(yaw[0] & 0b110, 0b010, "rotation form 1 (yaw)");
     // A scale (0, −0, 0) is uniform: three copies of the first component.
-    let scale = transform::encode([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -0.0, 0.0]);
+    let scale = transform::encode(
+        Layout::Quaternion,
+        [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -0.0, 0.0],
+    );
     assert_eq!((scale[0] >> 3) & 0b11, 1, "scale form 1 (uniform)");
-    let decoded = transform::decode(&scale).unwrap();
+    let decoded = transform::decode(Layout::Quaternion, &scale).unwrap();
     assert!(decoded[6..].iter().all(|c| c.to_bits() == 0), "{decoded:?}");
     // A fixed-point −0 decodes as +0.
     let position = decode_position(&encode_position([-0.0, 0.0, 0.0])).unwrap();
     assert_eq!(position[0].to_bits(), 0);
     // The float form keeps the sign bit.
-    let floats = transform::decode(&transform::encode(with_position([
-        -0.0,
-        f32::INFINITY,
-        0.0,
-    ])))
+    let floats = transform::decode(
+        Layout::Quaternion,
+        &transform::encode(
+            Layout::Quaternion,
+            with_position([-0.0, f32::INFINITY, 0.0]),
+        ),
+    )
     .unwrap();
     assert_eq!(floats[0].to_bits(), (-0.0f32).to_bits());
 }

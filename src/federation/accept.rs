@@ -59,7 +59,7 @@ impl Federation {
                     .is_some_and(|c| refused.iter().any(|(_, kind)| *kind == c.kind))
             })
             .collect();
-        info!(link = %link_id, peer = %link.peer_name, types = refused.len(), components = objects.len(), "accept filter narrowed: refused components removed");
+        info!(link = link_id.0, peer = %link.peer_name, types = refused.len(), components = objects.len(), "accept filter narrowed: refused components removed");
         for object in objects {
             self.handle_removed_object(link_id, object, scene);
         }

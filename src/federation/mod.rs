@@ -15,7 +15,9 @@
 //!   identity;
 //! - [`exports::Exports`]: what this node exports on a link and the reverse
 //!   index from object to scene entity;
-//! - `call_order.rs`: calls waiting for a route change.
+//! - `call_order.rs`: calls waiting for a route change;
+//! - `handover.rs`: authority hand-over (docs/federation.md §7): grants,
+//!   the epoch barrier, taking over, taking back.
 //!
 //! The federation takes its inputs through its own `handle_*` methods (a
 //! client's edit or removal of a remote entity, its actions); it does not
@@ -31,6 +33,7 @@ pub mod encodings;
 mod export;
 pub mod exports;
 mod flood;
+pub mod handover;
 pub mod ids;
 mod import;
 pub mod link;
@@ -45,6 +48,7 @@ mod tracked;
 pub mod values;
 
 pub use self::core::{Federation, FederationEvent};
+pub use handover::{HandoverError, HandoverPolicy, HandoverReason};
 pub use ids::{GlobalId, LinkId};
 pub use link::{Link, LinkPolicy, TypeFilter};
 pub use stats::FederationStats;
