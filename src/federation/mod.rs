@@ -42,6 +42,7 @@ pub mod schemas;
 pub mod stats;
 mod tracked;
 pub mod values;
+pub mod zones;
 
 pub use self::core::{Federation, FederationEvent};
 pub use ids::{GlobalId, LinkId};
