@@ -15,11 +15,13 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+mod authority;
 mod files;
 #[doc(hidden)]
 pub mod fuzz;
 mod peer_files;
 mod upstream;
+pub use authority::{AuthoritySection, PeerChoice};
 pub use upstream::{UpstreamSection, UpstreamTransport};
 
 /// Tundra's own default port for its WebSocket and kNet servers.
@@ -78,6 +80,8 @@ pub struct NodeConfig {
     /// Upstream mode: the world server this node bridges (docs/upstream.md);
     /// `None` without an `[upstream]` section.
     pub upstream: Option<UpstreamSection>,
+    /// Zones and departure (docs/federation.md §7).
+    pub authority: AuthoritySection,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -449,6 +453,8 @@ struct RawConfig {
     http: HttpSection,
     peering: Option<PeeringSection>,
     upstream: Option<UpstreamSection>,
+    #[serde(default)]
+    authority: authority::RawAuthority,
 }
 
 /// A TOML error as `line N, key `section.key`: what is wrong`: the line and
@@ -614,6 +620,7 @@ impl NodeConfig {
             http: raw.http,
             peering: raw.peering,
             upstream: raw.upstream,
+            authority: raw.authority.validate(&invalid)?,
         };
         config.resolve_paths();
         Ok(config)

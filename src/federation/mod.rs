@@ -26,6 +26,7 @@
 mod authority;
 mod call_order;
 mod core;
+pub mod departure;
 pub mod encodings;
 mod export;
 pub mod exports;
