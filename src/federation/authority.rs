@@ -2,11 +2,14 @@
 //! that node as tweaks and method calls, hop by hop; only its answer changes
 //! state (docs/federation.md §5).
 
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 use super::call_order::{Admission, WaitingCall, MAX_WAITING_CALLS};
 use super::core::{Federation, FederationEvent};
 use super::export::reference_out;
+use super::handover::{
+    parse_take_authority, take_authority_method, WaitingEdit, TAKE_AUTHORITY_ACTION,
+};
 use super::ids::LinkId;
 use super::import::reference_in;
 use super::link::ForwardedCall;
@@ -40,6 +43,13 @@ impl Federation {
         let remote = scene
             .entity(action.entity_id)
             .is_some_and(|e| e.origin == Origin::Remote);
+        if action.name == TAKE_AUTHORITY_ACTION {
+            // A client asks for the entity on behalf of this node.
+            if let Err(error) = self.request_authority(action.entity_id, scene) {
+                info!(entity = %action.entity_id, %error, "TakeAuthority not sent");
+            }
+            return;
+        }
         if remote
             && !self.forward_request(
                 action.entity_id,
@@ -77,6 +87,17 @@ impl Federation {
             return;
         };
         let Some(link_id) = tracked.selected else {
+            if tracked.handed_to.is_some() {
+                // Handed over, the new authority's copy not here yet.
+                self.wait_edit(
+                    global,
+                    WaitingEdit {
+                        component,
+                        index,
+                        value,
+                    },
+                );
+            }
             return;
         };
         let Some(object) = tracked.object_of(component) else {
@@ -159,7 +180,7 @@ impl Federation {
     /// Invokes the method that carries `request` on the copy of a remote
     /// entity (or of one of its components) this node presents, toward its
     /// authority. False when there is no route.
-    fn forward_request(
+    pub(super) fn forward_request(
         &mut self,
         entity: EntityId,
         request: AuthorityRequest,
@@ -172,7 +193,21 @@ impl Federation {
             return false;
         };
         let Some(link_id) = tracked.selected else {
-            return false;
+            if tracked.handed_to.is_none() || self.calls.waiting_len(global) >= MAX_WAITING_CALLS {
+                return false;
+            }
+            // Handed over, the new authority's copy not here yet: the call
+            // leaves toward it when it arrives (`handover.rs`).
+            debug!(entity = %global, "call waits for the new authority's copy");
+            self.calls.wait(
+                global,
+                WaitingCall {
+                    entity,
+                    request,
+                    on_behalf_of,
+                },
+            );
+            return true;
         };
         match self.calls.admit(global, link_id) {
             Admission::Send => {}
@@ -237,10 +272,19 @@ impl Federation {
                 PropertyKey::new(component::OWNER, component::REMOVE),
                 Vec::new(),
             ),
+            AuthorityRequest::TakeAuthority { requester, epoch } => (
+                entity_object,
+                take_authority_method(),
+                vec![Value::Uuid(*requester), Value::Integer(*epoch as i64)],
+            ),
         };
+        let take = matches!(request, AuthorityRequest::TakeAuthority { .. });
         match link.session.invoke_method(object, method, arguments) {
             Ok(call) => {
                 link.forwarded_calls.insert(call, (global, on_behalf_of));
+                if take && on_behalf_of.is_none() {
+                    self.authority_requests.insert((link_id, call));
+                }
                 debug!(link = %link_id, entity = %global, request = %RemoteText(format_args!("{request:?}")), "request forwarded to authority");
                 self.calls.sent(global, link_id);
                 true
@@ -289,6 +333,18 @@ impl Federation {
                 }
             },
             None if method == entity_remove => AuthorityRequest::RemoveEntity,
+            None if method == take_authority_method() => {
+                match parse_take_authority(&arguments) {
+                    Some((requester, epoch)) => AuthorityRequest::TakeAuthority { requester, epoch },
+                    None => {
+                        return answer(
+                            self,
+                            MethodStatus::BAD_REQUEST,
+                            Value::String("bad take-authority arguments".into()),
+                        )
+                    }
+                }
+            }
             Some(component) if method == component_remove => {
                 AuthorityRequest::RemoveComponent(component)
             }
@@ -303,27 +359,21 @@ impl Federation {
         match scene.entity(entity_id).map(|e| e.origin) {
             Some(Origin::Local) => {
                 let source = ChangeSource::Peer(link_id.0);
-                match request {
-                    AuthorityRequest::Action(action) => {
-                        self.events.push_back(FederationEvent::ActionForAuthority {
-                            entity: entity_id,
-                            action,
-                        });
-                    }
-                    AuthorityRequest::RemoveEntity => {
-                        debug!(link = %link_id, entity = %entity_id, "entity removed at a peer's request");
-                        let removed = scene.remove_entity(source, entity_id);
-                        self.stats
-                            .scene(removed, "entity not removed at a peer's request");
-                    }
-                    AuthorityRequest::RemoveComponent(component) => {
-                        debug!(link = %link_id, entity = %entity_id, component = %RemoteText(&component), "component removed at a peer's request");
-                        let removed = scene.remove_component(source, entity_id, component);
-                        self.stats
-                            .scene(removed, "component not removed at a peer's request");
-                    }
-                }
-                answer(self, MethodStatus::SUCCESS, Value::Null);
+                let (status, value) = self.execute_request(source, entity_id, request, scene);
+                answer(self, status, value);
+            }
+            Some(Origin::Remote)
+                if matches!(request, AuthorityRequest::TakeAuthority { epoch, .. }
+                    if self.handed_epoch(entity_id).is_some_and(|handed| epoch < handed)) =>
+            {
+                // Handed over at a later epoch than the caller saw: it lost.
+                let authority = self.authority_of(entity_id).map(|(a, _)| a);
+                *self.stats.handover_refusals.entry("conflict").or_insert(0) += 1;
+                answer(
+                    self,
+                    MethodStatus::CONFLICT,
+                    authority.map_or(Value::Null, Value::Uuid),
+                );
             }
             Some(Origin::Remote) => {
                 let forwarded = self.forward_request(
@@ -356,6 +406,7 @@ impl Federation {
         request: RequestId<Local>,
         status: MethodStatus,
         value: Value,
+        scene: &mut Scene,
     ) {
         let Some((global, call)) = self
             .links
@@ -365,6 +416,24 @@ impl Federation {
             return;
         };
         let released = self.calls.answered(global, link_id);
+        if self.authority_requests.remove(&(link_id, request)) {
+            let entity = self.tracked.get(&global).map(|t| t.scene());
+            if status.is_success() {
+                debug!(link = %link_id, entity = %global, "authority request granted");
+            } else if let Some(entity) = entity {
+                *self.stats.requests_refused.entry(status.0).or_insert(0) += 1;
+                info!(link = %link_id, identity = %global, status = status.0, "authority request refused");
+                self.events.push_back(FederationEvent::AuthorityRefused {
+                    entity,
+                    status,
+                    detail: value,
+                });
+                self.release_calls(released, scene);
+                return;
+            }
+            self.release_calls(released, scene);
+            return;
+        }
         match call {
             Some(ForwardedCall { from, request }) => {
                 if let Some(link) = self.links.get_mut(&from) {
@@ -380,14 +449,26 @@ impl Federation {
                 });
             }
         }
-        self.release_calls(released);
+        self.release_calls(released, scene);
     }
 
     /// Sends calls that waited for a route change, in order; a call made
     /// on behalf of another link that finds no route is answered so.
-    pub(super) fn release_calls(&mut self, calls: Vec<WaitingCall>) {
+    pub(super) fn release_calls(&mut self, calls: Vec<WaitingCall>, scene: &mut Scene) {
         for call in calls {
             let on_behalf_of = call.on_behalf_of;
+            if scene.entity(call.entity).map(|e| e.origin) == Some(Origin::Local) {
+                // This node took the entity over while the call waited.
+                let source = on_behalf_of.map_or(ChangeSource::Node, |c| ChangeSource::Peer(c.from.0));
+                let (status, value) = self.execute_request(source, call.entity, call.request, scene);
+                if let Some(ForwardedCall { from, request }) = on_behalf_of {
+                    if let Some(link) = self.links.get_mut(&from) {
+                        let sent = link.session.send_method_result(request, status, value);
+                        self.stats.session(sent, "answer of a waiting call not sent");
+                    }
+                }
+                continue;
+            }
             if self.forward_request(call.entity, call.request, on_behalf_of) {
                 continue;
             }
@@ -405,12 +486,58 @@ impl Federation {
     }
 }
 
+impl Federation {
+    /// Executes a request as the entity's authority; the method-result to
+    /// answer.
+    fn execute_request(
+        &mut self,
+        source: ChangeSource,
+        entity_id: EntityId,
+        request: AuthorityRequest,
+        scene: &mut Scene,
+    ) -> (MethodStatus, Value) {
+        match request {
+            AuthorityRequest::Action(action) => {
+                self.events.push_back(FederationEvent::ActionForAuthority {
+                    entity: entity_id,
+                    action,
+                });
+            }
+            AuthorityRequest::RemoveEntity => {
+                debug!(entity = %entity_id, "entity removed at a peer's request");
+                let removed = scene.remove_entity(source, entity_id);
+                self.stats
+                    .scene(removed, "entity not removed at a peer's request");
+            }
+            AuthorityRequest::RemoveComponent(component) => {
+                debug!(entity = %entity_id, component = %RemoteText(&component), "component removed at a peer's request");
+                let removed = scene.remove_component(source, entity_id, component);
+                self.stats
+                    .scene(removed, "component not removed at a peer's request");
+            }
+            AuthorityRequest::TakeAuthority { requester, epoch } => {
+                return self.answer_take_authority(entity_id, requester, epoch, scene);
+            }
+        }
+        (MethodStatus::SUCCESS, Value::Null)
+    }
+
+    /// The epoch at which this node handed `entity` over, while it waits
+    /// for the new authority's copy.
+    fn handed_epoch(&self, entity: EntityId) -> Option<u64> {
+        let tracked = self.tracked.get(&self.tracked.global_of(entity)?)?;
+        tracked.handed_to.map(|_| tracked.epoch)
+    }
+}
+
 /// What a method call asks of an entity's authority.
 #[derive(Debug, Clone)]
 pub(super) enum AuthorityRequest {
     Action(EntityAction),
     RemoveEntity,
     RemoveComponent(ComponentId),
+    /// Hand the entity to `requester`, if its epoch is still `epoch`.
+    TakeAuthority { requester: uuid::Uuid, epoch: u64 },
 }
 
 /// The arguments of the entity `action` method (docs/federation.md §2.1).

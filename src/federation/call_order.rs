@@ -66,6 +66,20 @@ impl CallOrder {
         }
     }
 
+    /// How many calls to `global` wait.
+    pub fn waiting_len(&self, global: GlobalId) -> usize {
+        self.waiting.get(&global).map_or(0, VecDeque::len)
+    }
+
+    /// Takes every call to `global` that waits (its route appeared after a
+    /// hand-over, `handover.rs`), in order.
+    pub fn take_waiting(&mut self, global: GlobalId) -> Vec<WaitingCall> {
+        self.waiting
+            .remove(&global)
+            .map(Vec::from)
+            .unwrap_or_default()
+    }
+
     /// Queues a call behind the unanswered ones.
     pub fn wait(&mut self, global: GlobalId, call: WaitingCall) {
         self.waiting.entry(global).or_default().push_back(call);

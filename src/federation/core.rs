@@ -16,7 +16,7 @@ use super::stats::FederationStats;
 use super::tracked::TrackedEntities;
 use crate::scene::{ChangeSource, Origin, Scene};
 use crate::tundra::messages::EntityAction;
-use crate::tundra::EntityId;
+use crate::tundra::{ComponentId, EntityId};
 
 /// What the federation tells the node.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,6 +36,20 @@ pub enum FederationEvent {
     /// The authority answered an EntityAction that one of this node's
     /// clients sent to a remote entity (the method-result came back).
     ActionAnswered {
+        status: crate::less::message::MethodStatus,
+        detail: crate::less::value::Value,
+    },
+    /// The entity's authority changed at this node (docs/federation.md §7):
+    /// this node handed it over, took it over, or yielded it.
+    AuthorityChanged {
+        entity: EntityId,
+        authority: Uuid,
+        epoch: u64,
+    },
+    /// The authority refused this node's take-authority request (409:
+    /// another node won that epoch, `detail` its UUID; 403: its policy).
+    AuthorityRefused {
+        entity: EntityId,
         status: crate::less::message::MethodStatus,
         detail: crate::less::value::Value,
     },
@@ -69,6 +83,14 @@ pub struct Federation {
     pub(super) own_policy: Arc<OriginPolicy>,
     /// Refusals handled by going on (`stats.rs`).
     pub(super) stats: FederationStats,
+    /// Which take-authority calls this node grants (`handover.rs`).
+    pub(super) handover_policy: super::handover::HandoverPolicy,
+    /// Edits of entities this node handed over, waiting for the new
+    /// authority's copy.
+    pub(super) waiting_edits: std::collections::HashMap<GlobalId, Vec<super::handover::WaitingEdit>>,
+    /// This node's own take-authority calls in flight.
+    pub(super) authority_requests:
+        std::collections::HashSet<(LinkId, crate::less::ids::RequestId<crate::less::ids::Local>)>,
 }
 
 impl Federation {
@@ -87,6 +109,9 @@ impl Federation {
             known_exports: BTreeMap::new(),
             own_policy: Arc::new(OriginPolicy::of_origin([], &BTreeMap::new())),
             stats: FederationStats::default(),
+            handover_policy: Default::default(),
+            waiting_edits: Default::default(),
+            authority_requests: Default::default(),
         }
     }
 
@@ -114,7 +139,7 @@ impl Federation {
         let own: Vec<GlobalId> = self
             .tracked
             .iter()
-            .filter(|(_, tracked)| tracked.is_local())
+            .filter(|(_, tracked)| tracked.is_source())
             .map(|(global, _)| *global)
             .collect();
         for global in own {
@@ -230,10 +255,11 @@ impl Federation {
     /// A link went down: every copy it carried is withdrawn; entities reachable
     /// only through it leave the scene.
     pub fn remove_link(&mut self, id: LinkId, scene: &mut Scene) {
-        let Some(link) = self.links.remove(&id) else {
+        let Some(mut link) = self.links.remove(&id) else {
             return;
         };
         info!(link = %id, peer = %link.peer_name, "federation link removed");
+        self.take_orphaned_grants(&mut link, scene);
         let affected: Vec<GlobalId> = link.mirror.globals().collect();
         for global in affected {
             self.reroute(global, scene);
@@ -255,7 +281,10 @@ impl Federation {
             }
         }
         for (_, calls) in self.calls.link_gone(id) {
-            self.release_calls(calls);
+            self.release_calls(calls, scene);
+        }
+        if !self.links.values().any(|l| l.peer == link.peer) {
+            self.reclaim_unanswered(link.peer, scene);
         }
     }
 
@@ -337,7 +366,7 @@ impl Federation {
         let Some(tracked) = self.tracked.get(&global) else {
             return Arc::new(OriginPolicy::unstated());
         };
-        if tracked.is_local() {
+        if tracked.is_source() {
             return self.own_policy.clone();
         }
         tracked
@@ -352,8 +381,8 @@ impl Federation {
     /// The origin's policy a relay must apply to `global` (none for this
     /// node's own entities: its link filters say it all).
     pub(super) fn relay_rule(&self, global: GlobalId) -> Option<Arc<OriginPolicy>> {
-        let local = self.tracked.get(&global).is_some_and(|t| t.is_local());
-        (!local).then(|| self.outgoing_policy(global))
+        let source = self.tracked.get(&global).is_some_and(|t| t.is_source());
+        (!source).then(|| self.outgoing_policy(global))
     }
 
     /// Whether `global` should be exported on `link` (section 4).
@@ -362,7 +391,7 @@ impl Federation {
         else {
             return false;
         };
-        if tracked.is_local() {
+        if tracked.is_source() {
             return true;
         }
         if tracked.selected == Some(link) || tracked.selected.is_none() {
@@ -374,15 +403,21 @@ impl Federation {
     /// Re-chooses the copy of `global` to present (section 4) and applies
     /// the change to the scene and to every link's exports.
     pub(super) fn reroute(&mut self, global: GlobalId, scene: &mut Scene) {
-        if global.origin == self.node {
+        let tracked = self.tracked.get(&global);
+        if tracked.is_none() && global.origin == self.node {
             return; // our own entity came back: never presented twice
         }
-        let mut candidates: Vec<(usize, Uuid, LinkId)> = self
+        // Copies by highest epoch, then those from the authority itself
+        // over those a node that handed it over relays, then the shortest
+        // path (docs/federation.md §7.3).
+        let mut candidates: Vec<(std::cmp::Reverse<u64>, bool, usize, Uuid, LinkId)> = self
             .links
             .values()
             .filter_map(|link| {
                 let entity = link.mirror.copy_of(global)?;
                 (!entity.path.contains(&self.node)).then_some((
+                    std::cmp::Reverse(entity.epoch),
+                    !entity.from_authority(),
                     entity.path.len(),
                     link.peer,
                     link.id,
@@ -390,12 +425,65 @@ impl Federation {
             })
             .collect();
         candidates.sort();
-        let best = candidates.first().map(|(_, _, id)| *id);
+        let newest = candidates.first().map(|c| {
+            let copy = self.links[&c.4].mirror.copy_of(global);
+            (c.0 .0, copy.map_or(global.origin, |c| c.authority()))
+        });
+        let own_epoch = tracked.map_or(0, |t| t.epoch);
+        let is_local = tracked.is_some_and(|t| t.is_local());
+        let presented = tracked.and_then(|t| t.selected);
+        if let Some((epoch, authority)) = newest {
+            if authority == self.node && !is_local && epoch > own_epoch {
+                // The grant to this node, accepted after the state sent
+                // before it: that copy's state becomes this node's own.
+                let granting = candidates[0].4;
+                match presented {
+                    None => self.present(global, granting, scene),
+                    Some(link) if link != granting => self.switch_route(global, granting, scene),
+                    Some(_) => {}
+                }
+                let from = self
+                    .links
+                    .get(&granting)
+                    .and_then(|l| l.mirror.copy_of(global))
+                    .and_then(|c| c.path.first().copied())
+                    .unwrap_or(global.origin);
+                self.take_over(global, epoch, from, scene);
+                return;
+            }
+            if is_local && epoch > own_epoch && authority != self.node {
+                self.step_down(global, authority, epoch, scene);
+            }
+        }
+        if self.tracked.get(&global).is_some_and(|t| t.is_local()) {
+            return;
+        }
+        // Copies older than an epoch this node has stated are stale.
+        let floor = self
+            .tracked
+            .get(&global)
+            .filter(|t| t.handed_to.is_some())
+            .map_or(0, |t| t.epoch);
+        candidates.retain(|c| c.0 .0 >= floor);
+        let best = candidates.first().map(|c| c.4);
         let current = self.tracked.get(&global).and_then(|t| t.selected);
-        let current_usable = current.is_some_and(|c| candidates.iter().any(|(_, _, id)| *id == c));
+        let current_usable = current.is_some_and(|c| candidates.iter().any(|c2| c2.4 == c));
+        let handed = self.tracked.get(&global).is_some_and(|t| t.handed_to.is_some());
         match (current, best) {
             (None, None) => {}
             (Some(_), None) => self.unpresent(global, scene),
+            (None, Some(link)) if handed => {
+                if self.copy_covers(global, link, scene) {
+                    debug!(entity = %global, link = %link, "new authority's copy presented");
+                    if let Some(t) = self.tracked.get_mut(&global) {
+                        t.handed_to = None;
+                    }
+                    self.switch_route(global, link, scene);
+                    self.adopted(global, scene);
+                } else {
+                    debug!(entity = %global, "handed entity waits for the new copy's components");
+                }
+            }
             (None, Some(link)) => self.present(global, link, scene),
             // A shorter route whose copy has not yet brought every component
             // the presented copy has (its entity object arrives before its
@@ -428,7 +516,16 @@ impl Federation {
         let Some(entity) = scene.entity(tracked.scene()) else {
             return true;
         };
-        tracked.components.values().all(|id| {
+        let presented: Vec<ComponentId> = if tracked.selected.is_none() {
+            // Handed over: the scene's own components.
+            entity
+                .replicated_components()
+                .map(|c| c.id)
+                .collect()
+        } else {
+            tracked.components.values().copied().collect()
+        };
+        presented.iter().all(|id| {
             let Some(presented) = entity.components.get(id) else {
                 return true;
             };

@@ -62,7 +62,7 @@ fn component_type(component: &Component) -> (String, String) {
 
 /// The Tundra type name of a component, as `component_type` gives it,
 /// without building the URI.
-fn type_name(component: &Component) -> std::borrow::Cow<'_, str> {
+pub(super) fn type_name(component: &Component) -> std::borrow::Cow<'_, str> {
     match &component.content {
         ComponentContent::Known { schema, .. } => schema.name.as_str().into(),
         ComponentContent::Opaque(_) => format!("opaque:{}", component.type_id).into(),
@@ -225,6 +225,7 @@ impl Federation {
         let want = self.should_export(global, link_id);
         let path = self.outgoing_path(global);
         let policy = self.outgoing_policy(global);
+        let authority = self.outgoing_authority(global);
         // Untracked entities were unexported when they left the scene.
         let Some(scene_id) = self.tracked.get(&global).map(|t| t.scene()) else {
             return;
@@ -247,6 +248,25 @@ impl Federation {
                 let object = exported.object;
                 let moved = exported.path != path;
                 let stale = exported.policy.as_deref() != Some(&*policy);
+                let handed = exported.authority != Some(authority);
+                if handed {
+                    // One message: a receiver sees authority and epoch change
+                    // together.
+                    let sent = link.session.update_entity(
+                        object,
+                        vec![
+                            pv(entity::COMPONENT, entity::AUTHORITY, Value::Uuid(authority.0)),
+                            pv(
+                                entity::COMPONENT,
+                                entity::EPOCH,
+                                Value::Integer(authority.1 as i64),
+                            ),
+                        ],
+                    );
+                    if sent.is_ok() {
+                        link.exported.set_authority(scene_id, authority);
+                    }
+                }
                 if moved {
                     let sent = link.session.set_property(
                         object,
@@ -299,12 +319,23 @@ impl Federation {
                         parent_value(link, target.parent),
                     ),
                     pv(entity::COMPONENT, entity::EXPORT, policy.to_value()),
+                    pv(
+                        entity::COMPONENT,
+                        entity::AUTHORITY,
+                        Value::Uuid(authority.0),
+                    ),
+                    pv(
+                        entity::COMPONENT,
+                        entity::EPOCH,
+                        Value::Integer(authority.1 as i64),
+                    ),
                 ];
                 if let Err(error) = link.session.introduce_entity(object, type_id, values) {
                     warn!(link = %link_id, entity = %global, error = %RemoteText(&error), "cannot export entity");
                     return;
                 }
                 link.exported.insert_entity(scene_id, object, path, policy);
+                link.exported.set_authority(scene_id, authority);
                 debug!(link = %link_id, entity = %global, object = object.get(), "entity exported");
             }
             (false, false) => {}

@@ -74,6 +74,9 @@ pub struct ExportedEntity {
     /// The origin's export policy last sent for the entity object (sent
     /// again only when it changes, as the path).
     pub policy: Option<Arc<OriginPolicy>>,
+    /// The authority and epoch last sent for the entity object (sent again
+    /// only when they change, as the path).
+    pub authority: Option<(Uuid, u64)>,
 }
 
 impl ExportedEntity {
@@ -171,6 +174,7 @@ impl Exports {
                 components: ComponentObjects::default(),
                 path,
                 policy: Some(policy),
+                authority: None,
             },
         );
         true
@@ -225,6 +229,13 @@ impl Exports {
     pub fn set_path(&mut self, entity: EntityId, path: Vec<Uuid>) {
         if let Some(exported) = self.entities.get_mut(&entity) {
             exported.path = path;
+        }
+    }
+
+    /// Notes the authority and epoch last sent for an entity.
+    pub fn set_authority(&mut self, entity: EntityId, authority: (Uuid, u64)) {
+        if let Some(exported) = self.entities.get_mut(&entity) {
+            exported.authority = Some(authority);
         }
     }
 

@@ -129,11 +129,17 @@ impl Federation {
     ) -> Option<CloseReason> {
         self.warm_updates(link_id, scene);
         loop {
-            let event = self.links.get_mut(&link_id)?.session.poll_event()?;
+            let Some(event) = self.links.get_mut(&link_id)?.session.poll_event() else {
+                break;
+            };
             if let Some(reason) = self.handle_event(link_id, event, scene) {
                 return Some(reason);
             }
         }
+        // Every event of the packets that arrived is applied: new epochs
+        // whose earlier packets are all here take effect.
+        self.pass_epoch_barriers(link_id, scene);
+        None
     }
 
     fn handle_event(
@@ -230,7 +236,7 @@ impl Federation {
                 request,
                 status,
                 value,
-            } => self.handle_method_result(link_id, request, status, value),
+            } => self.handle_method_result(link_id, request, status, value, scene),
             Event::Closed { reason } => return Some(reason),
             Event::TypeSubscribed { .. } | Event::TypeUnsubscribed { .. } => {}
             Event::Interaction {
@@ -318,7 +324,10 @@ impl Federation {
         };
         let global = if let Some(updated) = link.mirror.update_entity(object, values) {
             match updated {
-                Ok(global) => global,
+                Ok(global) => {
+                    self.note_announced(link_id, object);
+                    global
+                }
                 Err(error) => {
                     warn!(link = %link_id, error = %RemoteText(&error), "bad entity update");
                     return;
@@ -513,7 +522,17 @@ impl Federation {
             return;
         };
         let entity = tracked.scene();
-        let mut unclaimed: Vec<ComponentId> = tracked.components.drain().map(|(_, c)| c).collect();
+        let mut unclaimed: Vec<ComponentId> = if tracked.selected.is_none() {
+            // A node that handed the entity over, or takes it over from
+            // another copy: every component is its own scene's.
+            tracked.components.clear();
+            scene
+                .entity(entity)
+                .map(|e| e.replicated_components().map(|c| c.id).collect())
+                .unwrap_or_default()
+        } else {
+            tracked.components.drain().map(|(_, c)| c).collect()
+        };
         unclaimed.sort();
         tracked.selected = Some(link_id);
         self.awaiting_parent.insert(global);

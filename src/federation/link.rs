@@ -86,6 +86,10 @@ pub struct Link {
         HashMap<RequestId<Local>, (super::ids::GlobalId, Option<ForwardedCall>)>,
     /// Background refresh position and budget (`refresh.rs`).
     pub refresh: super::refresh::RefreshCursor,
+    /// Entity objects whose new authority and epoch wait until every
+    /// packet the peer sent before them has arrived, with the receive mark
+    /// to wait for (`handover.rs`).
+    pub(super) epoch_barriers: Vec<(ObjectId<Remote>, u64)>,
 }
 
 impl Link {
@@ -108,6 +112,7 @@ impl Link {
             mirror: Mirror::default(),
             forwarded_calls: HashMap::new(),
             refresh: Default::default(),
+            epoch_barriers: Vec::new(),
         }
     }
 

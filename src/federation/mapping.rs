@@ -29,9 +29,15 @@ pub mod entity {
     pub const PARENT: u64 = 5;
     /// The origin's export policy (`origin_policy.rs`, section 4.1).
     pub const EXPORT: u64 = 6;
+    /// The node simulating the entity now (absent: the origin).
+    pub const AUTHORITY: u64 = 7;
+    /// Hand-overs so far: 0 at creation, +1 per change of authority.
+    pub const EPOCH: u64 = 8;
     pub const ACTION: u64 = 100;
     /// Method: remove the entity (a client elsewhere removed it).
     pub const REMOVE: u64 = 101;
+    /// Method: hand the entity to the requester (`handover.rs`).
+    pub const TAKE_AUTHORITY: u64 = 102;
 }
 
 /// Component object properties.
@@ -123,6 +129,8 @@ pub fn entity_schema() -> TypeSchema {
                     "export",
                     ValueType::List(Box::new(ValueType::String)),
                 ),
+                property(entity::AUTHORITY, "authority", ValueType::Uuid),
+                property(entity::EPOCH, "epoch", ValueType::Integer),
                 Member {
                     id: PropertyId(entity::ACTION),
                     name: "action".to_owned(),
@@ -136,6 +144,14 @@ pub fn entity_schema() -> TypeSchema {
                     }),
                 },
                 remove_method(entity::REMOVE),
+                Member {
+                    id: PropertyId(entity::TAKE_AUTHORITY),
+                    name: "take-authority".to_owned(),
+                    kind: MemberKind::Method(MethodSchema {
+                        arguments: Some(vec![ValueType::Uuid, ValueType::Integer]),
+                        returns: None,
+                    }),
+                },
             ],
         )],
     )

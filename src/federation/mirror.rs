@@ -49,10 +49,32 @@ pub struct MirrorEntity {
     pub parent: Option<ObjectId<Remote>>,
     /// The origin's export policy as this copy carries it (none: unstated).
     pub policy: Option<Arc<OriginPolicy>>,
+    /// The authority and epoch this copy is known to carry
+    /// (docs/federation.md §7): `None` is the origin, as a peer that does
+    /// not hand entities over sends it.
+    pub authority: Option<uuid::Uuid>,
+    pub epoch: u64,
+    /// A newer authority and epoch the peer sent, held until every packet
+    /// the peer sent before it has arrived (`handover.rs`).
+    pub announced: Option<(Option<uuid::Uuid>, u64)>,
     components: BTreeSet<ObjectId<Remote>>,
 }
 
 impl MirrorEntity {
+    /// The node simulating the entity, as this copy tells it.
+    #[inline]
+    pub fn authority(&self) -> uuid::Uuid {
+        self.authority.unwrap_or(self.global.origin)
+    }
+
+    /// Whether the copy comes from its authority itself (its path starts
+    /// there), not from a node that handed it over and relays it until it
+    /// hears from the new one.
+    #[inline]
+    pub fn from_authority(&self) -> bool {
+        self.path.first() == Some(&self.authority())
+    }
+
     /// The component objects that name this entity as owner.
     #[inline]
     pub fn components(&self) -> &BTreeSet<ObjectId<Remote>> {
@@ -206,6 +228,25 @@ impl Mirror {
     ) -> Option<Result<GlobalId, MirrorError>> {
         let entity = self.entities.get_mut(&object)?;
         Some(apply_entity_values(entity, values).map(|()| entity.global))
+    }
+
+    /// An entity object's announced authority and epoch become the ones
+    /// it carries (the packets before them have arrived, `handover.rs`).
+    /// Returns its identity.
+    pub fn accept_announced(&mut self, object: ObjectId<Remote>) -> Option<GlobalId> {
+        let entity = self.entities.get_mut(&object)?;
+        let (authority, epoch) = entity.announced.take()?;
+        entity.authority = authority;
+        entity.epoch = epoch;
+        Some(entity.global)
+    }
+
+    /// Forgets an entity object's announced authority and epoch (stale, or
+    /// the same as it carries).
+    pub fn drop_announced(&mut self, object: ObjectId<Remote>) {
+        if let Some(entity) = self.entities.get_mut(&object) {
+            entity.announced = None;
+        }
     }
 
     /// Removes an entity object and the component objects it owns.
@@ -374,6 +415,19 @@ pub fn apply_entity_values(
             if target.policy.as_deref() != Some(&policy) {
                 target.policy = Some(Arc::new(policy));
             }
+        } else if *k == key(entity::COMPONENT, entity::AUTHORITY) {
+            let Value::Uuid(authority) = value else {
+                return Err(MirrorError::BadValue(k.clone()));
+            };
+            let (_, epoch) = target.announced.unwrap_or((target.authority, target.epoch));
+            target.announced = Some((Some(*authority), epoch));
+        } else if *k == key(entity::COMPONENT, entity::EPOCH) {
+            let epoch = match value {
+                Value::Integer(e) => u64::try_from(*e).map_err(|_| MirrorError::BadValue(k.clone()))?,
+                _ => return Err(MirrorError::BadValue(k.clone())),
+            };
+            let (authority, _) = target.announced.unwrap_or((target.authority, target.epoch));
+            target.announced = Some((authority, epoch));
         } else if *k == key(entity::COMPONENT, entity::TEMPORARY) {
             match value {
                 Value::Integer(v) => target.temporary = *v != 0,
@@ -417,9 +471,17 @@ pub fn entity_from_values(values: &[PropertyValue]) -> Result<MirrorEntity, Mirr
         temporary: false,
         parent: None,
         policy: None,
+        authority: None,
+        epoch: 0,
+        announced: None,
         components: BTreeSet::new(),
     };
     apply_entity_values(&mut entity, values)?;
+    // A new object: nothing the peer sent before it concerns it.
+    if let Some((authority, epoch)) = entity.announced.take() {
+        entity.authority = authority;
+        entity.epoch = epoch;
+    }
     Ok(entity)
 }
 

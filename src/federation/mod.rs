@@ -31,6 +31,7 @@ pub mod encodings;
 mod export;
 pub mod exports;
 mod flood;
+pub mod handover;
 pub mod ids;
 mod import;
 pub mod link;
@@ -48,6 +49,7 @@ pub mod zones;
 pub use self::core::{Federation, FederationEvent};
 pub use ids::{GlobalId, LinkId};
 pub use link::{Link, LinkPolicy, TypeFilter};
+pub use handover::{HandoverError, HandoverPolicy, HandoverReason};
 pub use stats::FederationStats;
 
 #[cfg(test)]

@@ -17,6 +17,20 @@ pub struct FederationStats {
     /// Commands a session refused (it is closing, or the object is already
     /// withdrawn): nothing was sent.
     pub session_refusals: u64,
+    /// Hand-overs of this node's entities, by new authority and reason
+    /// (`handover.rs`).
+    pub handed_over: std::collections::BTreeMap<(uuid::Uuid, &'static str), u64>,
+    /// Entities this node took over, by previous authority.
+    pub taken_over: std::collections::BTreeMap<uuid::Uuid, u64>,
+    /// Take-authority calls this node refused as the authority, by reason
+    /// (`conflict`: another won the epoch; `policy`).
+    pub handover_refusals: std::collections::BTreeMap<&'static str, u64>,
+    /// This node's own take-authority requests refused, by status.
+    pub requests_refused: std::collections::BTreeMap<i64, u64>,
+    /// Edits refused while waiting for a new authority's copy (queue full).
+    pub handover_refusals_edit: u64,
+    /// Entity updates that carried an older epoch than the copy's.
+    pub stale_epochs: u64,
 }
 
 impl FederationStats {

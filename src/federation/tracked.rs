@@ -8,12 +8,19 @@ use super::ids::{GlobalId, LinkId};
 use crate::less::ids::{ObjectId, Remote};
 use crate::tundra::{ComponentId, EntityId};
 
-/// One entity the federation tracks. Its scene entity and whether it is
-/// this node's own never change while it is tracked.
+/// One entity the federation tracks. Its scene entity never changes while
+/// it is tracked; whether this node is its authority changes only by a
+/// hand-over (`handover.rs`).
 #[derive(Debug)]
 pub(super) struct Tracked {
     scene: EntityId,
     local: bool,
+    /// While this node is the authority or has just handed the entity
+    /// over: the epoch it exports (docs/federation.md §7).
+    pub epoch: u64,
+    /// Handed to this node, whose copy has not arrived yet: until it does,
+    /// this node goes on exporting its last state as a relay would.
+    pub handed_to: Option<uuid::Uuid>,
     /// The link whose copy this node presents (remote entities).
     pub selected: Option<LinkId>,
     /// Selected copy's component objects and the scene components they are.
@@ -27,10 +34,37 @@ impl Tracked {
         self.scene
     }
 
-    /// Whether the entity is this node's own (it is its authority).
+    /// Whether this node is the entity's authority (it exports it as its
+    /// own).
     #[inline]
     pub fn is_local(&self) -> bool {
         self.local
+    }
+
+    /// Whether this node exports the entity from its own scene state: as
+    /// its authority, or handed over and waiting for the new one's copy.
+    #[inline]
+    pub fn is_source(&self) -> bool {
+        self.local || self.handed_to.is_some()
+    }
+
+    /// This node takes the entity over at `epoch`: its scene state is the
+    /// entity's state from now on.
+    pub fn become_authority(&mut self, epoch: u64) {
+        self.local = true;
+        self.epoch = epoch;
+        self.handed_to = None;
+        self.selected = None;
+        self.components.clear();
+    }
+
+    /// This node handed the entity to `to` at `epoch`.
+    pub fn hand_to(&mut self, to: uuid::Uuid, epoch: u64) {
+        self.local = false;
+        self.epoch = epoch;
+        self.handed_to = Some(to);
+        self.selected = None;
+        self.components.clear();
     }
 
     /// The component object of the presented copy that is scene component
@@ -83,6 +117,8 @@ impl TrackedEntities {
             Tracked {
                 scene,
                 local,
+                epoch: 0,
+                handed_to: None,
                 selected,
                 components,
             },

@@ -69,6 +69,9 @@ impl MethodStatus {
     pub const FORBIDDEN: MethodStatus = MethodStatus(403);
     /// No such entity or method.
     pub const NOT_FOUND: MethodStatus = MethodStatus(404);
+    /// The call lost a race: the state it assumed has changed (an entity
+    /// already handed to another node, docs/federation.md §7).
+    pub const CONFLICT: MethodStatus = MethodStatus(409);
     /// The callee failed.
     pub const INTERNAL_ERROR: MethodStatus = MethodStatus(500);
 

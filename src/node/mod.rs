@@ -151,6 +151,38 @@ impl Node {
         self.federation.set_configured_exports(filters, &self.scene);
     }
 
+    /// Which take-authority requests this node grants for its entities
+    /// (docs/federation.md §7.2).
+    pub fn set_handover_policy(&mut self, policy: crate::federation::HandoverPolicy) {
+        self.federation.set_handover_policy(policy);
+    }
+
+    /// Asks the authority of a remote entity to hand it to this node (an
+    /// operator's request; a client sends the EntityAction `TakeAuthority`).
+    pub fn request_authority(
+        &mut self,
+        entity: crate::tundra::EntityId,
+    ) -> Result<(), crate::federation::HandoverError> {
+        let requested = self.federation.request_authority(entity, &self.scene);
+        self.settle();
+        requested
+    }
+
+    /// Hands an entity this node is the authority of to node `to` (a zone
+    /// crossing, a departure, an operator).
+    pub fn hand_over(
+        &mut self,
+        entity: crate::tundra::EntityId,
+        to: Uuid,
+        reason: crate::federation::HandoverReason,
+    ) -> Result<(), crate::federation::HandoverError> {
+        let handed = self
+            .federation
+            .hand_over(entity, to, reason, &mut self.scene);
+        self.settle();
+        handed
+    }
+
     // ----- accessors -----
 
     pub fn scene(&self) -> &Scene {

@@ -155,6 +155,25 @@ impl Node {
                         info!(%entity, name = %RemoteText(&action.name), "entity action from a peer executed here, its authority");
                         self.push_action_event(Event::ActionExecuted(entity, action));
                     }
+                    FederationEvent::AuthorityChanged {
+                        entity,
+                        authority,
+                        epoch,
+                    } => {
+                        debug!(%entity, %authority, epoch, "entity authority changed");
+                    }
+                    FederationEvent::AuthorityRefused {
+                        entity,
+                        status,
+                        detail,
+                    } => {
+                        info!(
+                            %entity,
+                            status = status.0,
+                            detail = %RemoteText(format_args!("{detail:?}")),
+                            "authority request refused"
+                        );
+                    }
                     FederationEvent::ActionAnswered { status, detail } => {
                         debug!(
                             status = status.0,

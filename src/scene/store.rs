@@ -533,6 +533,18 @@ impl Scene {
         Ok(order)
     }
 
+    /// Changes where the entity is simulated (a hand-over of authority,
+    /// docs/federation.md §7). Nothing a client sees changes, so nothing is
+    /// journalled: only how later client edits are handled.
+    pub fn set_origin(&mut self, entity: EntityId, origin: Origin) -> Result<(), SceneError> {
+        let target = self
+            .entities
+            .get_mut(&entity)
+            .ok_or(SceneError::UnknownEntity(entity))?;
+        target.origin = origin;
+        Ok(())
+    }
+
     pub fn set_temporary(
         &mut self,
         source: ChangeSource,

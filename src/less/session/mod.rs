@@ -147,6 +147,26 @@ impl Session {
         self.send.in_flight()
     }
 
+    /// The highest packet sequence received so far: a mark to pass to
+    /// [`Session::received_all_through`] later. On a stream link every
+    /// packet arrives in order and the mark is 0.
+    pub fn receive_mark(&self) -> u64 {
+        match self.config.mode {
+            FramingMode::Stream => 0,
+            FramingMode::Datagram => self.receive.highest(),
+        }
+    }
+
+    /// Whether every packet up to `mark` (a [`Session::receive_mark`]) has
+    /// arrived: re-sends keep their sequence numbers, so a gap fills unless
+    /// the link dies. What those packets carried has then taken effect.
+    pub fn received_all_through(&self, mark: u64) -> bool {
+        match self.config.mode {
+            FramingMode::Stream => true,
+            FramingMode::Datagram => self.receive.lowest() > mark,
+        }
+    }
+
     /// The peer's update-rate request in force (packets per second).
     pub fn peer_update_rate(&self) -> Option<u32> {
         self.peer_update_rate

@@ -1,0 +1,496 @@
+//! Authority hand-over (docs/federation.md §7): an entity's authority moves
+//! to another node and its identity stays, so every node keeps presenting
+//! the same scene entity.
+//!
+//! The authority is the serialization point: it grants the first
+//! take-authority call of an epoch and refuses the others, so exactly one
+//! requester wins. The grant is the entity object's `authority` and `epoch`
+//! changing, sent as an ordinary update on the routes the state takes. A
+//! receiver makes a new epoch its own only once every packet its peer sent
+//! before it has arrived (`Session::received_all_through`), so the state
+//! sent before a grant is applied before it at every hop, whatever the
+//! network reordered. The old authority goes on exporting its last state
+//! as a relay would until the new authority's copy reaches it; edits and
+//! calls that reach it meanwhile wait and then travel to the new one.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use tracing::{debug, info, warn};
+use uuid::Uuid;
+
+use super::core::{Federation, FederationEvent};
+use super::ids::{GlobalId, LinkId};
+use super::link::TypeFilter;
+use crate::less::ids::{ObjectId, PropertyKey, Remote};
+use crate::less::message::MethodStatus;
+use crate::less::value::Value;
+use crate::scene::{Origin, Scene};
+use crate::tundra::{AttributeValue, ComponentId, EntityId};
+
+/// The EntityAction a Tundra client sends (exec type Server, no
+/// parameters) to ask for the entity it names.
+pub const TAKE_AUTHORITY_ACTION: &str = "TakeAuthority";
+
+/// Edits of one entity that wait at a node that handed it over, until the
+/// new authority's copy arrives; beyond it an edit is refused and counted.
+pub const MAX_WAITING_EDITS: usize = 1024;
+
+/// Why authority moved (counted per peer in [`super::FederationStats`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum HandoverReason {
+    /// A take-authority call: a client's TakeAuthority or an operator's
+    /// request on the requesting node.
+    Request,
+    /// The entity entered the zone of the node it was handed to.
+    Zone,
+    /// This node left the federation and handed its entities on.
+    Departure,
+    /// This node took back an entity whose new authority never took it (the
+    /// link to it failed first).
+    Reclaim,
+    /// An operator handed it at the authority.
+    Operator,
+}
+
+impl HandoverReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HandoverReason::Request => "request",
+            HandoverReason::Zone => "zone",
+            HandoverReason::Departure => "departure",
+            HandoverReason::Reclaim => "reclaim",
+            HandoverReason::Operator => "operator",
+        }
+    }
+}
+
+/// Which take-authority calls this node grants for its entities.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HandoverPolicy {
+    /// Grants at all (default: yes).
+    pub grant: bool,
+    /// Entities with at least one component of these types (default: all).
+    pub types: TypeFilter,
+    /// Requesting nodes (default: `None`, every node).
+    pub peers: Option<BTreeSet<Uuid>>,
+}
+
+impl Default for HandoverPolicy {
+    fn default() -> HandoverPolicy {
+        HandoverPolicy {
+            grant: true,
+            types: TypeFilter::All,
+            peers: None,
+        }
+    }
+}
+
+/// Why a request or hand-over was not started.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HandoverError {
+    #[error("entity {0} is not federated")]
+    Unknown(EntityId),
+    #[error("this node is already the authority of entity {0}")]
+    AlreadyAuthority(EntityId),
+    #[error("this node is not the authority of entity {0}")]
+    NotAuthority(EntityId),
+    #[error("no route to the authority of entity {0}")]
+    NoRoute(EntityId),
+    #[error("entity {0} cannot be handed to this node itself")]
+    ToSelf(EntityId),
+}
+
+/// An edit that waits for the new authority's copy.
+#[derive(Debug, Clone)]
+pub(super) struct WaitingEdit {
+    pub component: ComponentId,
+    pub index: u8,
+    pub value: AttributeValue,
+}
+
+impl Federation {
+    /// Which take-authority calls this node grants.
+    pub fn set_handover_policy(&mut self, policy: HandoverPolicy) {
+        self.handover_policy = policy;
+    }
+
+    /// The authority of a scene entity and its epoch, as this node knows
+    /// them.
+    pub fn authority_of(&self, entity: EntityId) -> Option<(Uuid, u64)> {
+        let global = self.tracked.global_of(entity)?;
+        Some(self.outgoing_authority(global))
+    }
+
+    /// Entities presented here per authority node (for status pages).
+    pub fn entities_by_authority(&self) -> BTreeMap<Uuid, usize> {
+        let mut counts = BTreeMap::new();
+        for (global, _) in self.tracked.iter() {
+            *counts.entry(self.outgoing_authority(*global).0).or_insert(0) += 1;
+        }
+        counts
+    }
+
+    /// The authority and epoch this node states for `global`: its own while
+    /// it is the authority or has handed the entity over, else the
+    /// presented copy's.
+    pub(super) fn outgoing_authority(&self, global: GlobalId) -> (Uuid, u64) {
+        let Some(tracked) = self.tracked.get(&global) else {
+            return (global.origin, 0);
+        };
+        if tracked.is_local() {
+            return (self.node, tracked.epoch);
+        }
+        if let Some(to) = tracked.handed_to {
+            return (to, tracked.epoch);
+        }
+        tracked
+            .selected
+            .and_then(|link| self.links.get(&link)?.mirror.copy_of(global))
+            .map_or((global.origin, 0), |copy| (copy.authority(), copy.epoch))
+    }
+
+    /// Asks the authority of a remote entity to hand it to this node: a
+    /// take-authority call routed hop by hop like an action. The answer
+    /// comes back as [`FederationEvent::AuthorityRefused`] or, when
+    /// granted, as [`FederationEvent::AuthorityChanged`] once the grant
+    /// arrived here.
+    pub fn request_authority(
+        &mut self,
+        entity: EntityId,
+        scene: &Scene,
+    ) -> Result<(), HandoverError> {
+        let global = self
+            .tracked
+            .global_of(entity)
+            .ok_or(HandoverError::Unknown(entity))?;
+        if scene.entity(entity).map(|e| e.origin) == Some(Origin::Local) {
+            return Err(HandoverError::AlreadyAuthority(entity));
+        }
+        let (_, epoch) = self.outgoing_authority(global);
+        let request = super::authority::AuthorityRequest::TakeAuthority {
+            requester: self.node,
+            epoch,
+        };
+        if !self.forward_request(entity, request, None) {
+            return Err(HandoverError::NoRoute(entity));
+        }
+        info!(%entity, identity = %global, epoch, "authority requested");
+        Ok(())
+    }
+
+    /// Hands an entity this node is the authority of to node `to` (a zone,
+    /// a departure, an operator). The grant travels as the entity's state
+    /// does; `to` takes the entity over when it arrives there.
+    pub fn hand_over(
+        &mut self,
+        entity: EntityId,
+        to: Uuid,
+        reason: HandoverReason,
+        scene: &mut Scene,
+    ) -> Result<(), HandoverError> {
+        let global = self
+            .tracked
+            .global_of(entity)
+            .ok_or(HandoverError::Unknown(entity))?;
+        if !self.tracked.get(&global).is_some_and(|t| t.is_local()) {
+            return Err(HandoverError::NotAuthority(entity));
+        }
+        if to == self.node {
+            return Err(HandoverError::ToSelf(entity));
+        }
+        self.grant(global, to, reason, scene);
+        Ok(())
+    }
+
+    /// Gives `global` (this node's) to `to` at the next epoch: from now on
+    /// this node's clients' edits are tweaks toward `to`.
+    fn grant(&mut self, global: GlobalId, to: Uuid, reason: HandoverReason, scene: &mut Scene) {
+        let Some(tracked) = self.tracked.get_mut(&global) else {
+            return;
+        };
+        let epoch = tracked.epoch + 1;
+        let entity = tracked.scene();
+        tracked.hand_to(to, epoch);
+        let set = scene.set_origin(entity, Origin::Remote);
+        self.stats.scene(set, "handed entity not made remote");
+        *self
+            .stats
+            .handed_over
+            .entry((to, reason.as_str()))
+            .or_insert(0) += 1;
+        info!(%entity, identity = %global, %to, epoch, reason = reason.as_str(), "authority handed over");
+        self.events.push_back(FederationEvent::AuthorityChanged {
+            entity,
+            authority: to,
+            epoch,
+        });
+        self.sync_all_links(global, scene);
+    }
+
+    /// A take-authority call reached this node, the entity's authority:
+    /// grants the first of an epoch that the policy allows, refuses others.
+    pub(super) fn answer_take_authority(
+        &mut self,
+        entity: EntityId,
+        requester: Uuid,
+        epoch: u64,
+        scene: &mut Scene,
+    ) -> (MethodStatus, Value) {
+        let Some(global) = self.tracked.global_of(entity) else {
+            return (MethodStatus::NOT_FOUND, Value::String("no such entity".into()));
+        };
+        let (authority, current) = self.outgoing_authority(global);
+        let refuse = |federation: &mut Federation, why: &'static str| {
+            *federation.stats.handover_refusals.entry(why).or_insert(0) += 1;
+            info!(%entity, identity = %global, %requester, epoch, current, reason = why, "authority request refused");
+        };
+        if epoch != current || authority == requester {
+            refuse(self, "conflict");
+            return (MethodStatus::CONFLICT, Value::Uuid(authority));
+        }
+        if !self.policy_grants(entity, requester, scene) {
+            refuse(self, "policy");
+            return (
+                MethodStatus::FORBIDDEN,
+                Value::String("authority not granted by policy".into()),
+            );
+        }
+        self.grant(global, requester, HandoverReason::Request, scene);
+        (MethodStatus::SUCCESS, Value::Null)
+    }
+
+    fn policy_grants(&self, entity: EntityId, requester: Uuid, scene: &Scene) -> bool {
+        let policy = &self.handover_policy;
+        if !policy.grant || policy.peers.as_ref().is_some_and(|p| !p.contains(&requester)) {
+            return false;
+        }
+        match &policy.types {
+            TypeFilter::All => true,
+            filter => scene.entity(entity).is_some_and(|e| {
+                e.replicated_components()
+                    .any(|c| filter.allows(&super::export::type_name(c)))
+            }),
+        }
+    }
+
+    /// An entity object update carried an authority or epoch: a newer epoch
+    /// waits for the packets before it; an older one is refused.
+    pub(super) fn note_announced(&mut self, link_id: LinkId, object: ObjectId<Remote>) {
+        let Some(link) = self.links.get_mut(&link_id) else {
+            return;
+        };
+        let Some(copy) = link.mirror.entity(object) else {
+            return;
+        };
+        let Some((authority, epoch)) = copy.announced else {
+            return;
+        };
+        if epoch > copy.epoch {
+            let mark = link.session.receive_mark();
+            link.epoch_barriers.retain(|(o, _)| *o != object);
+            link.epoch_barriers.push((object, mark));
+            return;
+        }
+        if epoch < copy.epoch || authority.unwrap_or(copy.global.origin) != copy.authority() {
+            self.stats.stale_epochs += 1;
+            warn!(link = %link_id, entity = %copy.global, epoch, current = copy.epoch, "entity update with an older epoch refused");
+        }
+        link.mirror.drop_announced(object);
+    }
+
+    /// Makes each announced epoch of `link_id` whose earlier packets have
+    /// all arrived the copy's own, and re-chooses the route.
+    pub(super) fn pass_epoch_barriers(&mut self, link_id: LinkId, scene: &mut Scene) {
+        let Some(link) = self.links.get_mut(&link_id) else {
+            return;
+        };
+        if link.epoch_barriers.is_empty() {
+            return;
+        }
+        let (passed, waiting): (Vec<_>, Vec<_>) = link
+            .epoch_barriers
+            .drain(..)
+            .partition(|(_, mark)| link.session.received_all_through(*mark));
+        link.epoch_barriers = waiting;
+        let globals: Vec<GlobalId> = passed
+            .into_iter()
+            .filter_map(|(object, _)| link.mirror.accept_announced(object))
+            .collect();
+        for global in globals {
+            debug!(link = %link_id, entity = %global, "new epoch accepted");
+            self.reroute(global, scene);
+        }
+    }
+
+    /// A link went down with epochs still waiting for its earlier packets,
+    /// which will not come: a grant to this node is taken with the state
+    /// that did arrive (docs/federation.md §7.5).
+    pub(super) fn take_orphaned_grants(
+        &mut self,
+        link: &mut super::link::Link,
+        scene: &mut Scene,
+    ) {
+        for (object, _) in std::mem::take(&mut link.epoch_barriers) {
+            let Some(global) = link.mirror.accept_announced(object) else {
+                continue;
+            };
+            let Some(copy) = link.mirror.copy_of(global) else {
+                continue;
+            };
+            let (authority, epoch) = (copy.authority(), copy.epoch);
+            let presented = self
+                .tracked
+                .get(&global)
+                .is_some_and(|t| t.selected == Some(link.id));
+            if authority == self.node && presented {
+                self.take_over(global, epoch, link.peer, scene);
+            }
+        }
+    }
+
+    /// This node becomes the authority of `global` at `epoch`, from the
+    /// state its scene presents.
+    pub(super) fn take_over(&mut self, global: GlobalId, epoch: u64, from: Uuid, scene: &mut Scene) {
+        let Some(tracked) = self.tracked.get_mut(&global) else {
+            return;
+        };
+        let entity = tracked.scene();
+        tracked.become_authority(epoch);
+        let set = scene.set_origin(entity, Origin::Local);
+        self.stats.scene(set, "entity taken over not made local");
+        *self.stats.taken_over.entry(from).or_insert(0) += 1;
+        info!(%entity, identity = %global, %from, epoch, "authority taken over");
+        self.events.push_back(FederationEvent::AuthorityChanged {
+            entity,
+            authority: self.node,
+            epoch,
+        });
+        // Calls that waited for a route are this node's own now.
+        let calls = self.calls.take_waiting(global);
+        self.release_calls(calls, scene);
+        self.flush_waiting_edits(global, scene);
+        self.sync_all_links(global, scene);
+    }
+
+    /// This node, the authority of `global`, sees a copy with a newer epoch
+    /// naming another node (it reclaimed an entity that its new authority
+    /// had taken after all): it stops being the authority and presents
+    /// that copy.
+    pub(super) fn step_down(&mut self, global: GlobalId, to: Uuid, epoch: u64, scene: &mut Scene) {
+        let Some(tracked) = self.tracked.get_mut(&global) else {
+            return;
+        };
+        let entity = tracked.scene();
+        tracked.hand_to(to, epoch);
+        let set = scene.set_origin(entity, Origin::Remote);
+        self.stats.scene(set, "entity stepped down from not made remote");
+        warn!(%entity, identity = %global, %to, epoch, "authority yielded to a newer epoch");
+        self.events.push_back(FederationEvent::AuthorityChanged {
+            entity,
+            authority: to,
+            epoch,
+        });
+    }
+
+    /// The link to the node an entity was handed to failed before its copy
+    /// arrived, and no copy at that epoch is left: this node takes the
+    /// entity back at the next epoch (docs/federation.md §7.5).
+    pub(super) fn reclaim_unanswered(&mut self, peer: Uuid, scene: &mut Scene) {
+        let stranded: Vec<(GlobalId, u64)> = self
+            .tracked
+            .iter()
+            .filter(|(_, t)| t.handed_to == Some(peer) && t.selected.is_none())
+            .map(|(g, t)| (*g, t.epoch))
+            .collect();
+        for (global, epoch) in stranded {
+            let carried = self.links.values().any(|l| {
+                l.mirror
+                    .copy_of(global)
+                    .is_some_and(|c| c.epoch >= epoch && !c.path.contains(&self.node))
+            });
+            if carried {
+                continue;
+            }
+            let Some(tracked) = self.tracked.get_mut(&global) else {
+                continue;
+            };
+            let entity = tracked.scene();
+            tracked.become_authority(epoch + 1);
+            let set = scene.set_origin(entity, Origin::Local);
+            self.stats.scene(set, "reclaimed entity not made local");
+            *self
+                .stats
+                .handed_over
+                .entry((self.node, HandoverReason::Reclaim.as_str()))
+                .or_insert(0) += 1;
+            warn!(%entity, identity = %global, %peer, epoch = epoch + 1, "entity reclaimed: the node it was handed to is gone");
+            self.events.push_back(FederationEvent::AuthorityChanged {
+                entity,
+                authority: self.node,
+                epoch: epoch + 1,
+            });
+            let calls = self.calls.take_waiting(global);
+            self.release_calls(calls, scene);
+            self.flush_waiting_edits(global, scene);
+            self.sync_all_links(global, scene);
+        }
+    }
+
+    /// Holds a client's or peer's edit of an entity this node handed over
+    /// until the new authority's copy arrives. False when the queue is full.
+    pub(super) fn wait_edit(&mut self, global: GlobalId, edit: WaitingEdit) -> bool {
+        let queue = self.waiting_edits.entry(global).or_default();
+        if queue.len() >= MAX_WAITING_EDITS {
+            self.stats.handover_refusals_edit += 1;
+            warn!(entity = %global, limit = MAX_WAITING_EDITS, "edit refused: too many waiting for the new authority");
+            return false;
+        }
+        queue.push(edit);
+        true
+    }
+
+    /// Sends (or, as the authority now, applies) the edits that waited.
+    pub(super) fn flush_waiting_edits(&mut self, global: GlobalId, scene: &mut Scene) {
+        let Some(edits) = self.waiting_edits.remove(&global) else {
+            return;
+        };
+        let Some(entity) = self.tracked.get(&global).map(|t| t.scene()) else {
+            return;
+        };
+        let local = self.tracked.get(&global).is_some_and(|t| t.is_local());
+        for edit in edits {
+            if local {
+                let source = crate::scene::ChangeSource::Node;
+                let applied =
+                    scene.edit_attribute(source, entity, edit.component, edit.index, edit.value);
+                self.stats.scene(applied, "waiting edit not applied");
+            } else {
+                self.handle_remote_edit(entity, edit.component, edit.index, edit.value, scene);
+            }
+        }
+    }
+
+    /// The new authority's copy is presented at a node that handed the
+    /// entity over: what waited for it leaves.
+    pub(super) fn adopted(&mut self, global: GlobalId, scene: &mut Scene) {
+        let calls = self.calls.take_waiting(global);
+        self.release_calls(calls, scene);
+        self.flush_waiting_edits(global, scene);
+    }
+}
+
+/// The arguments of the entity `take-authority` method (docs/federation.md
+/// §2.1): the requesting node and the epoch it saw.
+pub(super) fn parse_take_authority(arguments: &[Value]) -> Option<(Uuid, u64)> {
+    match arguments {
+        [Value::Uuid(requester), Value::Integer(epoch)] => {
+            Some((*requester, u64::try_from(*epoch).ok()?))
+        }
+        _ => None,
+    }
+}
+
+/// The method key of `take-authority`.
+pub(super) fn take_authority_method() -> PropertyKey {
+    PropertyKey::new(super::mapping::entity::COMPONENT, super::mapping::entity::TAKE_AUTHORITY)
+}
