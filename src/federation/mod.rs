@@ -27,6 +27,7 @@ mod authority;
 mod call_order;
 mod core;
 pub mod departure;
+mod departure_wire;
 pub mod encodings;
 mod export;
 pub mod exports;

@@ -103,6 +103,11 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
         node.set_refresh_rate(peering.refresh_bytes_per_sec);
         node.set_configured_exports(peer_exports);
     }
+    node.set_zones(
+        config.authority.zones.clone(),
+        config.authority.zone_hysteresis,
+    );
+    node.set_departure_acceptance(config.authority.accept_departures.clone());
     Ok(Running {
         tundra_addr,
         knet_addr,
