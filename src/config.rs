@@ -80,7 +80,7 @@ pub struct NodeConfig {
     /// Upstream mode: the world server this node bridges (docs/upstream.md);
     /// `None` without an `[upstream]` section.
     pub upstream: Option<UpstreamSection>,
-    /// Zones and departure (docs/federation.md §7).
+    /// Zones and departure (docs/federation.md §7.8, §7.9).
     pub authority: AuthoritySection,
 }
 
