@@ -13,10 +13,11 @@ use std::time::Duration;
 
 use crate::clock::Time;
 
-/// How long one peer may take to answer an offer before the next is asked:
-/// an answer is one round trip, and a peer that takes longer than this is
-/// too slow to trust with a node's world while it shuts down.
-pub const OFFER_TIMEOUT: Duration = Duration::from_secs(1);
+/// The least time one peer is given to answer an offer before the next is
+/// asked. Each candidate gets an even share of the whole wait, never less
+/// than this: on a lossy link the offer and its answer may each need a few
+/// re-sends.
+pub const MIN_OFFER_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// What the caller must do next.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,6 +62,8 @@ pub struct Departure<P, K> {
     candidates: VecDeque<P>,
     entities: Vec<K>,
     deadline: Time,
+    /// How long each candidate has to answer.
+    offer_timeout: Duration,
     asked: usize,
     phase: Phase<P>,
     steps: VecDeque<DepartureStep<P, K>>,
@@ -71,10 +74,12 @@ impl<P: Copy + Eq, K: Clone> Departure<P, K> {
     /// are the peers to offer to, in order of preference (only those
     /// linked now), `entities` this node's persistent entities.
     pub fn start(now: Time, candidates: Vec<P>, entities: Vec<K>, wait: Duration) -> Self {
+        let share = wait / u32::try_from(candidates.len().max(1)).unwrap_or(u32::MAX);
         let mut departure = Departure {
             candidates: candidates.into(),
             entities,
             deadline: now + wait,
+            offer_timeout: share.max(MIN_OFFER_TIMEOUT),
             asked: 0,
             phase: Phase::Finished(DepartureOutcome::NothingToHand),
             steps: VecDeque::new(),
@@ -168,7 +173,7 @@ impl<P: Copy + Eq, K: Clone> Departure<P, K> {
                 self.asked += 1;
                 self.phase = Phase::Offering {
                     peer,
-                    until: now + OFFER_TIMEOUT,
+                    until: now + self.offer_timeout,
                 };
                 self.steps.push_back(DepartureStep::Offer {
                     peer,
@@ -249,13 +254,13 @@ mod tests {
     }
 
     #[test]
-    fn a_silent_peer_is_passed_over_after_the_offer_timeout() {
+    fn a_silent_peer_is_passed_over_after_its_share_of_the_wait() {
         let mut departure = Departure::start(at(0), vec!['b', 'c'], vec![1], WAIT);
         steps(&mut departure);
-        assert_eq!(departure.poll_timeout(), Some(at(1000)));
-        departure.handle_timeout(at(999));
+        assert_eq!(departure.poll_timeout(), Some(at(2500)));
+        departure.handle_timeout(at(2499));
         assert!(steps(&mut departure).is_empty());
-        departure.handle_timeout(at(1000));
+        departure.handle_timeout(at(2500));
         assert_eq!(
             steps(&mut departure),
             vec![DepartureStep::Offer {
@@ -263,7 +268,7 @@ mod tests {
                 entities: 1
             }]
         );
-        departure.handle_link_down(at(1100), 'c');
+        departure.handle_link_down(at(2600), 'c');
         assert_eq!(
             departure.outcome(),
             Some(&DepartureOutcome::NobodyAccepted { asked: 2 })
