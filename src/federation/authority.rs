@@ -358,6 +358,25 @@ impl Federation {
         };
         match scene.entity(entity_id).map(|e| e.origin) {
             Some(Origin::Local) => {
+                let global = self.tracked.global_of(entity_id);
+                let take = matches!(request, AuthorityRequest::TakeAuthority { .. });
+                if let Some(global) = global.filter(|g| !take && self.calls.busy_elsewhere(*g, Some(link_id))) {
+                    // Taken over while earlier calls are on their way back
+                    // from the old authority: this one executes after them.
+                    debug!(link = %link_id, entity = %global, "call waits for earlier calls to the old authority");
+                    self.calls.wait(
+                        global,
+                        WaitingCall {
+                            entity: entity_id,
+                            request,
+                            on_behalf_of: Some(ForwardedCall {
+                                from: link_id,
+                                request: call,
+                            }),
+                        },
+                    );
+                    return;
+                }
                 let source = ChangeSource::Peer(link_id.0);
                 let (status, value) = self.execute_request(source, entity_id, request, scene);
                 answer(self, status, value);
@@ -372,7 +391,7 @@ impl Federation {
                 answer(
                     self,
                     MethodStatus::CONFLICT,
-                    authority.map_or(Value::Null, Value::Uuid),
+                    Value::String(authority.map(|a| a.to_string()).unwrap_or_default()),
                 );
             }
             Some(Origin::Remote) => {

@@ -66,6 +66,19 @@ impl CallOrder {
         }
     }
 
+    /// Whether a call to `global` that arrived from `from` (none: one of
+    /// this node's clients) must wait before this node, now its authority,
+    /// executes it: calls made earlier are unanswered on another link (the
+    /// old authority sends them back here) or wait already. Calls arriving
+    /// on the link the earlier ones went out on are those coming back, and
+    /// go first (`handover.rs`).
+    pub fn busy_elsewhere(&self, global: GlobalId, from: Option<LinkId>) -> bool {
+        match self.outstanding.get(&global) {
+            Some((on, count)) if *count > 0 => Some(*on) != from,
+            _ => self.waiting_len(global) > 0,
+        }
+    }
+
     /// How many calls to `global` wait.
     pub fn waiting_len(&self, global: GlobalId) -> usize {
         self.waiting.get(&global).map_or(0, VecDeque::len)

@@ -97,6 +97,8 @@ pub struct Federation {
     /// Edits of entities this node handed over, waiting for the new
     /// authority's copy.
     pub(super) waiting_edits: std::collections::HashMap<GlobalId, Vec<super::handover::WaitingEdit>>,
+    /// When this node takes back entities it handed over (`handover.rs`).
+    pub(super) handover_deadlines: std::collections::HashMap<GlobalId, crate::clock::Time>,
     /// This node's own take-authority calls in flight.
     pub(super) authority_requests:
         std::collections::HashSet<(LinkId, crate::less::ids::RequestId<crate::less::ids::Local>)>,
@@ -120,6 +122,7 @@ impl Federation {
             stats: FederationStats::default(),
             handover_policy: Default::default(),
             waiting_edits: Default::default(),
+            handover_deadlines: Default::default(),
             authority_requests: Default::default(),
         }
     }

@@ -35,6 +35,12 @@ pub const TAKE_AUTHORITY_ACTION: &str = "TakeAuthority";
 /// new authority's copy arrives; beyond it an edit is refused and counted.
 pub const MAX_WAITING_EDITS: usize = 1024;
 
+/// How long a node that handed an entity over waits for the new
+/// authority's copy before it takes the entity back (the new authority
+/// died, or every route to it): far beyond a hand-over on a lossy link
+/// (BENCHMARKS.md has the figures), well below a user's patience.
+pub const HANDOVER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Why authority moved (counted per peer in [`super::FederationStats`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum HandoverReason {
@@ -246,7 +252,9 @@ impl Federation {
         };
         if epoch != current || authority == requester {
             refuse(self, "conflict");
-            return (MethodStatus::CONFLICT, Value::Uuid(authority));
+            // A failure's value is text (docs/less-wire.md §12): the
+            // winner's UUID, hyphenated.
+            return (MethodStatus::CONFLICT, Value::String(authority.to_string()));
         }
         if !self.policy_grants(entity, requester, scene) {
             refuse(self, "policy");
@@ -392,17 +400,52 @@ impl Federation {
         });
     }
 
+    /// Takes back entities handed over longer than [`HANDOVER_TIMEOUT`] ago
+    /// whose new authority's copy never arrived (called on the node's
+    /// tick; the first tick that sees a hand-over starts its clock).
+    pub fn handle_handover_deadlines(&mut self, now: crate::clock::Time, scene: &mut Scene) {
+        let handed: Vec<GlobalId> = self
+            .tracked
+            .iter()
+            .filter(|(_, t)| t.handed_to.is_some() && t.selected.is_none())
+            .map(|(g, _)| *g)
+            .collect();
+        self.handover_deadlines.retain(|g, _| handed.contains(g));
+        let mut expired = Vec::new();
+        for global in handed {
+            let deadline = *self
+                .handover_deadlines
+                .entry(global)
+                .or_insert(now + HANDOVER_TIMEOUT);
+            if deadline <= now {
+                expired.push(global);
+            }
+        }
+        if !expired.is_empty() {
+            self.reclaim(expired, scene);
+        }
+    }
+
     /// The link to the node an entity was handed to failed before its copy
-    /// arrived, and no copy at that epoch is left: this node takes the
-    /// entity back at the next epoch (docs/federation.md §7.5).
+    /// arrived: this node takes the entity back (docs/federation.md §7.5).
     pub(super) fn reclaim_unanswered(&mut self, peer: Uuid, scene: &mut Scene) {
-        let stranded: Vec<(GlobalId, u64)> = self
+        let stranded: Vec<GlobalId> = self
             .tracked
             .iter()
             .filter(|(_, t)| t.handed_to == Some(peer) && t.selected.is_none())
-            .map(|(g, t)| (*g, t.epoch))
+            .map(|(g, _)| *g)
             .collect();
-        for (global, epoch) in stranded {
+        self.reclaim(stranded, scene);
+    }
+
+    /// Takes back handed-over entities at the next epoch, unless a copy at
+    /// their epoch has arrived meanwhile.
+    fn reclaim(&mut self, stranded: Vec<GlobalId>, scene: &mut Scene) {
+        for global in stranded {
+            let Some(epoch) = self.tracked.get(&global).map(|t| t.epoch) else {
+                continue;
+            };
+            self.handover_deadlines.remove(&global);
             let carried = self.links.values().any(|l| {
                 l.mirror
                     .copy_of(global)
@@ -423,7 +466,7 @@ impl Federation {
                 .handed_over
                 .entry((self.node, HandoverReason::Reclaim.as_str()))
                 .or_insert(0) += 1;
-            warn!(%entity, identity = %global, %peer, epoch = epoch + 1, "entity reclaimed: the node it was handed to is gone");
+            warn!(%entity, identity = %global, epoch = epoch + 1, "entity reclaimed: the node it was handed to never took it");
             self.events.push_back(FederationEvent::AuthorityChanged {
                 entity,
                 authority: self.node,

@@ -358,6 +358,8 @@ impl Node {
             if let Some(hook) = &mut self.tick_hook {
                 hook(&mut self.scene, now);
             }
+            self.federation
+                .handle_handover_deadlines(now, &mut self.scene);
             self.settle();
             self.federation.refresh(now);
             self.server.handle_tick(&self.scene, now, backlog);

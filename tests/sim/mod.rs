@@ -56,6 +56,9 @@ pub struct SimClient {
     pending: HashMap<u32, Vec<ComponentData>>,
     /// EntityActions the node sent this client.
     pub actions: Vec<lessgate::tundra::messages::EntityAction>,
+    /// CreateEntity and RemoveEntity messages the node sent this client.
+    pub creates: usize,
+    pub removes: usize,
 }
 
 struct Packet {
@@ -90,6 +93,8 @@ pub struct Sim {
     /// (node, from, to): every transmission of that node in [from, to) is
     /// lost, stream frames included (a fault no LESS re-send repairs).
     pub blackout: Option<(usize, Time, Time)>,
+    /// Nodes stopped by `kill`.
+    pub dead: Vec<usize>,
 }
 
 /// The built-in registry, parsed once per test binary.
@@ -130,6 +135,7 @@ impl Sim {
             bytes_sent: HashMap::new(),
             stream_mode: false,
             blackout: None,
+            dead: Vec::new(),
         }
     }
 
@@ -247,6 +253,47 @@ impl Sim {
         }
     }
 
+    /// The node stops: every link of it goes down at both ends and it is
+    /// never driven again (its packets in flight are lost with it).
+    pub fn kill(&mut self, node: usize) {
+        let links: Vec<LinkId> = self
+            .wiring
+            .keys()
+            .filter(|(n, _)| *n == node)
+            .map(|(_, l)| *l)
+            .collect();
+        for link in links {
+            self.disconnect(node, link);
+        }
+        self.in_flight.retain(|_, p| p.to_node != node);
+        self.dead.push(node);
+    }
+
+    /// Datagrams and frames put on the simulated wire so far (copies
+    /// included, losses not counted).
+    pub fn sent_packet_count(&self) -> u64 {
+        self.sent_packets
+    }
+
+    /// A client sends an EntityAction on an entity it sees.
+    pub fn action(
+        &mut self,
+        node: usize,
+        client: ClientId,
+        entity: EntityId,
+        name: &str,
+        execution_type: u8,
+        parameters: Vec<String>,
+    ) {
+        let message = Message::EntityAction(EntityAction {
+            entity_id: entity,
+            name: name.to_owned(),
+            execution_type,
+            parameters,
+        });
+        self.send(node, client, &message);
+    }
+
     /// Logs a protocol 3 client into a node.
     pub fn add_client(&mut self, node: usize) -> ClientId {
         let id = ClientId(self.next_client);
@@ -268,6 +315,8 @@ impl Sim {
                 registry: registry(),
                 pending: HashMap::new(),
                 actions: Vec::new(),
+                creates: 0,
+                removes: 0,
             },
         );
         self.drain(node);
@@ -507,7 +556,12 @@ impl Sim {
 
     /// The earliest of every node's timer and the next packet's arrival.
     fn next_deadline(&self) -> Time {
-        let timers = self.nodes.iter().filter_map(Node::poll_timeout);
+        let timers = self
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(n, _)| !self.dead.contains(n))
+            .filter_map(|(_, node)| node.poll_timeout());
         let arrival = self.in_flight.keys().next().map(|(at, _)| *at);
         timers.chain(arrival).min().unwrap_or(Time::MAX)
     }
@@ -530,6 +584,9 @@ impl Sim {
             }
         }
         for node in 0..self.nodes.len() {
+            if self.dead.contains(&node) {
+                continue;
+            }
             if self.nodes[node].poll_timeout().is_some_and(|t| t <= now) {
                 self.nodes[node].handle_timeout(now, &|_| 0);
             }
@@ -613,6 +670,7 @@ fn apply(client: &mut SimClient, message: Message) {
             view.entities.insert(reply.entity_id, entity);
         }
         Message::CreateEntity(create) => {
+            client.creates += 1;
             let components = create
                 .components
                 .into_iter()
@@ -638,6 +696,7 @@ fn apply(client: &mut SimClient, message: Message) {
             }
         }
         Message::RemoveEntity(remove) => {
+            client.removes += 1;
             view.entities.remove(&remove.entity_id);
         }
         Message::EditAttributes(edit) => {
