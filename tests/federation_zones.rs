@@ -64,7 +64,11 @@ fn zoned_chain(model: LinkModel, seed: u64, zones: bool) -> (Sim, Vec<(usize, Cl
 /// The one entity named `name` a client sees (panics unless exactly one).
 fn the(sim: &Sim, node: usize, client: ClientId, name: &str) -> EntityId {
     let seen = sim.find(node, client, name);
-    assert_eq!(seen.len(), 1, "node {node}'s client sees {name} once: {seen:?}");
+    assert_eq!(
+        seen.len(),
+        1,
+        "node {node}'s client sees {name} once: {seen:?}"
+    );
     seen[0]
 }
 
@@ -92,7 +96,11 @@ fn assert_one_authority(sim: &Sim, nodes: &[(usize, ClientId)], name: &str) -> (
         }
     }
     let agreed = agreed.expect("at least one node");
-    assert_eq!(owners, vec![agreed.0], "exactly the authority simulates {name}");
+    assert_eq!(
+        owners,
+        vec![agreed.0],
+        "exactly the authority simulates {name}"
+    );
     agreed
 }
 
@@ -100,7 +108,10 @@ fn assert_one_authority(sim: &Sim, nodes: &[(usize, ClientId)], name: &str) -> (
 fn assert_no_flicker(sim: &Sim, nodes: &[(usize, ClientId)], entities: usize) {
     for &(node, client) in nodes {
         let state = &sim.clients[node][&client];
-        assert_eq!(state.removes, 0, "node {node}'s client was sent a RemoveEntity");
+        assert_eq!(
+            state.removes, 0,
+            "node {node}'s client was sent a RemoveEntity"
+        );
         assert!(
             state.creates <= entities,
             "node {node}'s client was sent {} CreateEntity for {entities} entities",
@@ -113,7 +124,11 @@ fn assert_no_flicker(sim: &Sim, nodes: &[(usize, ClientId)], entities: usize) {
 fn assert_everywhere_at(sim: &Sim, nodes: &[(usize, ClientId)], name: &str, x: f32) {
     for &(node, client) in nodes {
         let entity = the(sim, node, client, name);
-        assert_eq!(sim.x_of(node, client, entity), Some(x), "node {node}'s client");
+        assert_eq!(
+            sim.x_of(node, client, entity),
+            Some(x),
+            "node {node}'s client"
+        );
     }
 }
 
@@ -216,7 +231,11 @@ fn an_entity_walked_across_a_border_changes_hands_once_per_crossing_under_loss()
     assert_eq!((authority, epoch), (node_id(&sim, 0), 8));
     assert_everywhere_at(&sim, &clients, "walker", last);
     assert_no_flicker(&sim, &clients, 1);
-    assert_eq!(sim.nodes[1].zone_counts().0, 4, "node 1 asked once per entry");
+    assert_eq!(
+        sim.nodes[1].zone_counts().0,
+        4,
+        "node 1 asked once per entry"
+    );
 }
 
 #[test]
@@ -267,7 +286,9 @@ fn create_temporary(sim: &mut Sim, node: usize, client: ClientId, tag: u32, name
 }
 
 fn names(list: &[&str]) -> Vec<PeerName> {
-    list.iter().map(|name| PeerName::new(name).unwrap()).collect()
+    list.iter()
+        .map(|name| PeerName::new(name).unwrap())
+        .collect()
 }
 
 /// Runs the simulation until node `node`'s departure ends (bounded).
@@ -329,7 +350,10 @@ fn a_leaving_node_hands_its_persistent_entities_along_a_chain() {
     // Only the temporary entity was removed; the others never flickered.
     for &(node, client) in rest {
         let state = &sim.clients[node][&client];
-        assert_eq!(state.removes, 1, "node {node}: only the visitor was removed");
+        assert_eq!(
+            state.removes, 1,
+            "node {node}: only the visitor was removed"
+        );
         assert!(state.creates <= 4, "node {node}: {} creates", state.creates);
     }
 }
@@ -347,11 +371,8 @@ fn a_departure_goes_to_the_first_peer_that_accepts() {
     sim.run(LOSSY_SETTLE);
     let now = sim.now;
     // "n9" has no link: skipped. "n1" refuses. "n2" takes them.
-    let offered = sim.nodes[0].begin_departure(
-        now,
-        &names(&["n9", "n1", "n2"]),
-        Duration::from_secs(10),
-    );
+    let offered =
+        sim.nodes[0].begin_departure(now, &names(&["n9", "n1", "n2"]), Duration::from_secs(10));
     assert_eq!(offered, 1);
     let outcome = run_departure(&mut sim, 0);
     assert_eq!(

@@ -130,13 +130,16 @@ impl RawAuthority {
         }
         let mut zones = Vec::with_capacity(self.zones.len());
         for (index, raw) in self.zones.into_iter().enumerate() {
-            let zone = raw
-                .zone()
-                .map_err(|message| invalid("authority.zones", &format!("zone {}: {message}", index + 1)))?;
+            let zone = raw.zone().map_err(|message| {
+                invalid("authority.zones", &format!("zone {}: {message}", index + 1))
+            })?;
             zones.push(zone);
         }
         let zones = ZoneSet::new(zones).map_err(|count| {
-            invalid("authority.zones", &format!("at most {MAX_ZONES} zones, found {count}"))
+            invalid(
+                "authority.zones",
+                &format!("at most {MAX_ZONES} zones, found {count}"),
+            )
         })?;
         if self.zone_hysteresis_ms == 0 || self.zone_hysteresis_ms > MAX_ZONE_HYSTERESIS_MS {
             return Err(invalid(
@@ -162,7 +165,9 @@ impl RawAuthority {
             let peer = PeerName::new(name).ok_or_else(|| {
                 invalid(
                     "authority.departure_to",
-                    &format!("{name:?} is not a peer name (1 to 64 letters, digits, '-', '_' or '.')"),
+                    &format!(
+                        "{name:?} is not a peer name (1 to 64 letters, digits, '-', '_' or '.')"
+                    ),
                 )
             })?;
             if departure_to.contains(&peer) {
@@ -292,13 +297,23 @@ offset = 100
         );
         assert_eq!(authority.zone_hysteresis.time, Duration::from_millis(400));
         assert_eq!(authority.zone_hysteresis.distance, 2.5);
-        let names: Vec<&str> = authority.departure_to.iter().map(PeerName::as_str).collect();
+        let names: Vec<&str> = authority
+            .departure_to
+            .iter()
+            .map(PeerName::as_str)
+            .collect();
         assert_eq!(names, ["beta", "gamma"]);
         assert_eq!(authority.departure_wait, Duration::from_secs(3));
-        assert!(authority.accept_departures.admits(&PeerName::new("alpha").unwrap()));
-        assert!(!authority.accept_departures.admits(&PeerName::new("beta").unwrap()));
+        assert!(authority
+            .accept_departures
+            .admits(&PeerName::new("alpha").unwrap()));
+        assert!(!authority
+            .accept_departures
+            .admits(&PeerName::new("beta").unwrap()));
         let none = parse("[authority]\naccept_departures = \"none\"\n").unwrap();
-        assert!(!none.accept_departures.admits(&PeerName::new("alpha").unwrap()));
+        assert!(!none
+            .accept_departures
+            .admits(&PeerName::new("alpha").unwrap()));
     }
 
     #[test]

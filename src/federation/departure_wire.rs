@@ -86,7 +86,9 @@ impl Federation {
                     accepted: accepted == 1,
                 });
             }
-            _ => warn!(link = %from, interaction = interaction.0, "malformed departure interaction ignored"),
+            _ => {
+                warn!(link = %from, interaction = interaction.0, "malformed departure interaction ignored")
+            }
         }
     }
 }

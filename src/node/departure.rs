@@ -44,12 +44,7 @@ impl Node {
     /// of preference; those not linked now are skipped) that accepts them,
     /// within `wait`. Returns how many entities it offers. The driver keeps
     /// running the node until [`Node::departure_outcome`] is `Some`.
-    pub fn begin_departure(
-        &mut self,
-        now: Time,
-        candidates: &[PeerName],
-        wait: Duration,
-    ) -> usize {
+    pub fn begin_departure(&mut self, now: Time, candidates: &[PeerName], wait: Duration) -> usize {
         let peers: Vec<Uuid> = candidates
             .iter()
             .filter_map(|name| {
@@ -66,7 +61,11 @@ impl Node {
             .filter_map(|entity| self.federation.global_of(entity.id))
             .collect();
         let count = entities.len();
-        info!(entities = count, candidates = peers.len(), "departure: offering this node's persistent entities");
+        info!(
+            entities = count,
+            candidates = peers.len(),
+            "departure: offering this node's persistent entities"
+        );
         self.leaving = Some(Box::new(Leaving {
             departure: Departure::start(now, peers, entities, wait),
             answers: Vec::new(),
@@ -130,7 +129,11 @@ impl Node {
         for peer in std::mem::take(&mut leaving.lost) {
             leaving.departure.handle_link_down(now, peer);
         }
-        if leaving.departure.poll_timeout().is_some_and(|due| due <= now) {
+        if leaving
+            .departure
+            .poll_timeout()
+            .is_some_and(|due| due <= now)
+        {
             leaving.departure.handle_timeout(now);
         }
         while let Some(step) = leaving.departure.poll_step() {

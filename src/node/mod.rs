@@ -325,7 +325,10 @@ impl Node {
         if let Some(at) = self.server.poll_timeout() {
             deadline = deadline.min(at);
         }
-        for at in [self.zone_timeout(), self.departure_timeout()].into_iter().flatten() {
+        for at in [self.zone_timeout(), self.departure_timeout()]
+            .into_iter()
+            .flatten()
+        {
             deadline = deadline.min(at);
         }
         Some(match self.last_timeout {

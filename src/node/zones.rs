@@ -98,9 +98,9 @@ impl Node {
     /// Take-authority requests this node sent because an entity settled in
     /// its zones, and the entities it watches now.
     pub fn zone_counts(&self) -> (u64, usize) {
-        self.zones
-            .as_ref()
-            .map_or((0, 0), |zones| (zones.requests_sent, zones.trigger.watched()))
+        self.zones.as_ref().map_or((0, 0), |zones| {
+            (zones.requests_sent, zones.trigger.watched())
+        })
     }
 
     /// When the zone trigger needs `handle_timeout`.

@@ -215,7 +215,7 @@ fn run_model(
         ZoneSet::new(vec![Zone::new_half_space([-1.0, 0.0, 0.0], 0.0).unwrap()]).unwrap(),
         east(),
         ZoneSet::new(vec![
-            Zone::new_box([-50.0, 3.0, -50.0], [50.0, 50.0, 50.0]).unwrap(),
+            Zone::new_box([-50.0, 3.0, -50.0], [50.0, 50.0, 50.0]).unwrap()
         ])
         .unwrap(),
     ];
@@ -225,7 +225,7 @@ fn run_model(
         .collect();
     let mut authority = 0;
     let mut epoch = 0;
-    let mut known_epoch = vec![0u64; 3];
+    let mut known_epoch = [0u64; 3];
     for (node, trigger) in triggers.iter_mut().enumerate() {
         if node != authority {
             trigger.handle_authority(Time::ZERO, KEY, Some(motion.at(0.0)));

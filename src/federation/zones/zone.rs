@@ -119,7 +119,9 @@ impl Zone {
                 })
                 .fold(f64::INFINITY, f64::min),
             Zone::HalfSpace { normal, offset } => {
-                (0..3).map(|axis| f64::from(normal[axis]) * p[axis]).sum::<f64>()
+                (0..3)
+                    .map(|axis| f64::from(normal[axis]) * p[axis])
+                    .sum::<f64>()
                     - f64::from(*offset)
             }
         })
@@ -237,7 +239,10 @@ mod tests {
             ZoneError::EmptyBox { axis: 2 }.to_string(),
             "min must be below max on every axis (not on z)"
         );
-        assert_eq!(ZoneSet::new(vec![unit_box(); MAX_ZONES + 1]), Err(MAX_ZONES + 1));
+        assert_eq!(
+            ZoneSet::new(vec![unit_box(); MAX_ZONES + 1]),
+            Err(MAX_ZONES + 1)
+        );
     }
 
     #[test]
