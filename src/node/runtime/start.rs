@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
 use super::{Running, StartError};
 use crate::config::NodeConfig;
@@ -89,6 +89,11 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
                 Arc::new(ConnectionSchema::builtin()),
             )?;
             peer_exports = peer_config.peers.iter().map(|p| p.export.clone()).collect();
+            for name in &config.authority.departure_to {
+                if !peer_config.peers.iter().any(|peer| peer.name == *name) {
+                    warn!(peer = %name, "authority.departure_to names a peer without a peer file: it is never offered anything");
+                }
+            }
             let (peer_node, events) = PeerNode::start(peer_config).await?;
             info!(control = %peer_node.control_address(), data = ?peer_node.data_address(), fingerprint = %peer_node.fingerprint(), "peer links listening");
             Some((peer_node, events))
