@@ -242,7 +242,11 @@ fn an_entity_walked_across_a_border_changes_hands_once_per_crossing_under_loss()
     let x = sim.x_of(a, ca, the(&sim, a, ca, "walker")).unwrap();
     assert_everywhere_at(&sim, &clients, "walker", x);
     assert_no_flicker(&sim, &clients, 1);
-    assert_eq!(sim.nodes[1].zone_counts().0, 4, "node 1 asked once per entry");
+    assert_eq!(
+        sim.nodes[1].zone_counts().0,
+        4,
+        "node 1 asked once per entry"
+    );
 }
 
 /// The last edit of the walk must win everywhere. It does not yet: an edit
