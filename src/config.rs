@@ -19,6 +19,8 @@ mod authority;
 mod files;
 #[doc(hidden)]
 pub mod fuzz;
+mod handover;
+pub use handover::HandoverSection;
 mod peer_files;
 mod upstream;
 pub use authority::{AuthoritySection, PeerChoice};
@@ -80,8 +82,11 @@ pub struct NodeConfig {
     /// Upstream mode: the world server this node bridges (docs/upstream.md);
     /// `None` without an `[upstream]` section.
     pub upstream: Option<UpstreamSection>,
-    /// Zones and departure (docs/federation.md §7.8, §7.9).
+    /// Zones and departure (docs/federation.md §7.7, §7.8).
     pub authority: AuthoritySection,
+    /// Which take-authority requests this node grants (docs/federation.md
+    /// §7.2), checked.
+    pub handover: crate::federation::HandoverPolicy,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -455,6 +460,7 @@ struct RawConfig {
     upstream: Option<UpstreamSection>,
     #[serde(default)]
     authority: authority::RawAuthority,
+    handover: HandoverSection,
 }
 
 /// A TOML error as `line N, key `section.key`: what is wrong`: the line and
@@ -611,6 +617,7 @@ impl NodeConfig {
                 "must not be above limits.max_client_entities",
             ));
         }
+        let handover = raw.handover.policy(&invalid)?;
         let mut config = NodeConfig {
             source,
             node: raw.node,
@@ -621,6 +628,7 @@ impl NodeConfig {
             peering: raw.peering,
             upstream: raw.upstream,
             authority: raw.authority.validate(&invalid)?,
+            handover,
         };
         config.resolve_paths();
         Ok(config)

@@ -29,7 +29,11 @@ fn node_id(sim: &Sim, node: usize) -> Uuid {
 /// The one entity named `name` a client sees (panics unless exactly one).
 fn the(sim: &Sim, node: usize, client: ClientId, name: &str) -> EntityId {
     let seen = sim.find(node, client, name);
-    assert_eq!(seen.len(), 1, "node {node}'s client sees {name} once: {seen:?}");
+    assert_eq!(
+        seen.len(),
+        1,
+        "node {node}'s client sees {name} once: {seen:?}"
+    );
     seen[0]
 }
 
@@ -61,7 +65,11 @@ fn assert_one_authority(sim: &Sim, nodes: &[(usize, ClientId)], name: &str) -> (
         }
     }
     let agreed = agreed.expect("at least one node");
-    assert_eq!(owners, vec![agreed.0], "exactly the authority simulates {name}");
+    assert_eq!(
+        owners,
+        vec![agreed.0],
+        "exactly the authority simulates {name}"
+    );
     agreed
 }
 
@@ -69,7 +77,10 @@ fn assert_one_authority(sim: &Sim, nodes: &[(usize, ClientId)], name: &str) -> (
 fn assert_no_flicker(sim: &Sim, nodes: &[(usize, ClientId)]) {
     for &(node, client) in nodes {
         let state = &sim.clients[node][&client];
-        assert_eq!(state.removes, 0, "node {node}'s client was sent a RemoveEntity");
+        assert_eq!(
+            state.removes, 0,
+            "node {node}'s client was sent a RemoveEntity"
+        );
         assert!(
             state.creates <= 1,
             "node {node}'s client was sent {} CreateEntity",
@@ -82,7 +93,11 @@ fn assert_no_flicker(sim: &Sim, nodes: &[(usize, ClientId)]) {
 fn assert_everywhere_at(sim: &Sim, nodes: &[(usize, ClientId)], name: &str, x: f32) {
     for &(node, client) in nodes {
         let entity = the(sim, node, client, name);
-        assert_eq!(sim.x_of(node, client, entity), Some(x), "node {node}'s client");
+        assert_eq!(
+            sim.x_of(node, client, entity),
+            Some(x),
+            "node {node}'s client"
+        );
     }
 }
 
@@ -104,7 +119,14 @@ fn triangle(model: LinkModel, seed: u64) -> (Sim, Vec<(usize, ClientId)>) {
 }
 
 fn take_authority(sim: &mut Sim, node: usize, client: ClientId, entity: EntityId) {
-    sim.action(node, client, entity, "TakeAuthority", exec_type::SERVER, Vec::new());
+    sim.action(
+        node,
+        client,
+        entity,
+        "TakeAuthority",
+        exec_type::SERVER,
+        Vec::new(),
+    );
 }
 
 /// A client on the far end of a chain takes the entity: every node agrees,
@@ -124,7 +146,16 @@ fn request_in_chain(model: LinkModel, settle: Duration, seed: u64) {
     let (owner, epoch) = assert_one_authority(&sim, &clients, "ball");
     assert_eq!((owner, epoch), (node_id(&sim, c), 1));
     assert_everywhere_at(&sim, &clients, "ball", 2.0);
-    assert_eq!(sim.nodes[a].federation().stats().handed_over.values().sum::<u64>(), 1);
+    assert_eq!(
+        sim.nodes[a]
+            .federation()
+            .stats()
+            .handed_over
+            .values()
+            .sum::<u64>(),
+        1
+    );
+    operators_see_the_hand_over(&sim, a, c);
 
     // The new authority's client edits directly: its scene changes at once.
     sim.move_entity(c, cc, at_c, 3.0);
@@ -134,13 +165,56 @@ fn request_in_chain(model: LinkModel, settle: Duration, seed: u64) {
     // The old authority's client now edits through the new authority.
     let at_a = the(&sim, a, ca, "ball");
     sim.move_entity(a, ca, at_a, 4.0);
-    assert_eq!(sim.scene_x(a, at_a), Some(3.0), "A waits for the new authority");
+    assert_eq!(
+        sim.scene_x(a, at_a),
+        Some(3.0),
+        "A waits for the new authority"
+    );
     sim.run(settle);
     assert_everywhere_at(&sim, &clients, "ball", 4.0);
     assert_no_flicker(&sim, &clients);
     for (node, _) in &clients {
         sim.nodes[*node].federation().check_invariants().unwrap();
     }
+}
+
+/// `/status` and `/metrics` of the old authority show the hand-over by
+/// peer and reason, and entities by authority beside origin.
+fn operators_see_the_hand_over(sim: &Sim, old: usize, new: usize) {
+    use lessgate::node::status::NodeStatus;
+    let status = NodeStatus::collect(&sim.nodes[old], "a", "", Duration::ZERO);
+    let (old_id, new_id) = (node_id(sim, old), node_id(sim, new));
+    assert_eq!(
+        status
+            .origins
+            .iter()
+            .find(|o| o.uuid == old_id)
+            .map(|o| o.entities),
+        Some(1)
+    );
+    assert_eq!(
+        status
+            .authorities
+            .iter()
+            .map(|o| (o.uuid, o.entities))
+            .collect::<Vec<_>>(),
+        vec![(new_id, 1)],
+        "the entity is counted under its new authority"
+    );
+    assert_eq!(status.handovers.given.len(), 1);
+    assert_eq!(status.handovers.given[0].peer_uuid, new_id);
+    assert_eq!(status.handovers.given[0].reason, "request");
+    let metrics = lessgate::http::metrics::render(&status);
+    let given = format!(
+        "lessgate_handovers_given_total{{peer=\"\",peer_uuid=\"{new_id}\",reason=\"request\"}} 1"
+    );
+    assert!(metrics.contains(&given), "{metrics}");
+    let by_authority =
+        format!("lessgate_entities_by_authority{{authority=\"\",authority_uuid=\"{new_id}\"}} 1");
+    assert!(metrics.contains(&by_authority), "{metrics}");
+    let taken = NodeStatus::collect(&sim.nodes[new], "c", "", Duration::ZERO);
+    assert_eq!(taken.handovers.taken.len(), 1);
+    assert_eq!(taken.handovers.taken[0].peer_uuid, old_id);
 }
 
 #[test]
@@ -171,7 +245,10 @@ fn the_entity_outlives_its_old_authority() {
         sim.kill(a);
         sim.run(LOSSY_SETTLE);
         let rest = &clients[1..];
-        assert_eq!(assert_one_authority(&sim, rest, "ball"), (node_id(&sim, b), 1));
+        assert_eq!(
+            assert_one_authority(&sim, rest, "ball"),
+            (node_id(&sim, b), 1)
+        );
         sim.move_entity(b, cb, at_b, 7.0);
         sim.run(LOSSY_SETTLE);
         assert_everywhere_at(&sim, rest, "ball", 7.0);
@@ -206,7 +283,11 @@ fn concurrent_requests_have_exactly_one_winner() {
             "the loser was told (seed {seed})"
         );
         // The winner moves it; everyone follows.
-        let (w, cw) = if winner == node_id(&sim, b) { (b, cb) } else { (c, cc) };
+        let (w, cw) = if winner == node_id(&sim, b) {
+            (b, cb)
+        } else {
+            (c, cc)
+        };
         sim.move_entity(w, cw, the(&sim, w, cw, "ball"), 5.0);
         sim.run(LOSSY_SETTLE);
         assert_everywhere_at(&sim, &clients, "ball", 5.0);
@@ -236,7 +317,10 @@ fn calls_in_flight_are_executed_once_in_order() {
             sim.run(Duration::from_millis(7));
         }
         sim.run(LOSSY_SETTLE);
-        assert_eq!(assert_one_authority(&sim, &clients, "ball").0, node_id(&sim, b));
+        assert_eq!(
+            assert_one_authority(&sim, &clients, "ball").0,
+            node_id(&sim, b)
+        );
         // A executed a prefix, B (the new authority) the rest.
         let executed: Vec<String> = [a, b]
             .iter()
@@ -247,7 +331,9 @@ fn calls_in_flight_are_executed_once_in_order() {
         let expected: Vec<String> = (0..40).map(|i: i32| i.to_string()).collect();
         assert_eq!(executed, expected, "seed {seed}");
         assert!(
-            sim.executed_actions[b].iter().any(|(_, x)| x.name == "Ping"),
+            sim.executed_actions[b]
+                .iter()
+                .any(|(_, x)| x.name == "Ping"),
             "the new authority executed some (seed {seed})"
         );
     }
@@ -278,7 +364,10 @@ fn the_new_authority_starts_from_the_latest_state() {
             sim.run(Duration::from_millis(5));
         }
         sim.run(LOSSY_SETTLE);
-        assert_eq!(assert_one_authority(&sim, &clients, "ball").0, node_id(&sim, c));
+        assert_eq!(
+            assert_one_authority(&sim, &clients, "ball").0,
+            node_id(&sim, c)
+        );
         // Moves 21..=30 became tweaks toward C and were applied there in order:
         // the last one wins everywhere.
         assert_eq!(sim.scene_x(c, at_c), Some(30.0), "seed {seed}");
@@ -341,7 +430,10 @@ fn the_old_authority_dying_mid_hand_over_leaves_the_new_one() {
         sim.kill(a);
         sim.run(SETTLE);
         let rest = &clients[1..];
-        assert_eq!(assert_one_authority(&sim, rest, "ball"), (node_id(&sim, b), 1));
+        assert_eq!(
+            assert_one_authority(&sim, rest, "ball"),
+            (node_id(&sim, b), 1)
+        );
         sim.move_entity(b, cb, the(&sim, b, cb, "ball"), 8.0);
         sim.run(SETTLE);
         assert_everywhere_at(&sim, rest, "ball", 8.0);
@@ -363,7 +455,11 @@ fn authority_moves_on_around_a_triangle() {
             take_authority(&mut sim, node, client, entity);
             sim.run(LOSSY_SETTLE);
             let expected = (node_id(&sim, node), step as u64 + 1);
-            assert_eq!(assert_one_authority(&sim, &clients, "ball"), expected, "seed {seed}");
+            assert_eq!(
+                assert_one_authority(&sim, &clients, "ball"),
+                expected,
+                "seed {seed}"
+            );
             sim.move_entity(node, client, entity, 10.0 + step as f32);
             sim.run(LOSSY_SETTLE);
             assert_everywhere_at(&sim, &clients, "ball", 10.0 + step as f32);
@@ -382,14 +478,20 @@ fn stale_and_pointless_requests_are_refused() {
     sim.create_box(a, ca, 1, "ball", 1.0);
     sim.run(SETTLE);
     let at_a = the(&sim, a, ca, "ball");
-    assert!(sim.nodes[a].request_authority(at_a).is_err(), "already the authority");
+    assert!(
+        sim.nodes[a].request_authority(at_a).is_err(),
+        "already the authority"
+    );
     let at_c = the(&sim, c, cc, "ball");
     // C asks twice before the answer: the second carries the same epoch and
     // loses to the first.
     take_authority(&mut sim, c, cc, at_c);
     take_authority(&mut sim, c, cc, at_c);
     sim.run(SETTLE);
-    assert_eq!(assert_one_authority(&sim, &clients, "ball"), (node_id(&sim, c), 1));
+    assert_eq!(
+        assert_one_authority(&sim, &clients, "ball"),
+        (node_id(&sim, c), 1)
+    );
     let stats = sim.nodes[a].federation().stats();
     assert_eq!(stats.handover_refusals.get("conflict"), Some(&1));
 }
@@ -400,7 +502,10 @@ fn stale_and_pointless_requests_are_refused() {
 /// `--nocapture`); the test asserts that every hand-over completed.
 #[test]
 fn hand_over_latency_and_cost() {
-    for (label, model) in [("clean 10 ms", LinkModel::CLEAN), ("lossy", LinkModel::LOSSY)] {
+    for (label, model) in [
+        ("clean 10 ms", LinkModel::CLEAN),
+        ("lossy", LinkModel::LOSSY),
+    ] {
         let mut samples = Vec::new();
         let mut bytes = Vec::new();
         for seed in 1..=40 {
@@ -427,7 +532,10 @@ fn hand_over_latency_and_cost() {
                 if from_b {
                     break;
                 }
-                assert!(sim.now < deadline, "hand-over did not complete ({label}, seed {seed})");
+                assert!(
+                    sim.now < deadline,
+                    "hand-over did not complete ({label}, seed {seed})"
+                );
                 x += 1.0;
             }
             samples.push(sim.now.saturating_duration_since(start));
@@ -460,7 +568,7 @@ fn hand_over_latency_and_cost() {
         bytes.sort();
         let (median_bytes, median_packets) = bytes[bytes.len() / 2];
         println!(
-            "hand-over {label}: request to first update from the new authority at a third node p50 {:?} p99 {:?} (n={}); hand-over traffic, 2 s after the request with nothing else moving: median {} bytes in {} packets (all three links, both directions, keepalives included)",
+            "hand-over {label}: request to first update from the new authority at a third node p50 {:?} p99 {:?} (n={}); hand-over traffic, 2 s after the request with nothing else moving: median {} bytes in {} packets more than the same 2 s without a request (all three links, both directions)",
             p(0.5),
             p(0.99),
             samples.len(),

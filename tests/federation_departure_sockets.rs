@@ -4,7 +4,7 @@
 //! `departure_to`; when alpha is stopped cleanly (the same path as SIGTERM
 //! and Ctrl-C), its persistent entities stay on gamma, under the same
 //! Tundra ids, with alpha gone, and beta simulates them
-//! (docs/federation.md §7.9). Without `departure_to` they disappear, as
+//! (docs/federation.md §7.8). Without `departure_to` they disappear, as
 //! before.
 
 mod common;

@@ -5,7 +5,7 @@
 //! one shaken across the border at 10 Hz does not thrash; a node leaving
 //! cleanly hands its persistent entities on along a chain, to the first
 //! peer that accepts; and the cost of a border crossing in packets and
-//! bytes (docs/federation.md §7.8, §7.9). Every client ends with one copy
+//! bytes (docs/federation.md §7.7, §7.8). Every client ends with one copy
 //! at the last value, and no client is sent a RemoveEntity or a second
 //! CreateEntity for an entity that changed hands.
 

@@ -1,6 +1,6 @@
 //! The `[authority]` section: the zones this node owns, the hysteresis of
 //! the zone trigger, and where its persistent entities go when it leaves
-//! (docs/operations.md §2.8, docs/federation.md §7.8, §7.9).
+//! (docs/operations.md §2.8, docs/federation.md §7.7, §7.8).
 //!
 //! Read raw, then validated into the zone core's types, so a zone that
 //! reaches the trigger is a real region and every error names its key and,

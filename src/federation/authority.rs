@@ -333,18 +333,16 @@ impl Federation {
                 }
             },
             None if method == entity_remove => AuthorityRequest::RemoveEntity,
-            None if method == take_authority_method() => {
-                match parse_take_authority(&arguments) {
-                    Some((requester, epoch)) => AuthorityRequest::TakeAuthority { requester, epoch },
-                    None => {
-                        return answer(
-                            self,
-                            MethodStatus::BAD_REQUEST,
-                            Value::String("bad take-authority arguments".into()),
-                        )
-                    }
+            None if method == take_authority_method() => match parse_take_authority(&arguments) {
+                Some((requester, epoch)) => AuthorityRequest::TakeAuthority { requester, epoch },
+                None => {
+                    return answer(
+                        self,
+                        MethodStatus::BAD_REQUEST,
+                        Value::String("bad take-authority arguments".into()),
+                    )
                 }
-            }
+            },
             Some(component) if method == component_remove => {
                 AuthorityRequest::RemoveComponent(component)
             }
@@ -360,7 +358,9 @@ impl Federation {
             Some(Origin::Local) => {
                 let global = self.tracked.global_of(entity_id);
                 let take = matches!(request, AuthorityRequest::TakeAuthority { .. });
-                if let Some(global) = global.filter(|g| !take && self.calls.busy_elsewhere(*g, Some(link_id))) {
+                if let Some(global) =
+                    global.filter(|g| !take && self.calls.busy_elsewhere(*g, Some(link_id)))
+                {
                     // Taken over while earlier calls are on their way back
                     // from the old authority: this one executes after them.
                     debug!(link = %link_id, entity = %global, "call waits for earlier calls to the old authority");
@@ -478,12 +478,15 @@ impl Federation {
             let on_behalf_of = call.on_behalf_of;
             if scene.entity(call.entity).map(|e| e.origin) == Some(Origin::Local) {
                 // This node took the entity over while the call waited.
-                let source = on_behalf_of.map_or(ChangeSource::Node, |c| ChangeSource::Peer(c.from.0));
-                let (status, value) = self.execute_request(source, call.entity, call.request, scene);
+                let source =
+                    on_behalf_of.map_or(ChangeSource::Node, |c| ChangeSource::Peer(c.from.0));
+                let (status, value) =
+                    self.execute_request(source, call.entity, call.request, scene);
                 if let Some(ForwardedCall { from, request }) = on_behalf_of {
                     if let Some(link) = self.links.get_mut(&from) {
                         let sent = link.session.send_method_result(request, status, value);
-                        self.stats.session(sent, "answer of a waiting call not sent");
+                        self.stats
+                            .session(sent, "answer of a waiting call not sent");
                     }
                 }
                 continue;
@@ -556,7 +559,10 @@ pub(super) enum AuthorityRequest {
     RemoveEntity,
     RemoveComponent(ComponentId),
     /// Hand the entity to `requester`, if its epoch is still `epoch`.
-    TakeAuthority { requester: uuid::Uuid, epoch: u64 },
+    TakeAuthority {
+        requester: uuid::Uuid,
+        epoch: u64,
+    },
 }
 
 /// The arguments of the entity `action` method (docs/federation.md §2.1).

@@ -54,7 +54,7 @@ pub enum FederationEvent {
         detail: crate::less::value::Value,
     },
     /// A leaving peer offers this node its persistent entities
-    /// (docs/federation.md §7.9): answer with `send_departure_answer`.
+    /// (docs/federation.md §7.8): answer with `send_departure_answer`.
     DepartureOffered {
         link: LinkId,
         peer: Uuid,
@@ -96,7 +96,8 @@ pub struct Federation {
     pub(super) handover_policy: super::handover::HandoverPolicy,
     /// Edits of entities this node handed over, waiting for the new
     /// authority's copy.
-    pub(super) waiting_edits: std::collections::HashMap<GlobalId, Vec<super::handover::WaitingEdit>>,
+    pub(super) waiting_edits:
+        std::collections::HashMap<GlobalId, Vec<super::handover::WaitingEdit>>,
     /// When this node takes back entities it handed over (`handover.rs`).
     pub(super) handover_deadlines: std::collections::HashMap<GlobalId, crate::clock::Time>,
     /// This node's own take-authority calls in flight.
@@ -463,7 +464,10 @@ impl Federation {
                 self.take_over(global, epoch, from, scene);
                 return;
             }
-            if is_local && epoch > own_epoch && authority != self.node {
+            // At equal epochs (a reclaim racing a second hand-over) the
+            // lower UUID keeps it.
+            let outranked = epoch > own_epoch || (epoch == own_epoch && authority < self.node);
+            if is_local && outranked && authority != self.node {
                 self.step_down(global, authority, epoch, scene);
             }
         }
@@ -480,7 +484,10 @@ impl Federation {
         let best = candidates.first().map(|c| c.4);
         let current = self.tracked.get(&global).and_then(|t| t.selected);
         let current_usable = current.is_some_and(|c| candidates.iter().any(|c2| c2.4 == c));
-        let handed = self.tracked.get(&global).is_some_and(|t| t.handed_to.is_some());
+        let handed = self
+            .tracked
+            .get(&global)
+            .is_some_and(|t| t.handed_to.is_some());
         match (current, best) {
             (None, None) => {}
             (Some(_), None) => self.unpresent(global, scene),
@@ -530,10 +537,7 @@ impl Federation {
         };
         let presented: Vec<ComponentId> = if tracked.selected.is_none() {
             // Handed over: the scene's own components.
-            entity
-                .replicated_components()
-                .map(|c| c.id)
-                .collect()
+            entity.replicated_components().map(|c| c.id).collect()
         } else {
             tracked.components.values().copied().collect()
         };

@@ -1,4 +1,4 @@
-//! Hand-off on departure (docs/federation.md §7.9): a node leaving cleanly
+//! Hand-off on departure (docs/federation.md §7.8): a node leaving cleanly
 //! offers its persistent entities to the peers its operator chose, in order
 //! of preference, grants them all to the first that accepts, and waits a
 //! bounded time for the grants to be acknowledged before it says goodbye.

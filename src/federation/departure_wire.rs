@@ -1,4 +1,4 @@
-//! The departure offer on the wire (docs/federation.md §7.9): the
+//! The departure offer on the wire (docs/federation.md §7.8): the
 //! connection schema's `departure-offer` and `departure-answer`
 //! interactions, sent on one link and never forwarded. What to offer and
 //! whether to accept is the node's decision ([`super::departure`]); this

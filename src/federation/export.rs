@@ -255,7 +255,11 @@ impl Federation {
                     let sent = link.session.update_entity(
                         object,
                         vec![
-                            pv(entity::COMPONENT, entity::AUTHORITY, Value::Uuid(authority.0)),
+                            pv(
+                                entity::COMPONENT,
+                                entity::AUTHORITY,
+                                Value::Uuid(authority.0),
+                            ),
                             pv(
                                 entity::COMPONENT,
                                 entity::EPOCH,

@@ -104,6 +104,8 @@ pub enum HandoverError {
     NoRoute(EntityId),
     #[error("entity {0} cannot be handed to this node itself")]
     ToSelf(EntityId),
+    #[error("entity {0} belongs to this node's world server, which keeps it")]
+    WorldServer(EntityId),
 }
 
 /// An edit that waits for the new authority's copy.
@@ -131,7 +133,9 @@ impl Federation {
     pub fn entities_by_authority(&self) -> BTreeMap<Uuid, usize> {
         let mut counts = BTreeMap::new();
         for (global, _) in self.tracked.iter() {
-            *counts.entry(self.outgoing_authority(*global).0).or_insert(0) += 1;
+            *counts
+                .entry(self.outgoing_authority(*global).0)
+                .or_insert(0) += 1;
         }
         counts
     }
@@ -204,6 +208,9 @@ impl Federation {
         if to == self.node {
             return Err(HandoverError::ToSelf(entity));
         }
+        if scene.is_proxied(entity) {
+            return Err(HandoverError::WorldServer(entity));
+        }
         self.grant(global, to, reason, scene);
         Ok(())
     }
@@ -243,7 +250,10 @@ impl Federation {
         scene: &mut Scene,
     ) -> (MethodStatus, Value) {
         let Some(global) = self.tracked.global_of(entity) else {
-            return (MethodStatus::NOT_FOUND, Value::String("no such entity".into()));
+            return (
+                MethodStatus::NOT_FOUND,
+                Value::String("no such entity".into()),
+            );
         };
         let (authority, current) = self.outgoing_authority(global);
         let refuse = |federation: &mut Federation, why: &'static str| {
@@ -255,6 +265,13 @@ impl Federation {
             // A failure's value is text (docs/less-wire.md §12): the
             // winner's UUID, hyphenated.
             return (MethodStatus::CONFLICT, Value::String(authority.to_string()));
+        }
+        if scene.is_proxied(entity) {
+            refuse(self, "world-server");
+            return (
+                MethodStatus::FORBIDDEN,
+                Value::String("an entity of this node's world server stays there".into()),
+            );
         }
         if !self.policy_grants(entity, requester, scene) {
             refuse(self, "policy");
@@ -269,7 +286,12 @@ impl Federation {
 
     fn policy_grants(&self, entity: EntityId, requester: Uuid, scene: &Scene) -> bool {
         let policy = &self.handover_policy;
-        if !policy.grant || policy.peers.as_ref().is_some_and(|p| !p.contains(&requester)) {
+        if !policy.grant
+            || policy
+                .peers
+                .as_ref()
+                .is_some_and(|p| !p.contains(&requester))
+        {
             return false;
         }
         match &policy.types {
@@ -333,11 +355,7 @@ impl Federation {
     /// A link went down with epochs still waiting for its earlier packets,
     /// which will not come: a grant to this node is taken with the state
     /// that did arrive (docs/federation.md §7.5).
-    pub(super) fn take_orphaned_grants(
-        &mut self,
-        link: &mut super::link::Link,
-        scene: &mut Scene,
-    ) {
+    pub(super) fn take_orphaned_grants(&mut self, link: &mut super::link::Link, scene: &mut Scene) {
         for (object, _) in std::mem::take(&mut link.epoch_barriers) {
             let Some(global) = link.mirror.accept_announced(object) else {
                 continue;
@@ -358,7 +376,13 @@ impl Federation {
 
     /// This node becomes the authority of `global` at `epoch`, from the
     /// state its scene presents.
-    pub(super) fn take_over(&mut self, global: GlobalId, epoch: u64, from: Uuid, scene: &mut Scene) {
+    pub(super) fn take_over(
+        &mut self,
+        global: GlobalId,
+        epoch: u64,
+        from: Uuid,
+        scene: &mut Scene,
+    ) {
         let Some(tracked) = self.tracked.get_mut(&global) else {
             return;
         };
@@ -391,7 +415,8 @@ impl Federation {
         let entity = tracked.scene();
         tracked.hand_to(to, epoch);
         let set = scene.set_origin(entity, Origin::Remote);
-        self.stats.scene(set, "entity stepped down from not made remote");
+        self.stats
+            .scene(set, "entity stepped down from not made remote");
         warn!(%entity, identity = %global, %to, epoch, "authority yielded to a newer epoch");
         self.events.push_back(FederationEvent::AuthorityChanged {
             entity,
@@ -535,5 +560,8 @@ pub(super) fn parse_take_authority(arguments: &[Value]) -> Option<(Uuid, u64)> {
 
 /// The method key of `take-authority`.
 pub(super) fn take_authority_method() -> PropertyKey {
-    PropertyKey::new(super::mapping::entity::COMPONENT, super::mapping::entity::TAKE_AUTHORITY)
+    PropertyKey::new(
+        super::mapping::entity::COMPONENT,
+        super::mapping::entity::TAKE_AUTHORITY,
+    )
 }

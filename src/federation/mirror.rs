@@ -423,7 +423,9 @@ pub fn apply_entity_values(
             target.announced = Some((Some(*authority), epoch));
         } else if *k == key(entity::COMPONENT, entity::EPOCH) {
             let epoch = match value {
-                Value::Integer(e) => u64::try_from(*e).map_err(|_| MirrorError::BadValue(k.clone()))?,
+                Value::Integer(e) => {
+                    u64::try_from(*e).map_err(|_| MirrorError::BadValue(k.clone()))?
+                }
                 _ => return Err(MirrorError::BadValue(k.clone())),
             };
             let (authority, _) = target.announced.unwrap_or((target.authority, target.epoch));

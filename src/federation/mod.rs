@@ -48,9 +48,9 @@ pub mod values;
 pub mod zones;
 
 pub use self::core::{Federation, FederationEvent};
+pub use handover::{HandoverError, HandoverPolicy, HandoverReason};
 pub use ids::{GlobalId, LinkId};
 pub use link::{Link, LinkPolicy, TypeFilter};
-pub use handover::{HandoverError, HandoverPolicy, HandoverReason};
 pub use stats::FederationStats;
 
 #[cfg(test)]

@@ -124,6 +124,88 @@ pub fn render(status: &NodeStatus) -> String {
             origin.entities as f64,
         );
     }
+    e.family(
+        "lessgate_entities_by_authority",
+        "gauge",
+        "Federated entities presented here per authority node, this node included.",
+    );
+    for authority in &status.authorities {
+        let uuid = authority.uuid.to_string();
+        let name = authority.name.as_deref().unwrap_or("");
+        e.sample(
+            "lessgate_entities_by_authority",
+            &[("authority", name), ("authority_uuid", &uuid)],
+            authority.entities as f64,
+        );
+    }
+    let h = &status.handovers;
+    e.family(
+        "lessgate_handovers_given_total",
+        "counter",
+        "Entities this node handed to another node (reclaim: took back), by node and reason.",
+    );
+    for given in &h.given {
+        let uuid = given.peer_uuid.to_string();
+        e.sample(
+            "lessgate_handovers_given_total",
+            &[
+                ("peer", given.peer.as_deref().unwrap_or("")),
+                ("peer_uuid", &uuid),
+                ("reason", &given.reason),
+            ],
+            given.count as f64,
+        );
+    }
+    e.family(
+        "lessgate_handovers_taken_total",
+        "counter",
+        "Entities this node took over, by previous authority.",
+    );
+    for taken in &h.taken {
+        let uuid = taken.peer_uuid.to_string();
+        e.sample(
+            "lessgate_handovers_taken_total",
+            &[
+                ("peer", taken.peer.as_deref().unwrap_or("")),
+                ("peer_uuid", &uuid),
+            ],
+            taken.count as f64,
+        );
+    }
+    e.family(
+        "lessgate_handover_refusals_total",
+        "counter",
+        "Take-authority requests this node refused as the authority, by reason.",
+    );
+    for (reason, count) in &h.refused {
+        e.sample(
+            "lessgate_handover_refusals_total",
+            &[("reason", reason)],
+            *count as f64,
+        );
+    }
+    e.family(
+        "lessgate_handover_requests_refused_total",
+        "counter",
+        "This node's take-authority requests refused, by status.",
+    );
+    for (status, count) in &h.requests_refused {
+        e.sample(
+            "lessgate_handover_requests_refused_total",
+            &[("status", status)],
+            *count as f64,
+        );
+    }
+    e.family(
+        "lessgate_stale_epoch_updates_total",
+        "counter",
+        "Entity updates refused for an older epoch than the copy's.",
+    );
+    e.sample(
+        "lessgate_stale_epoch_updates_total",
+        &[],
+        h.stale_epochs as f64,
+    );
     let s = &status.server;
     let server: [(&str, &str, u64); 9] = [
         (

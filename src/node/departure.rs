@@ -1,4 +1,4 @@
-//! Hand-off on departure inside the node (docs/federation.md §7.9): the
+//! Hand-off on departure inside the node (docs/federation.md §7.8): the
 //! leaving side (offers, grants, waiting for the new authority's copy) and
 //! the accepting side (answering a peer's offer by this node's policy).
 //!

@@ -30,6 +30,12 @@ pub struct NodeStatus {
     pub entities: usize,
     /// Entities presented here per origin node, this node included.
     pub origins: Vec<OriginStatus>,
+    /// Federated entities presented here per authority node, this node
+    /// included (docs/federation.md §7); differs from `origins` once
+    /// entities were handed over.
+    pub authorities: Vec<OriginStatus>,
+    /// Hand-overs of authority this node took part in.
+    pub handovers: HandoverCounters,
     pub server: ServerCounters,
     /// Peer links that are up now.
     pub links: Vec<LinkStatus>,
@@ -43,6 +49,33 @@ pub struct NodeStatus {
     /// Changes the scene refused and commands a session refused while the
     /// node went on (logged at debug with the reason).
     pub refusals: RefusalCounters,
+}
+
+/// Hand-overs of authority (docs/federation.md §7).
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct HandoverCounters {
+    /// Entities this node handed to another node (or took back, reason
+    /// `reclaim`), per node and reason.
+    pub given: Vec<HandoverCount>,
+    /// Entities this node took over, per previous authority.
+    pub taken: Vec<HandoverCount>,
+    /// Take-authority requests this node refused as the authority, by
+    /// reason (`conflict`, `policy`, `world-server`).
+    pub refused: BTreeMap<String, u64>,
+    /// This node's own requests that were refused, by status (409, 403, 404).
+    pub requests_refused: BTreeMap<String, u64>,
+    /// Entity updates refused for an older epoch.
+    pub stale_epochs: u64,
+}
+
+/// Hand-overs with one peer for one reason.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct HandoverCount {
+    pub peer_uuid: Uuid,
+    /// Known when the peer is this node or a direct peer.
+    pub peer: Option<String>,
+    pub reason: String,
+    pub count: u64,
 }
 
 /// What the node's parts refused and went on from.
@@ -199,6 +232,57 @@ impl NodeStatus {
                 entities,
             })
             .collect();
+        let name_of = |uuid: Uuid| {
+            if uuid == own {
+                Some(name.to_owned())
+            } else {
+                peer_names.get(&uuid).map(|n| (*n).to_owned())
+            }
+        };
+        let authorities = node
+            .federation()
+            .entities_by_authority()
+            .into_iter()
+            .map(|(uuid, entities)| OriginStatus {
+                uuid,
+                name: name_of(uuid),
+                entities,
+            })
+            .collect();
+        let stats = node.federation().stats();
+        let handovers = HandoverCounters {
+            given: stats
+                .handed_over
+                .iter()
+                .map(|((peer, reason), count)| HandoverCount {
+                    peer_uuid: *peer,
+                    peer: name_of(*peer),
+                    reason: (*reason).to_owned(),
+                    count: *count,
+                })
+                .collect(),
+            taken: stats
+                .taken_over
+                .iter()
+                .map(|(peer, count)| HandoverCount {
+                    peer_uuid: *peer,
+                    peer: name_of(*peer),
+                    reason: "granted".to_owned(),
+                    count: *count,
+                })
+                .collect(),
+            refused: stats
+                .handover_refusals
+                .iter()
+                .map(|(reason, n)| ((*reason).to_owned(), *n))
+                .collect(),
+            requests_refused: stats
+                .requests_refused
+                .iter()
+                .map(|(status, n)| (status.to_string(), *n))
+                .collect(),
+            stale_epochs: stats.stale_epochs,
+        };
         let s = node.server().stats();
         let links = node
             .federation()
@@ -248,6 +332,8 @@ impl NodeStatus {
             clients: node.server().authenticated_clients().count(),
             entities: node.scene().len(),
             origins,
+            authorities,
+            handovers,
             server: ServerCounters {
                 frames_in: s.frames_in,
                 frames_out: s.frames_out,

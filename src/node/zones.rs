@@ -1,4 +1,4 @@
-//! The zone trigger inside the node (docs/federation.md §7.8): which
+//! The zone trigger inside the node (docs/federation.md §7.7): which
 //! entities it watches (remote ones with a Placeable), the positions and
 //! authority changes it is told, and the take-authority requests it makes.
 //!

@@ -410,6 +410,9 @@ pub struct Seen {
 #[derive(Debug, Default, Clone)]
 pub struct SceneView {
     pub entities: BTreeMap<EntityId, Seen>,
+    /// CreateEntity and RemoveEntity messages the client was sent.
+    pub creates: usize,
+    pub removes: usize,
 }
 
 impl SceneView {
@@ -418,6 +421,7 @@ impl SceneView {
         let registry = builtin();
         match message {
             Message::CreateEntity(create) => {
+                self.creates += 1;
                 let mut seen = Seen {
                     name: None,
                     placeable: None,
@@ -488,6 +492,7 @@ impl SceneView {
                 }
             }
             Message::RemoveEntity(remove) => {
+                self.removes += 1;
                 self.entities.remove(&remove.entity_id);
             }
             Message::CreateComponents(create) => {

@@ -1,5 +1,5 @@
 //! Zones: regions of space a node owns, and the trigger that takes an
-//! entity once it has settled in one of them (docs/federation.md §7.8).
+//! entity once it has settled in one of them (docs/federation.md §7.7).
 //!
 //! The zone owner triggers: a node watches the entities it presents but
 //! does not simulate, and requests authority over one (the ordinary

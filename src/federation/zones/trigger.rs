@@ -1,6 +1,6 @@
 //! When a node asks for an entity that entered its zones: the hysteresis
 //! in time and depth that keeps an entity on a border from changing hands
-//! on every step (docs/federation.md §7.8).
+//! on every step (docs/federation.md §7.7).
 //!
 //! Per watched entity the trigger keeps the last position it was told and
 //! since when the entity has been *settled*: at least

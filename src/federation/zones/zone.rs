@@ -1,4 +1,4 @@
-//! The regions of space a node owns (docs/federation.md §7.8): axis-aligned
+//! The regions of space a node owns (docs/federation.md §7.7): axis-aligned
 //! boxes and half-spaces in the node's scene coordinates, and how deep a
 //! position lies in them.
 //!

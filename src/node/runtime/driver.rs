@@ -101,7 +101,7 @@ impl Running {
         let timer = tokio::time::sleep_until(clock.instant(Time::ZERO));
         tokio::pin!(shutdown, timer);
         // Set once a clean shutdown began handing this node's entities on
-        // (docs/federation.md §7.9): the loop runs until that ends.
+        // (docs/federation.md §7.8): the loop runs until that ends.
         let mut leaving = false;
         loop {
             let deadline = self.node.poll_timeout().unwrap_or(Time::MAX);

@@ -104,6 +104,7 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
     if let Some(upstream) = &config.upstream {
         node.attach_upstream(crate::upstream::Bridge::new(upstream.bridge_settings()));
     }
+    node.set_handover_policy(config.handover.clone());
     if let Some(peering) = &config.peering {
         node.set_refresh_rate(peering.refresh_bytes_per_sec);
         node.set_configured_exports(peer_exports);
