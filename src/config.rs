@@ -460,6 +460,7 @@ struct RawConfig {
     upstream: Option<UpstreamSection>,
     #[serde(default)]
     authority: authority::RawAuthority,
+    #[serde(default)]
     handover: HandoverSection,
 }
 

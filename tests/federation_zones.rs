@@ -195,7 +195,11 @@ fn walk(
 /// round trip, 6 m either side: crossings at 2.5, 7.5, ... s) by a client
 /// on node 0, then 20 s of quiet. Returns the simulation, the last x the
 /// client set and the grants.
-fn walk_across(seed: u64) -> (Sim, Vec<(usize, ClientId)>, f32, Vec<(Time, Uuid)>) {
+/// A walk's outcome: the simulation, its clients, the last x the client
+/// set and the grants.
+type Walked = (Sim, Vec<(usize, ClientId)>, f32, Vec<(Time, Uuid)>);
+
+fn walk_across(seed: u64) -> Walked {
     let (mut sim, clients) = zoned_chain(LinkModel::LOSSY, seed, true);
     let (a, ca) = clients[0];
     sim.create_box(a, ca, 1, "walker", -6.0);
