@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+mod authority;
 pub mod check;
 mod files;
 #[doc(hidden)]
@@ -24,6 +25,7 @@ pub use handover::HandoverSection;
 mod peer_files;
 pub mod reload;
 mod upstream;
+pub use authority::{AuthoritySection, PeerChoice};
 pub use upstream::{UpstreamSection, UpstreamTransport};
 
 /// Tundra's own default port for its WebSocket and kNet servers.
@@ -82,6 +84,8 @@ pub struct NodeConfig {
     /// Upstream mode: the world server this node bridges (docs/upstream.md);
     /// `None` without an `[upstream]` section.
     pub upstream: Option<UpstreamSection>,
+    /// Zones and departure (docs/federation.md §7.7, §7.8).
+    pub authority: AuthoritySection,
     /// Which take-authority requests this node grants (docs/federation.md
     /// §7.2), checked.
     pub handover: crate::federation::HandoverPolicy,
@@ -457,6 +461,8 @@ struct RawConfig {
     peering: Option<PeeringSection>,
     upstream: Option<UpstreamSection>,
     #[serde(default)]
+    authority: authority::RawAuthority,
+    #[serde(default)]
     handover: HandoverSection,
 }
 
@@ -624,6 +630,7 @@ impl NodeConfig {
             http: raw.http,
             peering: raw.peering,
             upstream: raw.upstream,
+            authority: raw.authority.validate(&invalid)?,
             handover,
         };
         config.resolve_paths();

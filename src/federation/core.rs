@@ -53,6 +53,15 @@ pub enum FederationEvent {
         status: crate::less::message::MethodStatus,
         detail: crate::less::value::Value,
     },
+    /// A leaving peer offers this node its persistent entities
+    /// (docs/federation.md §7.8): answer with `send_departure_answer`.
+    DepartureOffered {
+        link: LinkId,
+        peer: Uuid,
+        entities: u64,
+    },
+    /// A peer answered this node's departure offer.
+    DepartureAnswered { peer: Uuid, accepted: bool },
 }
 
 /// Federation state of one node.

@@ -243,6 +243,14 @@ impl Federation {
                 interaction,
                 values,
             } if interaction == super::flood::ENTITY_ACTION => self.handle_flood(link_id, &values),
+            Event::Interaction {
+                interaction,
+                values,
+            } if interaction == super::departure_wire::DEPARTURE_OFFER
+                || interaction == super::departure_wire::DEPARTURE_ANSWER =>
+            {
+                self.handle_departure_interaction(link_id, interaction, &values)
+            }
             Event::Interaction { .. } | Event::ConnectionControl { .. } => {}
         }
         None

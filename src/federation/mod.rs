@@ -29,6 +29,8 @@ mod accept;
 mod authority;
 mod call_order;
 mod core;
+pub mod departure;
+mod departure_wire;
 pub mod encodings;
 mod export;
 pub mod exports;
@@ -46,6 +48,7 @@ pub mod schemas;
 pub mod stats;
 mod tracked;
 pub mod values;
+pub mod zones;
 
 pub use self::core::{Federation, FederationEvent};
 pub use handover::{HandoverError, HandoverPolicy, HandoverReason};

@@ -131,6 +131,14 @@ impl Node {
     /// causes: a replacing link may present the same entities again
     /// (docs/upstream.md §4).
     fn remove_link(&mut self, link: LinkId) {
+        let peer = self
+            .federation
+            .links()
+            .find(|l| l.id == link)
+            .map(|l| l.peer);
+        if let Some(peer) = peer {
+            self.note_departure_link_down(peer);
+        }
         self.settle();
         if let Some(bridge) = &mut self.upstream {
             bridge.set_holding_removals(true);

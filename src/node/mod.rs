@@ -16,6 +16,7 @@
 //!  timeouts      ─┘               └─> poll_event, poll_timeout
 //! ```
 
+mod departure;
 mod links;
 pub mod loop_lag;
 pub mod output;
@@ -23,6 +24,7 @@ pub mod peer_health;
 pub mod runtime;
 mod settle;
 pub mod status;
+mod zones;
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -94,6 +96,12 @@ pub struct Node {
     tick_hook: Option<TickHook>,
     /// When `handle_timeout` last ran (see [`TIMER_GRANULARITY`]).
     last_timeout: Option<Time>,
+    /// The zone trigger, when this node owns zones.
+    zones: Option<Box<zones::Zones>>,
+    /// The departure under way, once this node started leaving.
+    leaving: Option<Box<departure::Leaving>>,
+    /// Whose departing entities this node accepts.
+    accept_departures: crate::config::PeerChoice,
 }
 
 impl fmt::Debug for Node {
@@ -126,6 +134,9 @@ impl Node {
             next_tick: Time::ZERO,
             tick_hook: None,
             last_timeout: None,
+            zones: None,
+            leaving: None,
+            accept_departures: crate::config::PeerChoice::All,
         }
     }
 
@@ -316,6 +327,12 @@ impl Node {
         if let Some(at) = self.server.poll_timeout() {
             deadline = deadline.min(at);
         }
+        for at in [self.zone_timeout(), self.departure_timeout()]
+            .into_iter()
+            .flatten()
+        {
+            deadline = deadline.min(at);
+        }
         Some(match self.last_timeout {
             Some(last) => deadline.max(last + TIMER_GRANULARITY),
             None => deadline,
@@ -330,6 +347,8 @@ impl Node {
         self.last_timeout = Some(now);
         self.apply_received();
         self.handle_link_timeouts(now);
+        self.handle_zone_timeout(now);
+        self.handle_departure_timeout(now);
         if let Some(bridge) = &mut self.upstream {
             if bridge.poll_timeout().is_some_and(|at| at <= now) {
                 bridge.handle_timeout(now, &mut self.scene);

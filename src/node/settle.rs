@@ -68,6 +68,9 @@ impl Node {
                 busy = true;
                 self.server.handle_scene_changes(&changes);
                 self.federation.handle_scene_changes(&self.scene, &changes);
+                if let Some(zones) = &mut self.zones {
+                    zones.mark(&changes);
+                }
                 if let Some(bridge) = &mut self.upstream {
                     let federation = &self.federation;
                     bridge.handle_scene_changes_with(&self.scene, &changes, &|entity| {
@@ -172,6 +175,9 @@ impl Node {
                         epoch,
                     } => {
                         debug!(%entity, %authority, epoch, "entity authority changed");
+                        if let Some(zones) = &mut self.zones {
+                            zones.mark_entity(entity);
+                        }
                     }
                     FederationEvent::AuthorityRefused {
                         entity,
@@ -184,6 +190,17 @@ impl Node {
                             detail = %RemoteText(format_args!("{detail:?}")),
                             "authority request refused"
                         );
+                        if let Some(zones) = &mut self.zones {
+                            zones.note_refused(entity);
+                        }
+                    }
+                    FederationEvent::DepartureOffered {
+                        link,
+                        peer,
+                        entities,
+                    } => self.handle_departure_offer(link, peer, entities),
+                    FederationEvent::DepartureAnswered { peer, accepted } => {
+                        self.note_departure_answer(peer, accepted)
                     }
                     FederationEvent::ActionAnswered { status, detail } => {
                         debug!(

@@ -104,6 +104,9 @@ impl Running {
         // The node's next deadline; reset after every batch of inputs.
         let timer = tokio::time::sleep_until(clock.instant(Time::ZERO));
         tokio::pin!(shutdown, timer);
+        // Set once a clean shutdown began handing this node's entities on
+        // (docs/federation.md §7.8): the loop runs until that ends.
+        let mut leaving = false;
         loop {
             let deadline = self.node.poll_timeout().unwrap_or(Time::MAX);
             timer.as_mut().reset(clock.instant(deadline));
@@ -194,12 +197,28 @@ impl Running {
                     (Some(()), Some(load)) => self.reload(load, peer_node.as_mut(), &links),
                     _ => reload_requests = None,
                 },
-                _ = &mut shutdown => {
-                    info!("shutting down");
-                    break;
+                _ = &mut shutdown, if !leaving => {
+                    let departure = &self.config.authority;
+                    if departure.departure_to.is_empty() || links.is_empty() {
+                        info!("shutting down");
+                        break;
+                    }
+                    let entities = self.node.begin_departure(
+                        clock.now(),
+                        &departure.departure_to,
+                        departure.departure_wait,
+                    );
+                    info!(entities, "shutting down: handing this node's persistent entities on first");
+                    leaving = true;
                 }
             }
             self.drain(clock.now(), &handles, &mut links, upstream_out.as_ref());
+            if leaving {
+                if let Some(outcome) = self.node.departure_outcome() {
+                    info!(?outcome, "departure finished; shutting down");
+                    break;
+                }
+            }
         }
         for handle in handles.values() {
             handle.close("node shutting down");

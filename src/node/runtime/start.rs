@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
 use super::{Running, StartError};
 use crate::config::NodeConfig;
@@ -98,6 +98,11 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
                     .iter()
                     .map(|p| (p.name.as_str(), p.control.is_some())),
             );
+            for name in &config.authority.departure_to {
+                if !peer_config.peers.iter().any(|peer| peer.name == *name) {
+                    warn!(peer = %name, "authority.departure_to names a peer without a peer file: it is never offered anything");
+                }
+            }
             let (peer_node, events) = PeerNode::start(peer_config).await?;
             info!(control = %peer_node.control_address(), data = %peer_node.data_address().map_or("none".to_owned(), |a| a.to_string()), fingerprint = %peer_node.fingerprint(), peers = peer_exports.len(), "peer links listening");
             Some((peer_node, events))
@@ -113,6 +118,11 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
         node.set_refresh_rate(peering.refresh_bytes_per_sec);
         node.set_configured_exports(peer_exports);
     }
+    node.set_zones(
+        config.authority.zones.clone(),
+        config.authority.zone_hysteresis,
+    );
+    node.set_departure_acceptance(config.authority.accept_departures.clone());
     Ok(Running {
         tundra_addr,
         knet_addr,

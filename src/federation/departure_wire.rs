@@ -1,0 +1,101 @@
+//! The departure offer on the wire (docs/federation.md §7.8): the
+//! connection schema's `departure-offer` and `departure-answer`
+//! interactions, sent on one link and never forwarded. What to offer and
+//! whether to accept is the node's decision ([`super::departure`]); this
+//! file only moves the two messages.
+
+use tracing::warn;
+use uuid::Uuid;
+
+use super::core::{Federation, FederationEvent};
+use super::ids::LinkId;
+use crate::less::ids::{InteractionId, PropertyId};
+use crate::less::property_list::FieldValue;
+use crate::less::value::Value;
+use crate::logging::RemoteText;
+
+/// `departure-offer`: property 1 `entities` INTEGER.
+pub const DEPARTURE_OFFER: InteractionId = InteractionId(3);
+/// `departure-answer`: property 1 `accepted` INTEGER (0 or 1).
+pub const DEPARTURE_ANSWER: InteractionId = InteractionId(4);
+
+fn integer_field(values: &[FieldValue]) -> Option<i64> {
+    match values.iter().find(|f| f.id == PropertyId(1))?.value {
+        Value::Integer(value) => Some(value),
+        _ => None,
+    }
+}
+
+impl Federation {
+    /// Offers `entities` persistent entities to the peer `to` on the link
+    /// to it; false without a link to that peer.
+    pub fn send_departure_offer(&mut self, to: Uuid, entities: usize) -> bool {
+        let Some(link) = self.links.values_mut().find(|link| link.peer == to) else {
+            return false;
+        };
+        let values = vec![FieldValue {
+            id: PropertyId(1),
+            value: Value::Integer(i64::try_from(entities).unwrap_or(i64::MAX)),
+        }];
+        match link.session.send_interaction(DEPARTURE_OFFER, values) {
+            Ok(()) => true,
+            Err(error) => {
+                warn!(link = %link.id, error = %RemoteText(&error), "cannot send departure offer");
+                false
+            }
+        }
+    }
+
+    /// Answers a departure offer that arrived on `link`.
+    pub fn send_departure_answer(&mut self, link: LinkId, accepted: bool) {
+        let Some(link) = self.links.get_mut(&link) else {
+            return;
+        };
+        let values = vec![FieldValue {
+            id: PropertyId(1),
+            value: Value::Integer(i64::from(accepted)),
+        }];
+        if let Err(error) = link.session.send_interaction(DEPARTURE_ANSWER, values) {
+            warn!(link = %link.id, error = %RemoteText(&error), "cannot send departure answer");
+        }
+    }
+
+    /// A `departure-offer` or `departure-answer` from a peer; a malformed
+    /// one is logged and ignored (the offering node times out and asks its
+    /// next peer).
+    pub(super) fn handle_departure_interaction(
+        &mut self,
+        from: LinkId,
+        interaction: InteractionId,
+        values: &[FieldValue],
+    ) {
+        let Some(peer) = self.links.get(&from).map(|link| link.peer) else {
+            return;
+        };
+        match (interaction, integer_field(values)) {
+            (DEPARTURE_OFFER, Some(entities)) if entities >= 0 => {
+                self.events.push_back(FederationEvent::DepartureOffered {
+                    link: from,
+                    peer,
+                    entities: entities as u64,
+                });
+            }
+            (DEPARTURE_ANSWER, Some(accepted @ (0 | 1))) => {
+                self.events.push_back(FederationEvent::DepartureAnswered {
+                    peer,
+                    accepted: accepted == 1,
+                });
+            }
+            _ => {
+                warn!(link = %from, interaction = interaction.0, "malformed departure interaction ignored")
+            }
+        }
+    }
+}
+
+impl Federation {
+    /// The scene entity presenting `global` here, if any.
+    pub fn scene_entity_of(&self, global: super::GlobalId) -> Option<crate::tundra::EntityId> {
+        self.tracked.get(&global).map(|tracked| tracked.scene())
+    }
+}
