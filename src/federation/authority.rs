@@ -441,7 +441,7 @@ impl Federation {
                 debug!(link = link_id.0, entity = %global, "authority request granted");
             } else if let Some(entity) = entity {
                 *self.stats.requests_refused.entry(status.0).or_insert(0) += 1;
-                info!(link = link_id.0, identity = %global, status = status.0, "authority request refused");
+                debug!(link = link_id.0, identity = %global, status = status.0, "authority request answered with a refusal");
                 self.events.push_back(FederationEvent::AuthorityRefused {
                     entity,
                     status,

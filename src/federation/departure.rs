@@ -49,6 +49,30 @@ pub enum DepartureOutcome<P> {
     TimedOut,
 }
 
+impl<P: std::fmt::Display> std::fmt::Display for DepartureOutcome<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DepartureOutcome::NothingToHand => f.write_str("nothing to hand over"),
+            DepartureOutcome::HandedOver {
+                peer,
+                entities,
+                delivered,
+            } => write!(
+                f,
+                "{entities} entities handed to {peer} ({})",
+                match delivered {
+                    true => "delivered",
+                    false => "not confirmed before the wait ran out",
+                }
+            ),
+            DepartureOutcome::NobodyAccepted { asked } => {
+                write!(f, "none of {asked} peers accepted")
+            }
+            DepartureOutcome::TimedOut => f.write_str("no peer accepted within the wait"),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Phase<P> {
     Offering { peer: P, until: Time },

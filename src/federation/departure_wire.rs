@@ -40,7 +40,7 @@ impl Federation {
         match link.session.send_interaction(DEPARTURE_OFFER, values) {
             Ok(()) => true,
             Err(error) => {
-                warn!(link = %link.id, error = %RemoteText(&error), "cannot send departure offer");
+                warn!(link = link.id.0, error = %RemoteText(&error), "cannot send departure offer");
                 false
             }
         }
@@ -56,7 +56,7 @@ impl Federation {
             value: Value::Integer(i64::from(accepted)),
         }];
         if let Err(error) = link.session.send_interaction(DEPARTURE_ANSWER, values) {
-            warn!(link = %link.id, error = %RemoteText(&error), "cannot send departure answer");
+            warn!(link = link.id.0, error = %RemoteText(&error), "cannot send departure answer");
         }
     }
 
@@ -87,7 +87,11 @@ impl Federation {
                 });
             }
             _ => {
-                warn!(link = %from, interaction = interaction.0, "malformed departure interaction ignored")
+                warn!(
+                    link = from.0,
+                    interaction = interaction.0,
+                    "malformed departure interaction ignored"
+                )
             }
         }
     }

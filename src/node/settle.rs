@@ -187,8 +187,11 @@ impl Node {
                         info!(
                             %entity,
                             status = status.0,
-                            detail = %RemoteText(format_args!("{detail:?}")),
-                            "authority request refused"
+                            detail = %RemoteText(match &detail {
+                                crate::less::value::Value::String(text) => text.clone(),
+                                other => format!("{other:?}"),
+                            }),
+                            "this node's authority request refused"
                         );
                         if let Some(zones) = &mut self.zones {
                             zones.note_refused(entity);

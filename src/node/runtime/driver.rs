@@ -215,7 +215,7 @@ impl Running {
             self.drain(clock.now(), &handles, &mut links, upstream_out.as_ref());
             if leaving {
                 if let Some(outcome) = self.node.departure_outcome() {
-                    info!(?outcome, "departure finished; shutting down");
+                    info!(%outcome, "departure finished; shutting down");
                     break;
                 }
             }

@@ -139,7 +139,7 @@ impl Running {
                 None
             }
             PeerChange::Replaced(config) => {
-                info!(%peer, fingerprint = %config.fingerprint, control = ?config.control.as_ref().map(ToString::to_string), "peer's certificate or address changed: its link ends and is dialled anew");
+                info!(%peer, fingerprint = %config.fingerprint, control = %config.control.as_ref().map_or("none".to_owned(), ToString::to_string), "peer's certificate or address changed: its link ends and is dialled anew");
                 Some("peer's certificate or address changed in this node's configuration")
             }
             PeerChange::Relinked(_) => {
