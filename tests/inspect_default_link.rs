@@ -216,7 +216,7 @@ async fn inspect_decodes_every_frame_of_a_default_link() {
         .iter()
         .filter(|l| l.get("src").is_some())
         .flat_map(messages)
-        .filter(|m| m["kind"] == "update-property" && m["encoding"] == "tundra-transform/1")
+        .filter(|m| m["kind"] == "update-property" && m["encoding"] == "tundra-transform/2")
         .collect();
     assert!(
         !keyed.is_empty(),
@@ -244,5 +244,5 @@ async fn inspect_decodes_every_frame_of_a_default_link() {
         "default",
     ]);
     assert!(ok, "{err}");
-    assert!(stated.contains("tundra-transform/1"));
+    assert!(stated.contains("tundra-transform/2"));
 }
