@@ -1,14 +1,15 @@
 //! Zones across real processes (docs/federation.md §7.7): three
-//! `lessgate run` processes peered in a triangle, a and b owning adjacent
-//! boxes (a: x below 0, b: x above 0, in their node files). A WebSocket
-//! client on a creates a ball in a's zone and drags it, edit by edit, into
-//! b's; b asks for it once it has settled there and becomes its authority.
-//! A client on c records every message it is sent for the ball: exactly one
+//! `lessgate run` processes peered in a triangle or a chain a - b - c, a
+//! and b owning adjacent boxes (a: x below 0, b: x above 0, in their node
+//! files). A WebSocket client on a creates a ball in a's zone and drags it,
+//! edit by edit, into b's; b asks for it once it has settled there and
+//! becomes its authority, as every node's `/status` says. A client on c
+//! records every message it is sent for the ball: exactly one
 //! CreateEntity, no RemoveEntity and no component removed or created again,
 //! and Placeable values that follow the drag in order. After the hand-over
 //! a's client still drags it (its edits now travel to b) and a client on b
 //! edits it directly, seen at c. Printed, not asserted: the time from the
-//! ball settling in b's zone to c learning b is its authority.
+//! ball settling in b's zone to c accepting the grant's epoch.
 //! Ports are ephemeral: no lock needed.
 
 mod common;
@@ -24,7 +25,7 @@ use common::process::{lessgate_binary, Process, TUNDRA_LINE};
 use common::tundra_values::{edited_x, move_to, named_box_at, NAME};
 use common::{TundraClient, PATIENCE};
 use lessgate::tundra::{AttributeValue, ComponentBody, EntityId, Message};
-use net_common::{wait_observers, write_mesh, NodeFiles, Observer};
+use net_common::{wait_observers, write_nodes, NodeFiles, Observer};
 
 /// How long and how deep the ball must stay in b's zone before b asks.
 const HYSTERESIS_MS: u64 = 500;
@@ -267,11 +268,27 @@ async fn wait_ball_at(recorded: &Recorded, x: f32, what: &str) {
     }
 }
 
+/// The triangle: every node links with both others; c has a copy from a
+/// and one from b, and switches to b's after the hand-over.
+const TRIANGLE: [(usize, usize); 3] = [(0, 1), (0, 2), (1, 2)];
+/// The chain a - b - c: c's copy comes through b before and after.
+const CHAIN: [(usize, usize); 2] = [(0, 1), (1, 2)];
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_entity_dragged_into_a_neighbours_zone_changes_hands_without_a_flicker() {
+async fn an_entity_dragged_into_a_neighbours_zone_changes_hands_without_a_flicker_in_a_triangle() {
+    drag_into_bs_zone("triangle", &TRIANGLE).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_entity_dragged_into_a_neighbours_zone_changes_hands_without_a_flicker_in_a_chain() {
+    drag_into_bs_zone("chain", &CHAIN).await;
+}
+
+/// The whole scenario on nodes a, b, c linked by `pairs`.
+async fn drag_into_bs_zone(topology: &str, pairs: &[(usize, usize)]) {
     let root = tempfile::tempdir().unwrap();
     let names = ["a", "b", "c"];
-    let files = write_mesh(root.path(), &names, None, "");
+    let files = write_nodes(root.path(), &names, pairs, None, "");
     // Adjacent boxes: a's ends where b's begins, at x = 0.
     for (files, section) in files
         .iter()
@@ -294,9 +311,10 @@ async fn an_entity_dragged_into_a_neighbours_zone_changes_hands_without_a_flicke
             .to_owned()
     };
     let (a_uuid, b_uuid) = (uuid(0), uuid(1));
-    for node in &nodes {
-        wait_status(node, PATIENCE, "both links up", |s| {
-            s["links"].as_array().is_some_and(|l| l.len() == 2)
+    for (n, node) in nodes.iter().enumerate() {
+        let degree = pairs.iter().filter(|(i, j)| *i == n || *j == n).count();
+        wait_status(node, PATIENCE, "every link up", |s| {
+            s["links"].as_array().is_some_and(|l| l.len() == degree)
         })
         .await;
     }
@@ -330,10 +348,12 @@ async fn an_entity_dragged_into_a_neighbours_zone_changes_hands_without_a_flicke
     let mut x = DRAG_FROM;
     while x < DRAG_TO {
         x += DRAG_STEP;
-        dragger.send(&move_to(ball, placeable, x)).await;
+        // Taken before the send: the edit may reach b before this task
+        // runs again.
         if settled_at.is_none() && x >= HYSTERESIS_DISTANCE {
             settled_at = Some(Instant::now());
         }
+        dragger.send(&move_to(ball, placeable, x)).await;
         sent.push(x);
         tokio::time::sleep(STEP_EVERY).await;
     }
@@ -447,7 +467,7 @@ async fn an_entity_dragged_into_a_neighbours_zone_changes_hands_without_a_flicke
     let learned = c_learns.get().copied().expect("c's log names the change");
     let total = learned.duration_since(settled_at);
     println!(
-        "zone hand-over across processes: settled in b's zone -> authority b at c: {:.0} ms \
+        "zone hand-over across processes ({topology}): settled in b's zone -> authority b at c: {:.0} ms \
          (hysteresis {HYSTERESIS_MS} ms; settled -> b's request {:.0} ms; b's request -> c \
          {:.0} ms; {} values of the ball sent to c)",
         total.as_secs_f64() * 1e3,
