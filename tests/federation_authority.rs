@@ -410,6 +410,15 @@ fn an_edit_during_the_hand_over_then_one_after(model: LinkModel, settle: Duratio
     for (node, _) in &clients {
         sim.nodes[*node].federation().check_invariants().unwrap();
     }
+    let status =
+        lessgate::node::status::NodeStatus::collect(&sim.nodes[c], "c", "", Duration::ZERO);
+    let metrics =
+        lessgate::http::metrics::render(&status, &lessgate::proc_stats::ProcessSample::default());
+    let dropped = format!(
+        "lessgate_superseded_edits_total {}",
+        status.handovers.superseded_edits
+    );
+    assert!(metrics.contains(&dropped), "{metrics}");
 }
 
 #[test]

@@ -251,6 +251,17 @@ fn an_entity_walked_across_a_border_changes_hands_once_per_crossing_under_loss()
         4,
         "node 1 asked once per entry"
     );
+    // Operators see the zone requests in /status and /metrics.
+    let status =
+        lessgate::node::status::NodeStatus::collect(&sim.nodes[1], "b", "", Duration::ZERO);
+    assert_eq!(status.zones.sent, 4);
+    assert_eq!(status.zones.not_sent + status.zones.refused, 0);
+    let metrics =
+        lessgate::http::metrics::render(&status, &lessgate::proc_stats::ProcessSample::default());
+    assert!(
+        metrics.contains("lessgate_zone_requests_total{outcome=\"sent\"} 4"),
+        "{metrics}"
+    );
 }
 
 /// The last edit of the walk wins everywhere, under 20 % loss, duplication
