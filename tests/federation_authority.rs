@@ -377,6 +377,58 @@ fn the_new_authority_starts_from_the_latest_state() {
     }
 }
 
+/// The requester's client edits while its request travels (the edit is a
+/// tweak that reaches the old authority after the grant and waits there)
+/// and again as soon as its node took over (a direct edit). The waiting
+/// tweak then comes back from the old authority, later than the direct
+/// edit: it must not overwrite it (docs/federation.md §7.3, "Edits that
+/// come back"). Every node ends at the client's last edit.
+fn an_edit_during_the_hand_over_then_one_after(model: LinkModel, settle: Duration, seed: u64) {
+    let (mut sim, clients) = chain(model, seed);
+    let (a, ca) = clients[0];
+    let (c, cc) = clients[2];
+    sim.create_box(a, ca, 1, "ball", 0.0);
+    sim.run(settle);
+    let at_c = the(&sim, c, cc, "ball");
+    take_authority(&mut sim, c, cc, at_c);
+    sim.move_entity(c, cc, at_c, 1.0);
+    let deadline = sim.now + settle;
+    while !is_local(&sim, c, at_c) && sim.now < deadline {
+        sim.run(Duration::from_millis(1));
+    }
+    assert!(
+        is_local(&sim, c, at_c),
+        "seed {seed}: C took the entity over"
+    );
+    sim.move_entity(c, cc, at_c, 2.0);
+    assert_eq!(sim.scene_x(c, at_c), Some(2.0), "a local edit now");
+    sim.run(settle);
+    let (owner, epoch) = assert_one_authority(&sim, &clients, "ball");
+    assert_eq!((owner, epoch), (node_id(&sim, c), 1), "seed {seed}");
+    assert_everywhere_at(&sim, &clients, "ball", 2.0);
+    assert_no_flicker(&sim, &clients);
+    for (node, _) in &clients {
+        sim.nodes[*node].federation().check_invariants().unwrap();
+    }
+    let status =
+        lessgate::node::status::NodeStatus::collect(&sim.nodes[c], "c", "", Duration::ZERO);
+    let metrics =
+        lessgate::http::metrics::render(&status, &lessgate::proc_stats::ProcessSample::default());
+    let dropped = format!(
+        "lessgate_superseded_edits_total {}",
+        status.handovers.superseded_edits
+    );
+    assert!(metrics.contains(&dropped), "{metrics}");
+}
+
+#[test]
+fn an_edit_sent_during_the_hand_over_does_not_overwrite_a_later_one() {
+    an_edit_during_the_hand_over_then_one_after(LinkModel::CLEAN, SETTLE, 1);
+    for seed in 1..=8 {
+        an_edit_during_the_hand_over_then_one_after(LinkModel::LOSSY, LOSSY_SETTLE, seed);
+    }
+}
+
 /// The grant leaves in a later packet than the last move before it; when
 /// that move's packet is lost, the grant arrives first, and the new
 /// authority must still start from that move (the epoch barrier), with no

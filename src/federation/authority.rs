@@ -14,6 +14,7 @@ use super::ids::LinkId;
 use super::import::reference_in;
 use super::link::ForwardedCall;
 use super::mapping::{attribute_key, component, entity};
+use super::own_edits::Returning;
 use super::values::{from_less, to_less};
 use crate::less::ids::{Local, ObjectId, PropertyKey, Remote, RequestId};
 use crate::less::message::MethodStatus;
@@ -69,15 +70,29 @@ impl Federation {
         }
     }
 
-    /// A client (or a peer's tweak) edited an attribute of a remote entity:
-    /// the edit travels to its authority as a tweak (the scene keeps the old
-    /// value until the authority's update comes back).
+    /// A client edited an attribute of a remote entity: the edit travels
+    /// to its authority as a tweak (the scene keeps the old value until the
+    /// authority's update comes back).
     pub fn handle_remote_edit(
         &mut self,
         entity: EntityId,
         component: ComponentId,
         index: u8,
         value: AttributeValue,
+        scene: &Scene,
+    ) {
+        self.forward_edit(entity, component, index, value, true, scene);
+    }
+
+    /// Sends an edit of a remote entity toward its authority: this node's
+    /// own (`own`, remembered in `own_edits.rs`) or a peer's it relays.
+    pub(super) fn forward_edit(
+        &mut self,
+        entity: EntityId,
+        component: ComponentId,
+        index: u8,
+        value: AttributeValue,
+        own: bool,
         scene: &Scene,
     ) {
         let Some(global) = self.tracked.global_of(entity) else {
@@ -95,6 +110,7 @@ impl Federation {
                         component,
                         index,
                         value,
+                        own,
                     },
                 );
             }
@@ -122,6 +138,10 @@ impl Federation {
             warn!(link = link_id.0, entity = %global, error = %RemoteText(&error), "cannot forward edit");
         } else {
             debug!(link = link_id.0, entity = %global, index, "edit forwarded to authority");
+            if own {
+                self.own_edits
+                    .sent((global, component, index), &value, link_id);
+            }
         }
     }
 
@@ -167,13 +187,23 @@ impl Federation {
             warn!(link = link_id.0, "tweak value does not fit its attribute");
             return;
         };
+        if let Some(global) = self.tracked.global_of(entity) {
+            let property = (global, component, index);
+            if self.own_edits.returning(property, &value, link_id) == Returning::Superseded {
+                // This node's own edit, back from an old authority after a
+                // later one took the new route (docs/federation.md §7.3).
+                self.stats.superseded_edits += 1;
+                debug!(link = link_id.0, entity = %global, index, "tweak dropped: this node's own edit, overtaken by its later one");
+                return;
+            }
+        }
         match origin {
             Origin::Local => {
                 let source = ChangeSource::Peer(link_id.0);
                 let edited = scene.edit_attribute(source, entity, component, index, value);
                 self.stats.scene(edited, "peer's tweak not applied");
             }
-            Origin::Remote => self.handle_remote_edit(entity, component, index, value, scene),
+            Origin::Remote => self.forward_edit(entity, component, index, value, false, scene),
         }
     }
 

@@ -100,6 +100,9 @@ pub struct Federation {
         std::collections::HashMap<GlobalId, Vec<super::handover::WaitingEdit>>,
     /// When this node takes back entities it handed over (`handover.rs`).
     pub(super) handover_deadlines: std::collections::HashMap<GlobalId, crate::clock::Time>,
+    /// This node's own edits sent as tweaks that may come back
+    /// (`own_edits.rs`).
+    pub(super) own_edits: super::own_edits::OwnEdits,
     /// This node's own take-authority calls in flight.
     pub(super) authority_requests:
         std::collections::HashSet<(LinkId, crate::less::ids::RequestId<crate::less::ids::Local>)>,
@@ -124,6 +127,7 @@ impl Federation {
             handover_policy: Default::default(),
             waiting_edits: Default::default(),
             handover_deadlines: Default::default(),
+            own_edits: Default::default(),
             authority_requests: Default::default(),
         }
     }

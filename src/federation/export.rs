@@ -15,7 +15,7 @@ use crate::less::property_list::PropertyValue;
 use crate::less::value::Value;
 use crate::less::value_type::ValueType;
 use crate::logging::RemoteText;
-use crate::scene::{Change, ChangeKind, Component, ComponentContent, Origin, Scene};
+use crate::scene::{Change, ChangeKind, ChangeSource, Component, ComponentContent, Origin, Scene};
 use crate::tundra::{ComponentId, EntityId};
 
 fn pv(component: u64, property: u64, value: Value) -> PropertyValue {
@@ -512,6 +512,15 @@ impl Federation {
                         continue;
                     };
                     let structural = !matches!(change.kind, ChangeKind::AttributeChanged(..));
+                    if !self.own_edits.is_empty()
+                        && !matches!(change.source, ChangeSource::Peer(_))
+                        && scene.entity(id).is_some_and(|e| e.origin == Origin::Local)
+                    {
+                        // This node's own edit, applied here as the authority.
+                        if let Some(global) = self.tracked.global_of(id) {
+                            self.own_edits.edited_here((global, c, index));
+                        }
+                    }
                     for link in self.links.values_mut() {
                         // The lookup the read-ahead walks too (`export_targets`).
                         let Some(object) = link.exported_component(id, c) else {

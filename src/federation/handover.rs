@@ -115,6 +115,8 @@ pub(super) struct WaitingEdit {
     pub component: ComponentId,
     pub index: u8,
     pub value: AttributeValue,
+    /// This node's own edit (a client's), not one it relays.
+    pub own: bool,
 }
 
 impl Federation {
@@ -430,6 +432,7 @@ impl Federation {
     /// whose new authority's copy never arrived (called on the node's
     /// tick; the first tick that sees a hand-over starts its clock).
     pub fn handle_handover_deadlines(&mut self, now: crate::clock::Time, scene: &mut Scene) {
+        self.own_edits.tick(now);
         let handed: Vec<GlobalId> = self
             .tracked
             .iter()
@@ -529,12 +532,23 @@ impl Federation {
         let local = self.tracked.get(&global).is_some_and(|t| t.is_local());
         for edit in edits {
             if local {
+                if edit.own {
+                    self.own_edits
+                        .edited_here((global, edit.component, edit.index));
+                }
                 let source = crate::scene::ChangeSource::Node;
                 let applied =
                     scene.edit_attribute(source, entity, edit.component, edit.index, edit.value);
                 self.stats.scene(applied, "waiting edit not applied");
             } else {
-                self.handle_remote_edit(entity, edit.component, edit.index, edit.value, scene);
+                self.forward_edit(
+                    entity,
+                    edit.component,
+                    edit.index,
+                    edit.value,
+                    edit.own,
+                    scene,
+                );
             }
         }
     }

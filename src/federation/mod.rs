@@ -17,7 +17,9 @@
 //!   index from object to scene entity;
 //! - `call_order.rs`: calls waiting for a route change;
 //! - `handover.rs`: authority hand-over (docs/federation.md §7): grants,
-//!   the epoch barrier, taking over, taking back.
+//!   the epoch barrier, taking over, taking back;
+//! - `own_edits.rs`: this node's edits sent as tweaks, so that one coming
+//!   back after a later edit took another route is not applied over it.
 //!
 //! The federation takes its inputs through its own `handle_*` methods (a
 //! client's edit or removal of a remote entity, its actions); it does not
@@ -42,6 +44,7 @@ pub mod link;
 pub mod mapping;
 pub mod mirror;
 pub mod origin_policy;
+mod own_edits;
 mod read_ahead;
 pub mod refresh;
 pub mod schemas;

@@ -31,6 +31,10 @@ pub struct FederationStats {
     pub handover_refusals_edit: u64,
     /// Entity updates that carried an older epoch than the copy's.
     pub stale_epochs: u64,
+    /// This node's own edits that came back as tweaks after a later edit of
+    /// the same property took another route, and were dropped
+    /// (`own_edits.rs`).
+    pub superseded_edits: u64,
 }
 
 impl FederationStats {

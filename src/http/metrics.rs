@@ -227,6 +227,39 @@ pub fn render(status: &NodeStatus, process: &ProcessSample) -> String {
         &[],
         h.stale_epochs as f64,
     );
+    e.family(
+        "lessgate_superseded_edits_total",
+        "counter",
+        "This node's own edits that came back after a later edit overtook them, dropped.",
+    );
+    e.sample(
+        "lessgate_superseded_edits_total",
+        &[],
+        h.superseded_edits as f64,
+    );
+    let z = &status.zones;
+    e.family(
+        "lessgate_zone_requests_total",
+        "counter",
+        "Take-authority requests for entities that settled in this node's zones, by outcome.",
+    );
+    for (outcome, count) in [
+        ("sent", z.sent),
+        ("not_sent", z.not_sent),
+        ("refused", z.refused),
+    ] {
+        e.sample(
+            "lessgate_zone_requests_total",
+            &[("outcome", outcome)],
+            count as f64,
+        );
+    }
+    e.family(
+        "lessgate_zone_watched_entities",
+        "gauge",
+        "Entities this node's zone trigger watches.",
+    );
+    e.sample("lessgate_zone_watched_entities", &[], z.watched as f64);
     let s = &status.server;
     let server: [(&str, &str, u64); 9] = [
         (

@@ -44,6 +44,7 @@ use crate::upstream::Bridge;
 
 pub use links::LinkUp;
 pub use output::{Event, Transmit};
+pub use zones::ZoneRequestCounts;
 
 /// Client frames (counted through their transport's events) a driver hands
 /// in before draining the outputs: enough to fill a LESS datagram with

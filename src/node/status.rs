@@ -42,6 +42,8 @@ pub struct NodeStatus {
     pub authorities: Vec<OriginStatus>,
     /// Hand-overs of authority this node took part in.
     pub handovers: HandoverCounters,
+    /// This node's zone requests (docs/federation.md §7.7).
+    pub zones: super::ZoneRequestCounts,
     pub server: ServerCounters,
     /// Peer links that are up now.
     pub links: Vec<LinkStatus>,
@@ -101,6 +103,9 @@ pub struct HandoverCounters {
     pub requests_refused: BTreeMap<String, u64>,
     /// Entity updates refused for an older epoch.
     pub stale_epochs: u64,
+    /// This node's own edits that came back after a later edit overtook
+    /// them, dropped (docs/federation.md §7.3).
+    pub superseded_edits: u64,
 }
 
 /// Hand-overs with one peer for one reason.
@@ -317,6 +322,7 @@ impl NodeStatus {
                 .map(|(status, n)| (status.to_string(), *n))
                 .collect(),
             stale_epochs: stats.stale_epochs,
+            superseded_edits: stats.superseded_edits,
         };
         let s = node.server().stats();
         let links = node
@@ -371,6 +377,7 @@ impl NodeStatus {
             origins,
             authorities,
             handovers,
+            zones: node.zone_requests(),
             server: ServerCounters {
                 frames_in: s.frames_in,
                 frames_out: s.frames_out,

@@ -35,6 +35,26 @@ pub(super) struct Zones {
     refused: Vec<EntityId>,
     /// Take-authority requests sent for zones.
     requests_sent: u64,
+    /// Zone requests not sent (no route to the authority, already it).
+    requests_not_sent: u64,
+    /// Zone requests the authority refused.
+    requests_refused: u64,
+    /// Entities with a zone request unanswered (its refusal counts as the
+    /// zone's, a client's request for the same entity does not).
+    in_flight: BTreeSet<EntityId>,
+}
+
+/// What became of this node's zone requests (`/status`, `/metrics`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ZoneRequestCounts {
+    /// Entities watched now.
+    pub watched: usize,
+    /// Take-authority requests sent because an entity settled in a zone.
+    pub sent: u64,
+    /// Requests not sent (no route to the authority).
+    pub not_sent: u64,
+    /// Requests the authority refused.
+    pub refused: u64,
 }
 
 /// The entity's Placeable position (relative to its parent, as the scene
@@ -57,6 +77,9 @@ impl Zones {
             marked: scene.entities().map(|entity| entity.id).collect(),
             refused: Vec::new(),
             requests_sent: 0,
+            requests_not_sent: 0,
+            requests_refused: 0,
+            in_flight: BTreeSet::new(),
         }
     }
 
@@ -64,11 +87,14 @@ impl Zones {
     pub(super) fn mark(&mut self, changes: &[Change]) {
         for change in changes {
             match change.kind {
+                ChangeKind::EntityRemoved(entity) => {
+                    self.in_flight.remove(&entity);
+                    self.marked.insert(entity);
+                }
                 ChangeKind::AttributeChanged(entity, ..)
                 | ChangeKind::ComponentCreated(entity, _)
                 | ChangeKind::ComponentRemoved(entity, _)
-                | ChangeKind::EntityCreated(entity)
-                | ChangeKind::EntityRemoved(entity) => {
+                | ChangeKind::EntityCreated(entity) => {
                     self.marked.insert(entity);
                 }
                 _ => {}
@@ -78,11 +104,15 @@ impl Zones {
 
     /// Marks an entity whose authority changed here.
     pub(super) fn mark_entity(&mut self, entity: EntityId) {
+        self.in_flight.remove(&entity);
         self.marked.insert(entity);
     }
 
     /// This node's zone request for `entity` was refused.
     pub(super) fn note_refused(&mut self, entity: EntityId) {
+        if self.in_flight.remove(&entity) {
+            self.requests_refused += 1;
+        }
         self.refused.push(entity);
     }
 }
@@ -101,6 +131,18 @@ impl Node {
         self.zones.as_ref().map_or((0, 0), |zones| {
             (zones.requests_sent, zones.trigger.watched())
         })
+    }
+
+    /// What became of this node's zone requests (all 0 without zones).
+    pub fn zone_requests(&self) -> ZoneRequestCounts {
+        self.zones
+            .as_ref()
+            .map_or_else(ZoneRequestCounts::default, |zones| ZoneRequestCounts {
+                watched: zones.trigger.watched(),
+                sent: zones.requests_sent,
+                not_sent: zones.requests_not_sent,
+                refused: zones.requests_refused,
+            })
     }
 
     /// When the zone trigger needs `handle_timeout`.
@@ -159,9 +201,11 @@ impl Node {
             match self.federation.request_authority(entity, &self.scene) {
                 Ok(()) => {
                     zones.requests_sent += 1;
+                    zones.in_flight.insert(entity);
                     debug!(%entity, "entity settled in this node's zone: authority requested");
                 }
                 Err(error) => {
+                    zones.requests_not_sent += 1;
                     debug!(%entity, %error, "zone request not sent");
                     zones.trigger.handle_refused(now, entity);
                 }
