@@ -12,94 +12,17 @@ use std::time::Duration;
 
 use lessgate::federation::HandoverReason;
 use lessgate::less::message::MethodStatus;
-use lessgate::scene::{ClientId, Origin};
+use lessgate::scene::ClientId;
 use lessgate::tundra::messages::exec_type;
 use lessgate::tundra::EntityId;
+use sim::authority::{
+    assert_everywhere_at, assert_no_flicker, assert_one_authority, is_local, node_id, the,
+};
 use sim::{LinkModel, Sim};
-use uuid::Uuid;
 
 const SETTLE: Duration = Duration::from_secs(3);
 /// Long enough for every re-send on the lossy link to get through.
 const LOSSY_SETTLE: Duration = Duration::from_secs(20);
-
-fn node_id(sim: &Sim, node: usize) -> Uuid {
-    sim.nodes[node].federation().node_id()
-}
-
-/// The one entity named `name` a client sees (panics unless exactly one).
-fn the(sim: &Sim, node: usize, client: ClientId, name: &str) -> EntityId {
-    let seen = sim.find(node, client, name);
-    assert_eq!(
-        seen.len(),
-        1,
-        "node {node}'s client sees {name} once: {seen:?}"
-    );
-    seen[0]
-}
-
-fn authority(sim: &Sim, node: usize, entity: EntityId) -> (Uuid, u64) {
-    sim.nodes[node]
-        .federation()
-        .authority_of(entity)
-        .expect("a federated entity")
-}
-
-fn is_local(sim: &Sim, node: usize, entity: EntityId) -> bool {
-    sim.nodes[node].scene().entity(entity).map(|e| e.origin) == Some(Origin::Local)
-}
-
-/// Every node agrees on the authority and epoch, and exactly the authority
-/// holds the entity as its own.
-fn assert_one_authority(sim: &Sim, nodes: &[(usize, ClientId)], name: &str) -> (Uuid, u64) {
-    let mut agreed = None;
-    let mut owners = Vec::new();
-    for &(node, client) in nodes {
-        let entity = the(sim, node, client, name);
-        let seen = authority(sim, node, entity);
-        if let Some(first) = agreed {
-            assert_eq!(seen, first, "node {node} disagrees on {name}'s authority");
-        }
-        agreed = Some(seen);
-        if is_local(sim, node, entity) {
-            owners.push(node_id(sim, node));
-        }
-    }
-    let agreed = agreed.expect("at least one node");
-    assert_eq!(
-        owners,
-        vec![agreed.0],
-        "exactly the authority simulates {name}"
-    );
-    agreed
-}
-
-/// Each client was sent the entity once and never a removal.
-fn assert_no_flicker(sim: &Sim, nodes: &[(usize, ClientId)]) {
-    for &(node, client) in nodes {
-        let state = &sim.clients[node][&client];
-        assert_eq!(
-            state.removes, 0,
-            "node {node}'s client was sent a RemoveEntity"
-        );
-        assert!(
-            state.creates <= 1,
-            "node {node}'s client was sent {} CreateEntity",
-            state.creates
-        );
-    }
-}
-
-/// Every client sees `name` once at `x`.
-fn assert_everywhere_at(sim: &Sim, nodes: &[(usize, ClientId)], name: &str, x: f32) {
-    for &(node, client) in nodes {
-        let entity = the(sim, node, client, name);
-        assert_eq!(
-            sim.x_of(node, client, entity),
-            Some(x),
-            "node {node}'s client"
-        );
-    }
-}
 
 fn chain(model: LinkModel, seed: u64) -> (Sim, Vec<(usize, ClientId)>) {
     let mut sim = Sim::new(3, seed);
@@ -172,7 +95,7 @@ fn request_in_chain(model: LinkModel, settle: Duration, seed: u64) {
     );
     sim.run(settle);
     assert_everywhere_at(&sim, &clients, "ball", 4.0);
-    assert_no_flicker(&sim, &clients);
+    assert_no_flicker(&sim, &clients, 1);
     for (node, _) in &clients {
         sim.nodes[*node].federation().check_invariants().unwrap();
     }
@@ -253,7 +176,7 @@ fn the_entity_outlives_its_old_authority() {
         sim.move_entity(b, cb, at_b, 7.0);
         sim.run(LOSSY_SETTLE);
         assert_everywhere_at(&sim, rest, "ball", 7.0);
-        assert_no_flicker(&sim, rest);
+        assert_no_flicker(&sim, rest, 1);
     }
 }
 
@@ -292,7 +215,7 @@ fn concurrent_requests_have_exactly_one_winner() {
         sim.move_entity(w, cw, the(&sim, w, cw, "ball"), 5.0);
         sim.run(LOSSY_SETTLE);
         assert_everywhere_at(&sim, &clients, "ball", 5.0);
-        assert_no_flicker(&sim, &clients);
+        assert_no_flicker(&sim, &clients, 1);
     }
 }
 
@@ -373,7 +296,7 @@ fn the_new_authority_starts_from_the_latest_state() {
         // the last one wins everywhere.
         assert_eq!(sim.scene_x(c, at_c), Some(30.0), "seed {seed}");
         assert_everywhere_at(&sim, &clients, "ball", 30.0);
-        assert_no_flicker(&sim, &clients);
+        assert_no_flicker(&sim, &clients, 1);
     }
 }
 
@@ -406,7 +329,7 @@ fn an_edit_during_the_hand_over_then_one_after(model: LinkModel, settle: Duratio
     let (owner, epoch) = assert_one_authority(&sim, &clients, "ball");
     assert_eq!((owner, epoch), (node_id(&sim, c), 1), "seed {seed}");
     assert_everywhere_at(&sim, &clients, "ball", 2.0);
-    assert_no_flicker(&sim, &clients);
+    assert_no_flicker(&sim, &clients, 1);
     for (node, _) in &clients {
         sim.nodes[*node].federation().check_invariants().unwrap();
     }
@@ -454,7 +377,7 @@ fn the_grant_waits_for_the_state_sent_before_it() {
         sim.run(LOSSY_SETTLE);
         assert_eq!(assert_one_authority(&sim, &clients, "ball").0, to);
         assert_everywhere_at(&sim, &clients, "ball", 10.0);
-        assert_no_flicker(&sim, &clients);
+        assert_no_flicker(&sim, &clients, 1);
     }
 }
 
@@ -486,7 +409,7 @@ fn the_requester_dying_mid_hand_over_leaves_the_old_authority() {
         sim.move_entity(b, cb, the(&sim, b, cb, "ball"), 6.0);
         sim.run(SETTLE);
         assert_everywhere_at(&sim, rest, "ball", 6.0);
-        assert_no_flicker(&sim, rest);
+        assert_no_flicker(&sim, rest, 1);
     }
 }
 
@@ -519,7 +442,7 @@ fn the_old_authority_dying_mid_hand_over_leaves_the_new_one() {
         sim.move_entity(b, cb, the(&sim, b, cb, "ball"), 8.0);
         sim.run(SETTLE);
         assert_everywhere_at(&sim, rest, "ball", 8.0);
-        assert_no_flicker(&sim, rest);
+        assert_no_flicker(&sim, rest, 1);
     }
 }
 
@@ -546,7 +469,7 @@ fn authority_moves_on_around_a_triangle() {
             sim.run(LOSSY_SETTLE);
             assert_everywhere_at(&sim, &clients, "ball", 10.0 + step as f32);
         }
-        assert_no_flicker(&sim, &clients);
+        assert_no_flicker(&sim, &clients, 1);
     }
 }
 

@@ -19,9 +19,12 @@ use lessgate::config::PeerChoice;
 use lessgate::federation::departure::DepartureOutcome;
 use lessgate::federation::zones::{Hysteresis, Zone, ZoneSet};
 use lessgate::peering::peer_file::PeerName;
-use lessgate::scene::{ClientId, Origin};
+use lessgate::scene::ClientId;
 use lessgate::tundra::messages::CreateEntity;
 use lessgate::tundra::{EntityId, Message};
+use sim::authority::{
+    assert_everywhere_at, assert_no_flicker, assert_one_authority, is_local, node_id, the,
+};
 use sim::{tundra_values::named_box_at, LinkModel, Sim};
 use uuid::Uuid;
 
@@ -32,10 +35,6 @@ const HYSTERESIS: Hysteresis = Hysteresis {
     time: Duration::from_secs(1),
     distance: 1.0,
 };
-
-fn node_id(sim: &Sim, node: usize) -> Uuid {
-    sim.nodes[node].federation().node_id()
-}
 
 /// x <= 0 for `west`, x >= 0 for the other side.
 fn half(west: bool) -> ZoneSet {
@@ -59,77 +58,6 @@ fn zoned_chain(model: LinkModel, seed: u64, zones: bool) -> (Sim, Vec<(usize, Cl
     sim.connect(1, 2, model);
     let clients = (0..3).map(|n| (n, sim.add_client(n))).collect();
     (sim, clients)
-}
-
-/// The one entity named `name` a client sees (panics unless exactly one).
-fn the(sim: &Sim, node: usize, client: ClientId, name: &str) -> EntityId {
-    let seen = sim.find(node, client, name);
-    assert_eq!(
-        seen.len(),
-        1,
-        "node {node}'s client sees {name} once: {seen:?}"
-    );
-    seen[0]
-}
-
-fn is_local(sim: &Sim, node: usize, entity: EntityId) -> bool {
-    sim.nodes[node].scene().entity(entity).map(|e| e.origin) == Some(Origin::Local)
-}
-
-/// Every node agrees on the authority and epoch, and exactly the authority
-/// holds the entity as its own.
-fn assert_one_authority(sim: &Sim, nodes: &[(usize, ClientId)], name: &str) -> (Uuid, u64) {
-    let mut agreed = None;
-    let mut owners = Vec::new();
-    for &(node, client) in nodes {
-        let entity = the(sim, node, client, name);
-        let seen = sim.nodes[node]
-            .federation()
-            .authority_of(entity)
-            .expect("a federated entity");
-        if let Some(first) = agreed {
-            assert_eq!(seen, first, "node {node} disagrees on {name}'s authority");
-        }
-        agreed = Some(seen);
-        if is_local(sim, node, entity) {
-            owners.push(node_id(sim, node));
-        }
-    }
-    let agreed = agreed.expect("at least one node");
-    assert_eq!(
-        owners,
-        vec![agreed.0],
-        "exactly the authority simulates {name}"
-    );
-    agreed
-}
-
-/// Each client was sent each entity once and never a removal.
-fn assert_no_flicker(sim: &Sim, nodes: &[(usize, ClientId)], entities: usize) {
-    for &(node, client) in nodes {
-        let state = &sim.clients[node][&client];
-        assert_eq!(
-            state.removes, 0,
-            "node {node}'s client was sent a RemoveEntity"
-        );
-        assert!(
-            state.creates <= entities,
-            "node {node}'s client was sent {} CreateEntity for {entities} entities",
-            state.creates
-        );
-    }
-}
-
-/// Every client sees `name` once at `x`.
-fn assert_everywhere_at(sim: &Sim, nodes: &[(usize, ClientId)], name: &str, x: f32) {
-    for &(node, client) in nodes {
-        let entity = the(sim, node, client, name);
-        assert_eq!(
-            sim.x_of(node, client, entity),
-            Some(x),
-            "node {node}'s client"
-        );
-    }
 }
 
 /// Epochs of `name` by the first time any node knew them: the granting

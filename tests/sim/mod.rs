@@ -7,6 +7,7 @@
 //! next datagram's arrival.
 #![allow(dead_code)]
 
+pub mod authority;
 #[path = "../common/link_model.rs"]
 mod link_model;
 #[path = "../common/tundra_values.rs"]
