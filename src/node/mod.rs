@@ -18,6 +18,7 @@
 
 mod departure;
 mod links;
+pub mod operator;
 pub mod loop_lag;
 pub mod output;
 pub mod peer_health;
