@@ -269,3 +269,108 @@ fn unauthorised(why: &str) -> Response {
     );
     response
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::server::{bind, serve, ViewSnapshot};
+    use crate::node::status::NodeStatus;
+    use crate::transport::address_limits::AddressLimits;
+    use crate::transport::guarded_listener::GuardedListener;
+    use tokio::sync::watch;
+
+    const TOKEN: &str = "0123456789abcdef0123456789abcdef";
+
+    /// Posts `body` with `token` (if any); returns the code and the body.
+    async fn post(addr: SocketAddr, path: &str, token: Option<&str>, body: &str) -> (u16, String) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+        let request = format!(
+            "POST {path} HTTP/1.1\r\nHost: x\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut out = String::new();
+        stream.read_to_string(&mut out).await.unwrap();
+        let code = out.split(' ').nth(1).unwrap().parse().unwrap();
+        let body = out.split_once("\r\n\r\n").unwrap().1.to_owned();
+        (code, body)
+    }
+
+    async fn server(admin: Option<AdminEndpoint>) -> (SocketAddr, tokio::task::JoinHandle<()>) {
+        let (_status_tx, status) = watch::channel(NodeStatus::default());
+        let (_view_tx, view) = watch::channel(ViewSnapshot::default());
+        let listener = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let listener = GuardedListener::new(listener, AddressLimits::new(8), "http");
+        let sources = HttpSources {
+            status,
+            view,
+            admin,
+        };
+        let task = tokio::spawn(async move {
+            // Keep the senders alive with the server.
+            let _keep = (_status_tx, _view_tx);
+            serve(listener, Duration::from_secs(10), sources).await;
+        });
+        (addr, task)
+    }
+
+    #[tokio::test]
+    async fn the_endpoint_is_off_without_a_token() {
+        let (addr, task) = server(None).await;
+        let (code, body) = post(addr, "/authority/take", Some(TOKEN), r#"{"entity":1}"#).await;
+        assert_eq!(code, 403, "{body}");
+        assert!(body.contains("admin_token"), "{body}");
+        task.abort();
+    }
+
+    #[tokio::test]
+    async fn refusals_have_their_codes_and_commands_reach_the_loop() {
+        let (endpoint, mut requests) = AdminEndpoint::new(TOKEN);
+        let (addr, task) = server(Some(endpoint)).await;
+        // A stand-in for the node loop: answers every command it is sent.
+        let node_loop = tokio::spawn(async move {
+            let mut seen = Vec::new();
+            while let Some(request) = requests.recv().await {
+                seen.push(request.command.clone());
+                let _ = request.answer.send(CommandAnswer {
+                    outcome: CommandOutcome::UnknownPeer,
+                    entity: 5,
+                    detail: "no such peer".into(),
+                    authority: None,
+                    epoch: None,
+                });
+            }
+            seen
+        });
+        let take = r#"{"entity":5}"#;
+        assert_eq!(post(addr, "/authority/take", None, take).await.0, 401);
+        assert_eq!(post(addr, "/authority/take", Some("x"), take).await.0, 401);
+        let large = format!(r#"{{"entity":5,"to":"{}"}}"#, "a".repeat(MAX_ADMIN_BODY));
+        assert_eq!(post(addr, "/authority/give", Some(TOKEN), &large).await.0, 413);
+        for bad in ["", "{", r#"{"entity":-1}"#, r#"{"entity":5,"extra":1}"#] {
+            let (code, body) = post(addr, "/authority/take", Some(TOKEN), bad).await;
+            assert_eq!(code, 400, "{bad}: {body}");
+        }
+        let no_peer = r#"{"entity":5,"to":""}"#;
+        assert_eq!(post(addr, "/authority/give", Some(TOKEN), no_peer).await.0, 400);
+        let give = r#"{"entity":5,"to":"beta"}"#;
+        let (code, body) = post(addr, "/authority/give", Some(TOKEN), give).await;
+        assert_eq!(code, 404, "{body}");
+        let answer: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(answer["outcome"], "unknown-peer");
+        task.abort();
+        let _ = task.await;
+        // Only the one well-formed, authorised command reached the loop.
+        let seen = node_loop.await.unwrap();
+        assert_eq!(
+            seen,
+            vec![AuthorityCommand::Give {
+                entity: EntityId(5),
+                to: "beta".into()
+            }]
+        );
+    }
+}
