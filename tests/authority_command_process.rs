@@ -164,7 +164,10 @@ async fn an_operator_takes_an_entity_and_gives_it_back() {
         .iter()
         .next()
         .unwrap();
-    assert_eq!(origins["origins"][origin.as_u64().unwrap() as usize]["uuid"], ALPHA);
+    assert_eq!(
+        origins["origins"][origin.as_u64().unwrap() as usize]["uuid"],
+        ALPHA
+    );
 
     // A wrong token: refused with 401, and beta's log says so.
     let wrong = authority(&beta_http, "not-the-token", &["take", "--entity", entity]).await;
@@ -176,7 +179,10 @@ async fn an_operator_takes_an_entity_and_gives_it_back() {
         log.contains("admin request refused") && log.contains("wrong token"),
         "{log}"
     );
-    assert_eq!(authority_of(&get_json(&beta_http, "/status").await, ALPHA), 1);
+    assert_eq!(
+        authority_of(&get_json(&beta_http, "/status").await, ALPHA),
+        1
+    );
 
     // An entity beta does not have: 404.
     let unknown = authority(&beta_http, TOKEN, &["take", "--entity", "65000"]).await;
@@ -190,7 +196,11 @@ async fn an_operator_takes_an_entity_and_gives_it_back() {
     // The operator on beta takes the crate.
     let take = authority(&beta_http, TOKEN, &["take", "--entity", entity]).await;
     let stdout = String::from_utf8_lossy(&take.stdout);
-    assert!(take.status.success(), "{stdout} {}", String::from_utf8_lossy(&take.stderr));
+    assert!(
+        take.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&take.stderr)
+    );
     let answer: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(answer["outcome"], "requested");
     for http in [&beta_http, &alpha_http] {
@@ -213,16 +223,28 @@ async fn an_operator_takes_an_entity_and_gives_it_back() {
     );
 
     // And gives it back to alpha, by name.
-    let give = authority(&beta_http, TOKEN, &["give", "--entity", entity, "--to", "alpha"]).await;
+    let give = authority(
+        &beta_http,
+        TOKEN,
+        &["give", "--entity", entity, "--to", "alpha"],
+    )
+    .await;
     let stdout = String::from_utf8_lossy(&give.stdout);
-    assert!(give.status.success(), "{stdout} {}", String::from_utf8_lossy(&give.stderr));
+    assert!(
+        give.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&give.stderr)
+    );
     let answer: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(answer["outcome"], "handed-over");
     assert_eq!(answer["authority"], ALPHA);
     for http in [&beta_http, &alpha_http] {
-        wait_for(http, "/status", "alpha is the crate's authority again", |s| {
-            authority_of(s, ALPHA) == 1 && authority_of(s, BETA) == 0
-        })
+        wait_for(
+            http,
+            "/status",
+            "alpha is the crate's authority again",
+            |s| authority_of(s, ALPHA) == 1 && authority_of(s, BETA) == 0,
+        )
         .await;
     }
     let beta_status = get_json(&beta_http, "/status").await;

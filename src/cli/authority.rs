@@ -58,7 +58,9 @@ pub enum AuthorityCommandArgs {
 pub enum AuthorityError {
     #[error("--http ADDR is required: the node's [http] listen address")]
     NoAddress,
-    #[error("no token: pass --token-file FILE or set {TOKEN_VARIABLE} to the node's [http] admin_token")]
+    #[error(
+        "no token: pass --token-file FILE or set {TOKEN_VARIABLE} to the node's [http] admin_token"
+    )]
     NoToken,
     #[error("cannot read the token file {}: {source}", file.display())]
     TokenFile {
@@ -103,10 +105,12 @@ pub fn request_of(command: &AuthorityCommandArgs) -> (&'static str, String) {
 
 fn read_token(file: Option<&std::path::Path>) -> Result<String, AuthorityError> {
     let token = match file {
-        Some(file) => std::fs::read_to_string(file).map_err(|source| AuthorityError::TokenFile {
-            file: file.to_owned(),
-            source,
-        })?,
+        Some(file) => {
+            std::fs::read_to_string(file).map_err(|source| AuthorityError::TokenFile {
+                file: file.to_owned(),
+                source,
+            })?
+        }
         None => std::env::var(TOKEN_VARIABLE).unwrap_or_default(),
     };
     let token = token.trim().to_owned();
@@ -183,6 +187,9 @@ mod tests {
         std::fs::write(&file, "abc\n").unwrap();
         assert_eq!(read_token(Some(&file)).unwrap(), "abc");
         std::fs::write(&file, "  \n").unwrap();
-        assert!(matches!(read_token(Some(&file)), Err(AuthorityError::NoToken)));
+        assert!(matches!(
+            read_token(Some(&file)),
+            Err(AuthorityError::NoToken)
+        ));
     }
 }

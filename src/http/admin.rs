@@ -349,13 +349,19 @@ mod tests {
         assert_eq!(post(addr, "/authority/take", None, take).await.0, 401);
         assert_eq!(post(addr, "/authority/take", Some("x"), take).await.0, 401);
         let large = format!(r#"{{"entity":5,"to":"{}"}}"#, "a".repeat(MAX_ADMIN_BODY));
-        assert_eq!(post(addr, "/authority/give", Some(TOKEN), &large).await.0, 413);
+        assert_eq!(
+            post(addr, "/authority/give", Some(TOKEN), &large).await.0,
+            413
+        );
         for bad in ["", "{", r#"{"entity":-1}"#, r#"{"entity":5,"extra":1}"#] {
             let (code, body) = post(addr, "/authority/take", Some(TOKEN), bad).await;
             assert_eq!(code, 400, "{bad}: {body}");
         }
         let no_peer = r#"{"entity":5,"to":""}"#;
-        assert_eq!(post(addr, "/authority/give", Some(TOKEN), no_peer).await.0, 400);
+        assert_eq!(
+            post(addr, "/authority/give", Some(TOKEN), no_peer).await.0,
+            400
+        );
         let give = r#"{"entity":5,"to":"beta"}"#;
         let (code, body) = post(addr, "/authority/give", Some(TOKEN), give).await;
         assert_eq!(code, 404, "{body}");

@@ -18,8 +18,8 @@
 
 mod departure;
 mod links;
-pub mod operator;
 pub mod loop_lag;
+pub mod operator;
 pub mod output;
 pub mod peer_health;
 pub mod runtime;
