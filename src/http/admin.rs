@@ -113,7 +113,7 @@ async fn take(
             ),
             Err(error) => return request.bad_body(&error.to_string()),
         },
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     request.run(endpoint, command).await
 }
@@ -139,7 +139,7 @@ async fn give(
             ),
             Err(error) => return request.bad_body(&error.to_string()),
         },
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     request.run(endpoint, command).await
 }
@@ -166,13 +166,13 @@ impl<'a> Request<'a> {
         &self,
         headers: &HeaderMap,
         body: Result<Bytes, BytesRejection>,
-    ) -> Result<(AdminEndpoint, Bytes), Response> {
+    ) -> Result<(AdminEndpoint, Bytes), Box<Response>> {
         let Some(endpoint) = self.endpoint else {
             self.log_refusal(None, "admin commands are off");
-            return Err(refusal(
+            return Err(Box::new(refusal(
                 StatusCode::FORBIDDEN,
                 "admin commands are off on this node: set [http] admin_token",
-            ));
+            )));
         };
         let presented = headers
             .get(header::AUTHORIZATION)
@@ -180,20 +180,22 @@ impl<'a> Request<'a> {
             .and_then(|v| v.strip_prefix("Bearer "));
         let Some(presented) = presented else {
             self.log_refusal(Some(endpoint), "no bearer token");
-            return Err(unauthorised("an Authorization: Bearer token is required"));
+            return Err(Box::new(unauthorised(
+                "an Authorization: Bearer token is required",
+            )));
         };
         if !bool::from(presented.as_bytes().ct_eq(endpoint.token.as_bytes())) {
             self.log_refusal(Some(endpoint), "wrong token");
-            return Err(unauthorised("wrong token"));
+            return Err(Box::new(unauthorised("wrong token")));
         }
         match body {
             Ok(body) => Ok((endpoint.clone(), body)),
             Err(rejection) => {
                 self.log_refusal(Some(endpoint), "body too large or unreadable");
-                Err(refusal(
+                Err(Box::new(refusal(
                     rejection.status(),
                     &format!("the body must be JSON of at most {MAX_ADMIN_BODY} bytes"),
-                ))
+                )))
             }
         }
     }
