@@ -443,7 +443,23 @@ impl Default for LogSection {
 pub struct HttpSection {
     /// Address to listen on; none (the default) serves no HTTP.
     pub listen: Option<SocketAddr>,
+    /// The bearer token operator commands (`lessgate authority`) must
+    /// present; none (the default) turns them off (docs/operations.md
+    /// §2.6.1). Written out only as a digest, so a reload still sees a
+    /// changed token (which waits for a restart).
+    #[serde(serialize_with = "token_digest")]
+    pub admin_token: Option<String>,
 }
+
+fn token_digest<S: serde::Serializer>(token: &Option<String>, out: S) -> Result<S::Ok, S::Error> {
+    let digest = token
+        .as_ref()
+        .map(|t| format!("blake3:{}", &blake3::hash(t.as_bytes()).to_hex()[..16]));
+    digest.serialize(out)
+}
+
+/// The shortest admin token accepted: 128 bits as hex.
+pub const MIN_ADMIN_TOKEN_CHARS: usize = 32;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -621,6 +637,15 @@ impl NodeConfig {
             ));
         }
         let handover = raw.handover.policy(&invalid)?;
+        if let Some(token) = &raw.http.admin_token {
+            let printable = token.chars().all(|c| c.is_ascii_graphic());
+            if token.len() < MIN_ADMIN_TOKEN_CHARS || !printable {
+                return Err(invalid(
+                    "http.admin_token",
+                    "must be at least 32 printable ASCII characters without spaces (e.g. `openssl rand -hex 16`)",
+                ));
+            }
+        }
         let mut config = NodeConfig {
             source,
             node: raw.node,
@@ -742,6 +767,19 @@ mod tests {
     fn empty_file_is_valid() {
         let config = NodeConfig::parse(Path::new("/etc/lessgate/node.toml"), "").unwrap();
         assert_eq!(config.node.tick_hz, 20);
+    }
+
+    #[test]
+    fn an_admin_token_is_long_and_printable() {
+        let file = Path::new("node.toml");
+        let good = "[http]\nadmin_token = \"0123456789abcdef0123456789abcdef\"\n";
+        let config = NodeConfig::parse(file, good).unwrap();
+        assert_eq!(config.http.admin_token.as_deref().map(str::len), Some(32));
+        for bad in ["short", "0123456789abcdef 0123456789abcdef"] {
+            let text = format!("[http]\nadmin_token = \"{bad}\"\n");
+            let error = NodeConfig::parse(file, &text).unwrap_err().to_string();
+            assert!(error.contains("http.admin_token"), "{bad}: {error}");
+        }
     }
 
     #[test]

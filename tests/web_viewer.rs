@@ -3,7 +3,10 @@
 //! 127.0.0.1 ports), a Tundra client on each puts named entities in the
 //! scene, and `tests/web/viewer.mjs` loads alpha's page, waits for entities
 //! of all three origins, drags one of beta's, and waits until beta's page
-//! shows it at the new position. `tests/web/view3d.mjs` screenshots the 3D
+//! shows it at the new position; then it takes that entity for alpha
+//! through alpha's admin endpoint (`POST /authority/take`) and waits until
+//! both pages colour it as alpha's and alpha's inspector shows origin beta,
+//! authority alpha, epoch 1. `tests/web/view3d.mjs` screenshots the 3D
 //! view of the demo's three worlds and counts the pixels of each origin's
 //! colour; `tests/web/login.mjs` logs in to a node that requires a token.
 //! Screenshots land in target/.
@@ -30,6 +33,10 @@ use lessgate::tundra::{AttributeValue, ComponentData};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::oneshot;
 
+/// The admin token of the example nodes here; the script takes an entity
+/// with it.
+const ADMIN_TOKEN: &str = "9e2b4c6d8f0a1b3c5d7e9f1a2b4c6d8e";
+
 /// How long the browser script may take (a failure limit, not a criterion).
 const SCRIPT_LIMIT: Duration = Duration::from_secs(180);
 
@@ -55,6 +62,7 @@ async fn start(name: &str) -> Node {
     let mut config = NodeConfig::load(&path).expect("example config loads");
     config.tundra.listen = "127.0.0.1:0".parse().unwrap();
     config.http.listen = Some("127.0.0.1:0".parse().unwrap());
+    config.http.admin_token = Some(ADMIN_TOKEN.to_owned());
     start_with(config).await
 }
 
@@ -156,10 +164,12 @@ async fn the_viewer_shows_three_origins_and_moves_a_remote_entity() {
         &[
             format!("http://{}/", alpha.http),
             format!("http://{}/", beta.http),
+            ADMIN_TOKEN.to_owned(),
         ],
     )
     .await;
     assert!(stdout.contains("B shows"), "{stdout}");
+    assert!(stdout.contains("A's inspector shows authority"), "{stdout}");
     drop(clients);
     drop((alpha, beta, gamma));
 }

@@ -3,6 +3,7 @@
 
 use clap::{Parser, Subcommand};
 
+pub mod authority;
 pub mod check;
 pub mod demo;
 pub mod inspect;
@@ -37,6 +38,9 @@ pub enum Command {
     /// Validate node files and everything they name (identity, peer files,
     /// scene) against each other; binds and dials nothing.
     Check(check::CheckArgs),
+    /// Ask a running node's admin endpoint to take an entity for it, or to
+    /// hand one of its entities to a peer.
+    Authority(authority::AuthorityArgs),
     /// Ask a running node to reload its configuration (as SIGHUP does).
     Reload(reload::ReloadArgs),
     /// Decode or encode protocol frames for reading by a person.
@@ -60,6 +64,7 @@ pub fn dispatch(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         Some(Command::Run(args)) => run::run(run::RunArgs { log_format, ..args }),
         Some(Command::Check(args)) => check::run(args),
         Some(Command::Reload(args)) => reload::run(args),
+        Some(Command::Authority(args)) => authority::run(args),
         Some(Command::Inspect(args)) => inspect::run(args),
         Some(Command::Keygen(args)) => keygen::run(args),
         Some(Command::Loadgen(args)) => loadgen::run(args),

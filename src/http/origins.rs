@@ -1,5 +1,6 @@
-//! `/origins`: which node each entity of this node's scene comes from, so
-//! the viewer can colour entities by origin. Read off the federation's
+//! `/origins`: which node each entity of this node's scene comes from, and
+//! which node simulates it now (its authority, docs/federation.md §7), so
+//! the viewer can colour entities by authority and show their origin. Read off the federation's
 //! global ids (docs/federation.md §1) with the status snapshot, so a
 //! request never touches the node; entities without a federation identity
 //! (not federated yet, or local-only) belong to this node.
@@ -14,7 +15,7 @@ use uuid::Uuid;
 
 use crate::node::Node;
 
-/// One origin node.
+/// One node that is an origin or an authority.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct OriginDoc {
     pub uuid: Uuid,
@@ -29,11 +30,22 @@ pub struct OriginDoc {
 pub struct OriginsDoc {
     /// This node's name.
     pub node: String,
-    /// Origins, this node first, then by uuid.
+    /// Origin and authority nodes, this node first, then by uuid.
     pub origins: Vec<OriginDoc>,
     /// Tundra entity id (as this node's clients see it) -> index into
-    /// `origins`.
+    /// `origins` of its origin.
     pub entities: BTreeMap<u32, usize>,
+    /// Tundra entity id -> its authority and epoch.
+    pub authorities: BTreeMap<u32, AuthorityDoc>,
+}
+
+/// The node simulating an entity, as this node knows it.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct AuthorityDoc {
+    /// Index into `origins`.
+    pub node: usize,
+    /// Hand-overs so far (0: still its origin's).
+    pub epoch: u64,
 }
 
 impl OriginsDoc {
@@ -53,16 +65,22 @@ impl OriginsDoc {
                 local: true,
             }],
             entities: BTreeMap::new(),
+            authorities: BTreeMap::new(),
         };
         let mut index: BTreeMap<Uuid, usize> = BTreeMap::from([(own, 0)]);
-        let mut pending: Vec<(u32, Uuid)> = Vec::with_capacity(node.scene().len());
+        let mut pending: Vec<(u32, Uuid, Uuid, u64)> = Vec::with_capacity(node.scene().len());
         for entity in node.scene().entities() {
             let origin = node
                 .federation()
                 .global_of(entity.id)
                 .map_or(own, |global| global.origin);
-            pending.push((entity.id.0, origin));
+            let (authority, epoch) = node
+                .federation()
+                .authority_of(entity.id)
+                .unwrap_or((own, 0));
+            pending.push((entity.id.0, origin, authority, epoch));
             index.entry(origin).or_insert(usize::MAX);
+            index.entry(authority).or_insert(usize::MAX);
         }
         // Stable numbering: this node 0, others in uuid order.
         for (uuid, slot) in index.iter_mut().filter(|(u, _)| **u != own) {
@@ -73,9 +91,13 @@ impl OriginsDoc {
                 local: false,
             });
         }
-        for (entity, origin) in pending {
+        for (entity, origin, authority, epoch) in pending {
             if let Some(slot) = index.get(&origin) {
                 doc.entities.insert(entity, *slot);
+            }
+            if let Some(slot) = index.get(&authority) {
+                let authority = AuthorityDoc { node: *slot, epoch };
+                doc.authorities.insert(entity, authority);
             }
         }
         doc
@@ -118,5 +140,7 @@ mod tests {
         let json = serde_json::to_value(&doc).unwrap();
         assert_eq!(json["entities"]["1"], 0);
         assert_eq!(json["origins"][0]["name"], "alpha");
+        assert_eq!(json["authorities"]["1"]["node"], 0);
+        assert_eq!(json["authorities"]["1"]["epoch"], 0);
     }
 }

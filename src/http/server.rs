@@ -6,7 +6,8 @@
 //! channels (refreshed every `STATUS_PERIOD`); no request reaches the node
 //! loop or makes it do work, and each answer is bounded by the size of the
 //! last snapshot. `/metrics` also reads this process's `/proc` files when
-//! scraped. Only GET (and HEAD) are routed.
+//! scraped. Only GET (and HEAD) are routed, besides the admin endpoint's
+//! POSTs ([`super::admin`]), which reach the node loop over a channel.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -21,6 +22,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tracing::warn;
 
+use super::admin::{self, AdminEndpoint};
 use super::assets;
 use super::deadline_io::DeadlineIo;
 use super::metrics;
@@ -42,6 +44,8 @@ pub struct ViewSnapshot {
 pub struct HttpSources {
     pub status: watch::Receiver<NodeStatus>,
     pub view: watch::Receiver<ViewSnapshot>,
+    /// The admin endpoint, when `[http] admin_token` is set.
+    pub admin: Option<AdminEndpoint>,
 }
 
 /// Binds the HTTP listener (at start, so a busy port is a start error).
@@ -58,7 +62,8 @@ pub async fn serve(listener: GuardedListener, deadline: Duration, sources: HttpS
         deadline,
         timeouts: EventLog::new(),
     };
-    if let Err(error) = axum::serve(listener, router(sources)).await {
+    let service = router(sources).into_make_service_with_connect_info::<RemoteAddr>();
+    if let Err(error) = axum::serve(listener, service).await {
         warn!(%error, "http server stopped");
     }
 }
@@ -86,6 +91,18 @@ impl axum::serve::Listener for HttpListener {
     }
 }
 
+/// The address a request came from (the admin endpoint logs it).
+#[derive(Debug, Clone, Copy)]
+pub struct RemoteAddr(pub SocketAddr);
+
+impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, HttpListener>>
+    for RemoteAddr
+{
+    fn connect_info(stream: axum::serve::IncomingStream<'_, HttpListener>) -> RemoteAddr {
+        RemoteAddr(*stream.remote_addr())
+    }
+}
+
 /// The routes.
 pub fn router(sources: HttpSources) -> Router {
     Router::new()
@@ -95,6 +112,7 @@ pub fn router(sources: HttpSources) -> Router {
         .route("/readyz", get(readyz))
         .route("/schema.json", get(schema))
         .route("/origins", get(origins))
+        .merge(admin::routes())
         .fallback(get(asset))
         .with_state(sources)
 }
@@ -188,6 +206,7 @@ mod tests {
             HttpSources {
                 status: status_rx,
                 view: view_rx,
+                admin: None,
             },
         ));
         let status = get_text(addr, "/status").await;

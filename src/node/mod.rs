@@ -19,6 +19,7 @@
 mod departure;
 mod links;
 pub mod loop_lag;
+pub mod operator;
 pub mod output;
 pub mod peer_health;
 pub mod runtime;

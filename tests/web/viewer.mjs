@@ -1,8 +1,11 @@
 // Drives the lessgate web viewer in headless Chromium:
-//   node tests/web/viewer.mjs <http-url-of-node-A> <http-url-of-node-B>
+//   node tests/web/viewer.mjs <http-url-of-node-A> <http-url-of-node-B> [admin-token-of-A]
 // Loads A's page, waits until entities of three origins are drawn, drags
 // one entity that another node owns, waits until B's page shows it at the
-// new position (and A's page gets the state back), saves screenshots to
+// new position (and A's page gets the state back); with A's admin token,
+// takes that entity for A (POST /authority/take) and waits until both pages
+// colour it as A's and A's inspector shows its origin, A as its authority
+// and epoch 1; saves screenshots to
 // target/web-viewer.png (A) and target/web-viewer-b.png (B). Exits non-zero
 // on any failure, printing why.
 
@@ -10,7 +13,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { log, open, run, shots, withBrowser } from './browser.mjs';
 
-const [urlA, urlB] = process.argv.slice(2);
+const [urlA, urlB, tokenA] = process.argv.slice(2);
 if (!urlA || !urlB) {
   console.error('usage: node viewer.mjs <url-of-node-A> <url-of-node-B>');
   process.exit(2);
@@ -75,9 +78,42 @@ run(() => withBrowser(async (context, errors) => {
   await moved(pageA);
   log(`A got the authority's state back for ${target.name}`);
 
+  if (tokenA) await takeForA(pageA, pageB, seenA.node, target);
+
   mkdirSync(shots, { recursive: true });
   await pageA.waitForTimeout(300); // let the next status poll repaint the panels
   await pageA.screenshot({ path: join(shots, 'web-viewer.png') });
   await pageB.screenshot({ path: join(shots, 'web-viewer-b.png') });
   log(`screenshots in ${shots}`);
 }));
+
+// Takes `target` (another node's entity, selected on page A) for A through
+// A's admin endpoint, and waits until both pages draw it in A's colour and
+// A's inspector names A as its authority.
+async function takeForA(pageA, pageB, nodeA, target) {
+  const entity = (page, name) => page.evaluate((n) => window.lessgateViewer.entities().find((e) => e.name === n), name);
+  const before = await entity(pageA, target.name);
+  const colors = await pageA.evaluate(() => window.lessgateViewer.colors());
+  if (before.authority !== target.origin || before.epoch !== 0) {
+    throw new Error(`before the hand-over A shows ${target.name} simulated by ${before.authority} at epoch ${before.epoch}`);
+  }
+  if (before.color !== colors[target.origin]) throw new Error(`${target.name} is not drawn in its authority's colour`);
+  const answer = await fetch(new URL('/authority/take', urlA), {
+    method: 'POST',
+    headers: { authorization: `Bearer ${tokenA}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ entity: target.id }),
+  });
+  const body = await answer.text();
+  if (answer.status !== 202) throw new Error(`take answered ${answer.status}: ${body}`);
+  log(`asked A's authority endpoint for ${target.name}:`, body);
+  const handed = (page) => page.waitForFunction(([name, node, color]) => {
+    const e = window.lessgateViewer.entities().find((it) => it.name === name);
+    return e && e.authority === node && e.epoch === 1 && e.color === color;
+  }, [target.name, nodeA, colors[nodeA]], { timeout: CONVERGE_MS, polling: 100 });
+  await handed(pageA);
+  await handed(pageB);
+  log(`A and B draw ${target.name} in ${nodeA}'s colour ${colors[nodeA]} (was ${before.color})`);
+  const meta = `origin ${target.origin} · authority ${nodeA} (epoch 1)`;
+  await pageA.waitForFunction((m) => (window.lessgateViewer.inspectorMeta || '').startsWith(m), meta, { timeout: CONVERGE_MS, polling: 100 });
+  log(`A's inspector shows authority: ${await pageA.evaluate(() => window.lessgateViewer.inspectorMeta)}`);
+}

@@ -1,8 +1,9 @@
 // The lessgate viewer: a Tundra WebSocket client of the node serving this
 // page. It logs in with protocol 3 (hierarchic scene; below 4 the node sends
 // transforms as EditAttributes, not RigidBodyUpdate, section 6.1), keeps a
-// copy of the scene, draws it top-down and in 3D coloured by origin node,
-// inspects entities, and moves an entity by sending an EditAttributes of its
+// copy of the scene, draws it top-down and in 3D coloured by the node that
+// simulates each entity (its authority), inspects entities (origin,
+// authority and epoch), and moves an entity by sending an EditAttributes of its
 // Placeable.transform. An edit of another node's entity goes to its
 // authority; the page shows it as pending until the new state comes back.
 // A node that requires login properties gets the token from the form or the
@@ -23,7 +24,7 @@ const PALETTE = ['#4cc38a', '#f2a93b', '#5aa9f0', '#e5697a', '#b28cf0', '#3cc8c8
 const $ = (id) => document.getElementById(id);
 const state = {
   status: null,
-  origins: { origins: [], entities: {} },
+  origins: { origins: [], entities: {}, authorities: {} },
   scene: null,
   socket: null,
   ready: false,
@@ -41,7 +42,14 @@ function originOf(entityId) {
   return index === undefined ? null : state.origins.origins[index];
 }
 
-// Colours follow the sorted origin uuids, so every page of a federation
+// The node simulating an entity and its epoch, or null before `/origins`
+// lists it.
+function authorityOf(entityId) {
+  const a = (state.origins.authorities || {})[entityId];
+  return a === undefined ? null : { node: state.origins.origins[a.node], epoch: a.epoch };
+}
+
+// Colours follow the sorted node uuids, so every page of a federation
 // colours the same node alike.
 function colorOf(origin) {
   if (!origin) return '#7b8494';
@@ -84,8 +92,8 @@ function moveEntity(id, x, z) {
   const value = { pos: { x, y: t.pos.y, z }, rot: { ...t.rot }, scale: { ...t.scale } };
   const block = encodeEditBlock([{ index: 0, value }], Scene.slots(placeable));
   send(encodeEditAttributes(id, placeable.id, block));
-  const origin = originOf(id);
-  if (origin && origin.local) {
+  const authority = authorityOf(id);
+  if (authority && authority.node && authority.node.local) {
     // This node is the authority: it applies the edit and, as Tundra does,
     // does not echo it to the sender (section 7.5).
     placeable.attrs.get(0).value = value;
@@ -196,9 +204,10 @@ function items() {
     const t = Scene.transform(e);
     if (!t) continue;
     const origin = originOf(e.id);
+    const authority = authorityOf(e.id);
     out.push({
       id: e.id, x: t.pos.x, y: t.pos.y, z: t.pos.z, label: Scene.label(e),
-      origin, color: colorOf(origin), pending: state.pending.get(e.id) || null,
+      origin, authority, color: colorOf(authority ? authority.node : origin), pending: state.pending.get(e.id) || null,
       selected: e.id === state.selected,
       transform: t, mesh: Scene.mesh(e), parentRef: Scene.parentRef(e), visible: Scene.visible(e),
     });
@@ -235,16 +244,22 @@ function renderHeader(list) {
   $('notice').textContent = state.notice;
 }
 
+// One line per node: its colour, the entities it simulates on the map and
+// in all, and how many it is the origin of.
 function renderLegend(list) {
-  const counts = new Map();
-  for (const it of list) counts.set(originName(it.origin), (counts.get(originName(it.origin)) || 0) + 1);
-  const byStatus = new Map((state.status?.origins || []).map((o) => [o.uuid, o.entities]));
+  const simulated = new Map();
+  for (const it of list) {
+    const node = it.authority ? it.authority.node : it.origin;
+    if (node) simulated.set(node.uuid, (simulated.get(node.uuid) || 0) + 1);
+  }
+  const byStatus = new Map((state.status?.authorities || []).map((o) => [o.uuid, o.entities]));
+  const byOrigin = new Map((state.status?.origins || []).map((o) => [o.uuid, o.entities]));
   $('legend').replaceChildren(...state.origins.origins.map((o) => {
     const li = document.createElement('li');
     li.innerHTML = `<span class="swatch"></span><span class="name"></span><span class="count"></span>`;
     li.querySelector('.swatch').style.background = colorOf(o);
     li.querySelector('.name').textContent = originName(o) + (o.local ? ' (this node)' : '');
-    li.querySelector('.count').textContent = `${counts.get(originName(o)) || 0} on map · ${byStatus.get(o.uuid) ?? 0} total`;
+    li.querySelector('.count').textContent = `simulates ${simulated.get(o.uuid) || 0} on map · ${byStatus.get(o.uuid) ?? 0} total · origin of ${byOrigin.get(o.uuid) ?? 0}`;
     return li;
   }));
 }
@@ -274,12 +289,14 @@ function renderInspector() {
     return;
   }
   const origin = originOf(e.id);
+  const authority = authorityOf(e.id);
   const pending = state.pending.get(e.id);
   const head = document.createElement('div');
   head.className = 'entity-head';
   head.innerHTML = '<h3></h3><p class="meta"></p>';
   head.querySelector('h3').textContent = `${Scene.label(e)}  #${e.id}`;
-  head.querySelector('.meta').textContent = `origin ${originName(origin)}${e.parent ? ` · parent #${e.parent}` : ''}${e.temporary ? ' · temporary' : ''}${pending ? ' · move pending at authority' : ''}`;
+  const simulated = authority ? `authority ${originName(authority.node)} (epoch ${authority.epoch})` : 'authority unknown';
+  head.querySelector('.meta').textContent = `origin ${originName(origin)} · ${simulated}${e.parent ? ` · parent #${e.parent}` : ''}${e.temporary ? ' · temporary' : ''}${pending ? ' · move pending at authority' : ''}`;
   const parts = [head];
   for (const c of e.components.values()) {
     const section = document.createElement('section');
@@ -351,6 +368,9 @@ window.lessgateViewer = {
       const p = map.toScreen(it.x, it.z);
       return {
         id: it.id, name: it.label, origin: originName(it.origin), x: it.x, y: it.y, z: it.z,
+        authority: it.authority ? originName(it.authority.node) : null,
+        epoch: it.authority ? it.authority.epoch : null,
+        color: it.color,
         pending: it.pending ? { x: it.pending.x, z: it.pending.z } : null,
         client: { x: rect.left + p.sx, y: rect.top + p.sy },
       };
@@ -358,7 +378,10 @@ window.lessgateViewer = {
   },
   get refusal() { return state.refusal; },
   get selected() { return state.selected; },
-  // Origin name -> colour, as the map and the 3D view draw them.
+  // The inspector's line under the entity's name.
+  get inspectorMeta() { return document.querySelector('#inspector .meta')?.textContent ?? null; },
+  // Node name -> colour, as the map and the 3D view draw the entities it
+  // simulates.
   colors() {
     return Object.fromEntries(state.origins.origins.map((o) => [originName(o), colorOf(o)]));
   },

@@ -197,7 +197,7 @@ export class View3D {
   }
 
   // The selected entity gets a white box around its shape, rotated with
-  // it; its own colour stays the origin's.
+  // it; its own colour stays its authority's.
   outline(o) {
     this.selection.visible = !!(o && o.mesh.visible);
     if (!this.selection.visible) return;

@@ -62,13 +62,20 @@ impl Running {
             ))
         });
         info!(url = %self.tundra_url(), node = %self.config.node.name, "listening for Tundra clients");
+        let mut admin_requests = None;
         let http_task = self.http.take().map(|listener| {
             if let Some(addr) = self.http_addr {
                 info!(url = %format!("http://{addr}/"), "serving the web viewer, /status and /metrics");
             }
+            let admin = self.config.http.admin_token.as_deref().map(|token| {
+                let (endpoint, requests) = http::admin::AdminEndpoint::new(token);
+                admin_requests = Some(requests);
+                endpoint
+            });
             let sources = http::HttpSources {
                 status: self.status.subscribe(),
                 view: self.view.subscribe(),
+                admin,
             };
             let listener = GuardedListener::new(listener, address_limits.clone(), "http");
             let deadline = self.config.limits.handshake_timeout();
@@ -193,6 +200,14 @@ impl Running {
                         });
                     }
                 }
+                request = next_admin_request(&mut admin_requests) => match request {
+                    Some(request) => {
+                        let answer = self.node.run_operator_command(&request.command);
+                        // The endpoint gave up waiting: the log has the outcome.
+                        let _ = request.answer.send(answer);
+                    }
+                    None => admin_requests = None,
+                },
                 request = next_reload_request(&mut reload_requests) => match (request, &reload_load) {
                     (Some(()), Some(load)) => self.reload(load, peer_node.as_mut(), &links),
                     _ => reload_requests = None,
@@ -470,6 +485,15 @@ async fn next_upstream_event(
 ) -> Option<crate::transport::upstream::UpstreamEvent> {
     match events {
         Some(events) => events.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn next_admin_request(
+    requests: &mut Option<mpsc::Receiver<http::admin::AdminRequest>>,
+) -> Option<http::admin::AdminRequest> {
+    match requests {
+        Some(requests) => requests.recv().await,
         None => std::future::pending().await,
     }
 }
