@@ -95,19 +95,7 @@ async fn run(node: &Path) -> (Process, String, String) {
             .env("RUST_LOG", "warn,lessgate::node::operator=info")
             .stderr(log),
     );
-    let (mut http, mut control) = (None, None);
-    let (http, control) = process
-        .read_stdout_until(move |line| {
-            if let Some(rest) = line.strip_prefix("lessgate: status, metrics and health at http://")
-            {
-                http = Some(rest.trim_end_matches('/').to_owned());
-            }
-            if let Some(rest) = line.strip_prefix("lessgate: peer links listen on ") {
-                control = rest.split(' ').next().map(str::to_owned);
-            }
-            Some((http.clone()?, control.clone()?))
-        })
-        .await;
+    let (http, control) = process.http_and_control().await;
     (process, http, control)
 }
 

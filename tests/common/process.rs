@@ -56,6 +56,24 @@ impl Process {
         .expect("stdout reader")
     }
 
+    /// The HTTP address (`host:port`, no scheme) and the peer-control
+    /// address `lessgate run` prints when started with `--http-listen`
+    /// and peering.
+    pub async fn http_and_control(&mut self) -> (String, String) {
+        let (mut http, mut control) = (None, None);
+        self.read_stdout_until(move |line| {
+            if let Some(rest) = line.strip_prefix("lessgate: status, metrics and health at http://")
+            {
+                http = Some(rest.trim_end_matches('/').to_owned());
+            }
+            if let Some(rest) = line.strip_prefix("lessgate: peer links listen on ") {
+                control = rest.split(' ').next().map(str::to_owned);
+            }
+            Some((http.clone()?, control.clone()?))
+        })
+        .await
+    }
+
     /// The WebSocket URL the node prints ([`TUNDRA_LINE`]).
     pub async fn tundra_url(&mut self) -> String {
         self.read_stdout_until(|line| line.strip_prefix(TUNDRA_LINE).map(str::to_owned))
