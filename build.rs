@@ -11,7 +11,14 @@ use std::path::PathBuf;
 use std::process::Command;
 
 fn git(args: &[&str]) -> Option<String> {
-    let output = Command::new("git").args(args).output().ok()?;
+    // No optional locks: `git status` would otherwise refresh and rewrite
+    // the index it is watched through, and every build would rerun this
+    // script and rebuild the crate.
+    let output = Command::new("git")
+        .args(args)
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .output()
+        .ok()?;
     if !output.status.success() {
         return None;
     }
