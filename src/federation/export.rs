@@ -25,6 +25,19 @@ fn pv(component: u64, property: u64, value: Value) -> PropertyValue {
     }
 }
 
+/// The entity object's `authority` and `epoch` (docs/federation.md §7.1),
+/// always sent together so a receiver sees them change at once.
+fn authority_values((authority, epoch): (uuid::Uuid, u64)) -> [PropertyValue; 2] {
+    [
+        pv(entity::COMPONENT, entity::AUTHORITY, Value::Uuid(authority)),
+        pv(
+            entity::COMPONENT,
+            entity::EPOCH,
+            Value::Integer(epoch as i64),
+        ),
+    ]
+}
+
 /// The value an EntityReference's text takes on `link`.
 pub(super) fn reference_out(link: &Link, text: &str) -> Value {
     if text.is_empty() {
@@ -252,21 +265,9 @@ impl Federation {
                 if handed {
                     // One message: a receiver sees authority and epoch change
                     // together.
-                    let sent = link.session.update_entity(
-                        object,
-                        vec![
-                            pv(
-                                entity::COMPONENT,
-                                entity::AUTHORITY,
-                                Value::Uuid(authority.0),
-                            ),
-                            pv(
-                                entity::COMPONENT,
-                                entity::EPOCH,
-                                Value::Integer(authority.1 as i64),
-                            ),
-                        ],
-                    );
+                    let sent = link
+                        .session
+                        .update_entity(object, authority_values(authority).to_vec());
                     if sent.is_ok() {
                         link.exported.set_authority(scene_id, authority);
                     }
@@ -300,7 +301,7 @@ impl Federation {
                     return;
                 };
                 let object = link.session.allocate_object_id();
-                let values = vec![
+                let mut values = vec![
                     pv(
                         entity::COMPONENT,
                         entity::ORIGIN,
@@ -323,17 +324,8 @@ impl Federation {
                         parent_value(link, target.parent),
                     ),
                     pv(entity::COMPONENT, entity::EXPORT, policy.to_value()),
-                    pv(
-                        entity::COMPONENT,
-                        entity::AUTHORITY,
-                        Value::Uuid(authority.0),
-                    ),
-                    pv(
-                        entity::COMPONENT,
-                        entity::EPOCH,
-                        Value::Integer(authority.1 as i64),
-                    ),
                 ];
+                values.extend(authority_values(authority));
                 if let Err(error) = link.session.introduce_entity(object, type_id, values) {
                     warn!(link = link_id.0, entity = %global, error = %RemoteText(&error), "cannot export entity");
                     return;
