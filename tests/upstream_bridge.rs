@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use common::tundra_values::{edited_x, move_to, named_box_at};
-use common::{TestNode, TundraClient};
+use common::{TestNode, TundraClient, PATIENCE};
 use lessgate::config::NodeConfig;
 use lessgate::tundra::messages::{EntityAction, RemoveEntity};
 use lessgate::tundra::{
@@ -28,6 +28,11 @@ const U_CONTROL: &str = "127.0.0.1:7611";
 const U_DATA: &str = "127.0.0.1:7612";
 const F_CONTROL: &str = "127.0.0.1:7621";
 const F_DATA: &str = "127.0.0.1:7622";
+/// The peer-link ports of U and F in the hand-over test.
+const U2_CONTROL: &str = "127.0.0.1:7613";
+const U2_DATA: &str = "127.0.0.1:7614";
+const F2_CONTROL: &str = "127.0.0.1:7623";
+const F2_DATA: &str = "127.0.0.1:7624";
 
 fn example(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -36,9 +41,14 @@ fn example(path: &str) -> PathBuf {
 }
 
 fn world_config() -> NodeConfig {
+    world_config_at(W_TUNDRA)
+}
+
+/// The world server's config with its Tundra listener at `listen`.
+fn world_config_at(listen: &str) -> NodeConfig {
     let scene = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/scenes/nested.txml");
     let text = format!(
-        "[node]\nname = \"world\"\n[tundra]\nlisten = \"{W_TUNDRA}\"\nscene = \"{}\"\n",
+        "[node]\nname = \"world\"\n[tundra]\nlisten = \"{listen}\"\nscene = \"{}\"\n",
         scene.display()
     );
     NodeConfig::parse(Path::new("world.toml"), &text).expect("world config")
@@ -163,7 +173,13 @@ async fn create_at(
         })
         .await;
     match reply {
-        Message::CreateEntityReply(r) => r.entity_id,
+        Message::CreateEntityReply(r) => {
+            // The Placeable is unacked component 1 of `named_box_at`.
+            if let Some(pair) = r.components.iter().find(|p| p.sender.0 & 0x3FFF_FFFF == 1) {
+                view.placeable.insert(r.entity_id, pair.id);
+            }
+            r.entity_id
+        }
         _ => unreachable!(),
     }
 }
@@ -367,6 +383,143 @@ async fn a_world_server_bridged_into_the_federation() {
 
     drop(at_f);
     drop(again);
+    f.stop().await;
+    u.stop().await;
+    world.stop().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn take_authority(entity: EntityId) -> Message {
+    Message::EntityAction(EntityAction {
+        entity_id: entity,
+        name: "TakeAuthority".into(),
+        execution_type: 2, // Server
+        parameters: Vec::new(),
+    })
+}
+
+/// Authority hand-over across the bridge (docs/upstream.md §8): W's table,
+/// taken by F's client, leaves W and is created there again as F's entity,
+/// while F's client keeps it under one id; F's visitor, taken by U's client,
+/// becomes W's: W's edits are its state from then on, and F's client's edits
+/// reach W through U.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn entities_hand_over_out_of_and_into_the_world_server() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    let dir =
+        std::env::temp_dir().join(format!("lessgate-upstream-handover-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let world = TestNode::start_as_configured(world_config_at("127.0.0.1:0")).await;
+    let upstream_section = format!(
+        "[upstream]\nurl = \"{}\"\nsettle_ms = 300\n[upstream.login]\nusername = \"bridge\"\n",
+        world.url
+    );
+    let u = TestNode::start_as_configured(peered_config(
+        &dir,
+        "u",
+        "alpha",
+        "6f1c2a8e-0d4b-4f57-9a38-3b1f2d6c7e01",
+        (U2_CONTROL, U2_DATA),
+        ("f", "", "beta"),
+        &upstream_section,
+    ))
+    .await;
+    let f = TestNode::start_as_configured(peered_config(
+        &dir,
+        "f",
+        "beta",
+        "a2d4e6f8-1b3c-4d5e-8f70-9a1b2c3d4e02",
+        (F2_CONTROL, F2_DATA),
+        ("u", U2_CONTROL, "alpha"),
+        "",
+    ))
+    .await;
+    let (mut at_f, _) = TundraClient::login(&f.url, "fay", 3).await;
+    let mut f_view = View::default();
+    f_view
+        .until(&mut at_f, |v, _| v.ids.contains_key("table"))
+        .await;
+    let table_f = f_view.ids["table"];
+    let (mut at_w, _) = TundraClient::login(&world.url, "walt", 3).await;
+    let mut w_view = View::default();
+    w_view
+        .until(&mut at_w, |v, _| v.ids.contains_key("table"))
+        .await;
+    let table_w = w_view.ids["table"];
+    let mut status = u.status.clone();
+    tokio::time::timeout(PATIENCE, status.wait_for(|s| s.upstream == Some("ready")))
+        .await
+        .expect("U's session to W is ready")
+        .unwrap();
+
+    // Out: F's client takes W's table. W removes its own and gets the
+    // table again, as the federation's.
+    at_f.send(&take_authority(table_f)).await;
+    w_view
+        .until(&mut at_w, |v, _| {
+            v.removed.contains(&table_w) && v.created.get("table") == Some(&2)
+        })
+        .await;
+    let table_w2 = w_view.ids["table"];
+    assert_ne!(table_w2, table_w);
+    // F simulates it now: its client's move reaches W's new copy.
+    at_f.send(&move_to(table_f, f_view.placeable[&table_f], 42.0))
+        .await;
+    let moved = w_view
+        .until(&mut at_w, |_, m| edited_x(m, table_w2).is_some())
+        .await;
+    assert_eq!(edited_x(&moved, table_w2), Some(42.0));
+
+    // In: F's client creates a visitor (F's), U's client takes it, and it
+    // becomes W's.
+    let visitor_f = create_at(&mut f_view, &mut at_f, 1, named_box_at("visitor", 1.0)).await;
+    w_view
+        .until(&mut at_w, |v, _| v.ids.contains_key("visitor"))
+        .await;
+    let visitor_w = w_view.ids["visitor"];
+    let (mut at_u, _) = TundraClient::login(&u.url, "ula", 3).await;
+    let mut u_view = View::default();
+    u_view
+        .until(&mut at_u, |v, _| v.ids.contains_key("visitor"))
+        .await;
+    let visitor_u = u_view.ids["visitor"];
+    at_u.send(&take_authority(visitor_u)).await;
+    tokio::time::timeout(
+        PATIENCE,
+        status.wait_for(|s| s.handovers.world_adopted == 1),
+    )
+    .await
+    .expect("the visitor becomes W's")
+    .unwrap();
+    // W decides now: a W client's move is the visitor's state at F ...
+    at_w.send(&move_to(visitor_w, w_view.placeable[&visitor_w], 5.0))
+        .await;
+    f_view
+        .until(&mut at_f, |_, m| edited_x(m, visitor_f) == Some(5.0))
+        .await;
+    // ... and F's client's move reaches W through U.
+    at_f.send(&move_to(visitor_f, f_view.placeable[&visitor_f], 6.0))
+        .await;
+    w_view
+        .until(&mut at_w, |_, m| edited_x(m, visitor_w) == Some(6.0))
+        .await;
+    f_view
+        .until(&mut at_f, |_, m| edited_x(m, visitor_f) == Some(6.0))
+        .await;
+    assert_eq!(u.status.borrow().handovers.world_handed_out, 1, "the table");
+    for (view, who) in [(&f_view, "F"), (&u_view, "U")] {
+        assert!(view.removed.is_empty(), "{who}'s client saw a removal");
+    }
+    // F's client created the visitor itself: it was never sent one.
+    assert_eq!(f_view.created.get("visitor"), None, "F: no re-creation");
+    assert_eq!(u_view.created.get("visitor"), Some(&1), "U: visitor once");
+    assert_eq!(f_view.created.get("table"), Some(&1), "F: table once");
+    assert!(!w_view.removed.contains(&visitor_w), "W keeps its copy");
+
+    drop((at_f, at_u, at_w));
     f.stop().await;
     u.stop().await;
     world.stop().await;

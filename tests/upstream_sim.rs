@@ -12,45 +12,18 @@
 
 mod sim;
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use lessgate::config::UpstreamSection;
 use lessgate::less::encoding::link::offered_features;
-use lessgate::transport::client::ClientTransport;
-use lessgate::tundra::messages::{
-    exec_type, CreateEntity, CreateEntityReply, EditAttributes, EditAttributesBlock, EntityAction,
-    IdPair, LoginReply,
+use lessgate::tundra::messages::{exec_type, EntityAction};
+use lessgate::tundra::{EntityId, Message};
+use lessgate::upstream::Bridge;
+use sim::world::{
+    accept_login, bridge, from_world, reply_to, rotated, to_world, world_edit, world_login,
+    PROTOCOL,
 };
-use lessgate::tundra::values::{Float3, Transform};
-use lessgate::tundra::{AttributeEdit, AttributeValue};
-use lessgate::tundra::{
-    ComponentId, DecodeContext, EntityId, Message, ProtocolVersion, Registry, UserId,
-};
-use lessgate::upstream::{Bridge, BridgeSettings, LoginSettings};
-use sim::tundra_values::named_box_with;
 use sim::{LinkModel, Sim};
-
-const PROTOCOL: ProtocolVersion = ProtocolVersion(3);
-
-/// What node 0 sent the world server since the last call.
-fn to_world(sim: &mut Sim) -> Vec<Message> {
-    let registry = Registry::builtin();
-    let context = DecodeContext {
-        protocol_version: PROTOCOL,
-        registry: &registry,
-    };
-    assert!(sim.nodes[0].upstream().is_some(), "upstream mode");
-    sim.take_upstream(0)
-        .into_iter()
-        .map(|frame| Message::decode_frame(&frame, &context).expect("decodable"))
-        .collect()
-}
-
-fn from_world(sim: &mut Sim, message: Message) {
-    let frame = message.encode_frame(PROTOCOL).unwrap();
-    sim.upstream_frame(0, &frame);
-}
 
 /// Runs the simulation (node 0's upstream timers are among its deadlines).
 fn run(sim: &mut Sim, duration: Duration) {
@@ -60,27 +33,8 @@ fn run(sim: &mut Sim, duration: Duration) {
 #[test]
 fn a_replaced_peer_link_does_not_remove_and_recreate_in_the_world_server() {
     let mut sim = Sim::new(2, 7);
-    sim.nodes[0].attach_upstream(Bridge::new(BridgeSettings {
-        login: LoginSettings {
-            properties: BTreeMap::from([("username".to_owned(), "gw".to_owned())]),
-            protocol: PROTOCOL,
-            transport: ClientTransport::WebSocket,
-        },
-        grace: Duration::from_secs(30),
-        settle: Duration::from_millis(200),
-        login_timeout: Duration::from_secs(5),
-    }));
-    sim.upstream_connected(0);
-    assert!(matches!(to_world(&mut sim).as_slice(), [Message::Login(_)]));
-    from_world(
-        &mut sim,
-        Message::LoginReply(LoginReply {
-            success: true,
-            user_id: UserId(2),
-            reply_data: "{}".into(),
-            protocol_version: Some(3),
-        }),
-    );
+    sim.nodes[0].attach_upstream(bridge(Duration::from_secs(30)));
+    accept_login(&mut sim);
     let (link, _) = sim.connect(0, 1, LinkModel::CLEAN);
     let client = sim.add_client(1);
     sim.create_box(1, client, 1, "visitor", 2.0);
@@ -90,21 +44,7 @@ fn a_replaced_peer_link_does_not_remove_and_recreate_in_the_world_server() {
     let [Message::CreateEntity(create)] = out.as_slice() else {
         panic!("node 1's entity created in the world server: {out:?}");
     };
-    from_world(
-        &mut sim,
-        Message::CreateEntityReply(CreateEntityReply {
-            scene_id: 0,
-            sender_entity_id: create.entity_id,
-            entity_id: EntityId(50),
-            components: (1..)
-                .zip(&create.components)
-                .map(|(n, c)| IdPair {
-                    sender: c.id,
-                    id: ComponentId(n),
-                })
-                .collect(),
-        }),
-    );
+    from_world(&mut sim, reply_to(create, 50));
     run(&mut sim, Duration::from_millis(200));
     assert!(to_world(&mut sim).is_empty());
 
@@ -140,68 +80,6 @@ fn a_replaced_peer_link_does_not_remove_and_recreate_in_the_world_server() {
             .any(|m| matches!(m, Message::EditAttributes(e) if e.entity_id == EntityId(50))),
         "the move reaches the world server's entity 50: {out:?}"
     );
-}
-
-fn bridge(grace: Duration) -> Bridge {
-    Bridge::new(BridgeSettings {
-        login: LoginSettings {
-            properties: BTreeMap::from([("username".to_owned(), "gw".to_owned())]),
-            protocol: PROTOCOL,
-            transport: ClientTransport::WebSocket,
-        },
-        grace,
-        settle: Duration::from_millis(200),
-        login_timeout: Duration::from_secs(5),
-    })
-}
-
-/// Node 0's bridge connects and logs in; the world server's scene is one
-/// entity, "fountain", under `world_id`.
-fn world_login(sim: &mut Sim, world_id: u32, rotation_y: f32) {
-    sim.upstream_connected(0);
-    assert!(matches!(to_world(sim).as_slice(), [Message::Login(_)]));
-    from_world(
-        sim,
-        Message::LoginReply(LoginReply {
-            success: true,
-            user_id: UserId(2),
-            reply_data: r#"{"storage":{"default":true,"name":"Scene","src":"http://world/","type":"HttpAssetStorage"}}"#.into(),
-            protocol_version: Some(3),
-        }),
-    );
-    from_world(
-        sim,
-        Message::CreateEntity(CreateEntity {
-            scene_id: 0,
-            entity_id: EntityId(world_id),
-            temporary: false,
-            parent: None,
-            components: named_box_with("fountain", rotated(rotation_y)),
-        }),
-    );
-}
-
-fn rotated(y: f32) -> AttributeValue {
-    AttributeValue::Transform(Transform {
-        pos: Float3::new(4.0, 0.0, 0.0),
-        rot: Float3::new(0.0, y, 0.0),
-        scale: Float3::new(1.0, 1.0, 1.0),
-    })
-}
-
-/// A world-server client's edit of the Placeable transform (component 1).
-fn world_edit(entity: u32, value: AttributeValue) -> Message {
-    let slots = Registry::builtin().get(20).unwrap().slot_types();
-    Message::EditAttributes(EditAttributes {
-        scene_id: 0,
-        entity_id: EntityId(entity),
-        blocks: vec![EditAttributesBlock::encode(
-            ComponentId(1),
-            &[AttributeEdit { index: 0, value }],
-            &slots,
-        )
-        .unwrap()],
-    })
 }
 
 #[test]
@@ -266,31 +144,7 @@ fn a_world_value_come_back_quantized_is_not_written_back() {
     }) else {
         panic!("node 1's entity created in the world server: {out:?}");
     };
-    // The world server numbers the components 1, 2, ... in the order sent;
-    // the Placeable is the one the edits below address as component 1.
-    let placeable = create
-        .components
-        .iter()
-        .position(|c| c.type_id == 20)
-        .unwrap();
-    let mut order: Vec<usize> = (0..create.components.len()).collect();
-    order.swap(0, placeable);
-    from_world(
-        &mut sim,
-        Message::CreateEntityReply(CreateEntityReply {
-            scene_id: 0,
-            sender_entity_id: create.entity_id,
-            entity_id: EntityId(50),
-            components: order
-                .iter()
-                .zip(1..)
-                .map(|(i, n)| IdPair {
-                    sender: create.components[*i].id,
-                    id: ComponentId(n),
-                })
-                .collect(),
-        }),
-    );
+    from_world(&mut sim, reply_to(&create, 50));
     run(&mut sim, Duration::from_millis(500));
     to_world(&mut sim);
 

@@ -94,6 +94,9 @@ pub struct Federation {
     pub(super) stats: FederationStats,
     /// Which take-authority calls this node grants (`handover.rs`).
     pub(super) handover_policy: super::handover::HandoverPolicy,
+    /// In upstream mode, whether the world server's entities (proxied in
+    /// the scene) can be handed out now: only while its session is ready.
+    pub(super) world_server_ready: bool,
     /// Edits of entities this node handed over, waiting for the new
     /// authority's copy.
     pub(super) waiting_edits:
@@ -125,6 +128,7 @@ impl Federation {
             own_policy: Arc::new(OriginPolicy::of_origin([], &BTreeMap::new())),
             stats: FederationStats::default(),
             handover_policy: Default::default(),
+            world_server_ready: false,
             waiting_edits: Default::default(),
             handover_deadlines: Default::default(),
             own_edits: Default::default(),

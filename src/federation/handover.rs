@@ -105,8 +105,8 @@ pub enum HandoverError {
     NoRoute(EntityId),
     #[error("entity {0} cannot be handed to this node itself")]
     ToSelf(EntityId),
-    #[error("entity {0} belongs to this node's world server, which keeps it")]
-    WorldServer(EntityId),
+    #[error("entity {0} belongs to this node's world server, which is unreachable now")]
+    WorldServerUnreachable(EntityId),
 }
 
 /// An edit that waits for the new authority's copy.
@@ -123,6 +123,13 @@ impl Federation {
     /// Which take-authority calls this node grants.
     pub fn set_handover_policy(&mut self, policy: HandoverPolicy) {
         self.handover_policy = policy;
+    }
+
+    /// Upstream mode: whether the world server's session is ready, so its
+    /// entities (proxied in the scene) can be handed out: the bridge
+    /// removes them there (docs/upstream.md §8).
+    pub fn set_world_server_ready(&mut self, ready: bool) {
+        self.world_server_ready = ready;
     }
 
     /// The authority of a scene entity and its epoch, as this node knows
@@ -211,8 +218,8 @@ impl Federation {
         if to == self.node {
             return Err(HandoverError::ToSelf(entity));
         }
-        if scene.is_proxied(entity) {
-            return Err(HandoverError::WorldServer(entity));
+        if scene.is_proxied(entity) && !self.world_server_ready {
+            return Err(HandoverError::WorldServerUnreachable(entity));
         }
         self.grant(global, to, reason, scene);
         Ok(())
@@ -269,11 +276,15 @@ impl Federation {
             // winner's UUID, hyphenated.
             return (MethodStatus::CONFLICT, Value::String(authority.to_string()));
         }
-        if scene.is_proxied(entity) {
+        if scene.is_proxied(entity) && !self.world_server_ready {
+            // Handing it out removes it from the world server, which cannot
+            // be told now (docs/upstream.md §8).
             refuse(self, "world-server");
             return (
                 MethodStatus::FORBIDDEN,
-                Value::String("an entity of this node's world server stays there".into()),
+                Value::String(
+                    "this node's world server, which has the entity, is unreachable".into(),
+                ),
             );
         }
         if !self.policy_grants(entity, requester, scene) {

@@ -105,6 +105,15 @@ pub fn render(status: &NodeStatus, process: &ProcessSample) -> String {
     );
     let ready = if status.readiness().ready { 1.0 } else { 0.0 };
     e.sample("lessgate_ready", &[], ready);
+    if let Some(state) = status.upstream {
+        e.family(
+            "lessgate_upstream_ready",
+            "gauge",
+            "Upstream mode: 1 when the session to the world server is logged in and reconciled.",
+        );
+        let ready = if state == "ready" { 1.0 } else { 0.0 };
+        e.sample("lessgate_upstream_ready", &[], ready);
+    }
     process_families(&mut e, process);
     loop_lag_family(&mut e, &status.loop_lag);
     e.family(
@@ -237,6 +246,18 @@ pub fn render(status: &NodeStatus, process: &ProcessSample) -> String {
         &[],
         h.superseded_edits as f64,
     );
+    e.family(
+        "lessgate_world_handovers_total",
+        "counter",
+        "Upstream mode: world-server entities handed out of the world server (out) and entities that became the world server's (in).",
+    );
+    for (direction, count) in [("out", h.world_handed_out), ("in", h.world_adopted)] {
+        e.sample(
+            "lessgate_world_handovers_total",
+            &[("direction", direction)],
+            count as f64,
+        );
+    }
     let z = &status.zones;
     e.family(
         "lessgate_zone_requests_total",

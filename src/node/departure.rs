@@ -58,6 +58,9 @@ impl Node {
             .scene
             .entities()
             .filter(|entity| entity.origin == Origin::Local && !entity.temporary)
+            // The world server's own entities stay with it: it does not
+            // leave with this node (docs/upstream.md §8).
+            .filter(|entity| !self.scene.is_proxied(entity.id))
             .filter_map(|entity| self.federation.global_of(entity.id))
             .collect();
         let count = entities.len();

@@ -292,6 +292,14 @@ impl Node {
         if let Some(bridge) = &mut self.upstream {
             bridge.handle_connected(now);
         }
+        self.note_world_readiness();
+    }
+
+    /// The federation hands the world server's entities out only while the
+    /// bridge's session is ready (docs/upstream.md §8).
+    fn note_world_readiness(&mut self) {
+        let ready = self.upstream.as_ref().is_some_and(Bridge::is_ready);
+        self.federation.set_world_server_ready(ready);
     }
 
     /// One frame from the world server.
@@ -299,6 +307,7 @@ impl Node {
         if let Some(bridge) = &mut self.upstream {
             bridge.handle_frame(now, frame, &mut self.scene);
         }
+        self.note_world_readiness();
         self.settle();
     }
 
@@ -307,6 +316,7 @@ impl Node {
         if let Some(bridge) = &mut self.upstream {
             bridge.handle_disconnected(now, reason);
         }
+        self.note_world_readiness();
     }
 
     // ----- timers -----
@@ -356,6 +366,7 @@ impl Node {
                 bridge.handle_timeout(now, &mut self.scene);
             }
         }
+        self.note_world_readiness();
         if now >= self.next_tick {
             // The next tick keeps the period; a late tick is not caught up.
             self.next_tick += self.tick_period;

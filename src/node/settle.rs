@@ -57,6 +57,21 @@ impl Node {
         }
     }
 
+    /// Upstream mode: an entity handed away from this node that was the
+    /// world server's leaves the world server; an entity handed to this
+    /// node becomes the world server's (docs/upstream.md §8).
+    fn carry_authority_to_world(&mut self, entity: crate::tundra::EntityId, authority: uuid::Uuid) {
+        let Some(bridge) = &mut self.upstream else {
+            return;
+        };
+        if authority == self.federation.node_id() {
+            bridge.adopt_into_world(entity, &mut self.scene);
+        } else if bridge.is_world_entity(entity) {
+            let key = self.federation.global_of(entity);
+            bridge.release_world_entity(entity, key, &mut self.scene);
+        }
+    }
+
     /// Passes events between the server and the federation and hands the
     /// scene's changes to everything that synchronises from it, until quiet.
     pub(super) fn settle(&mut self) {
@@ -76,6 +91,7 @@ impl Node {
                     bridge.handle_scene_changes_with(&self.scene, &changes, &|entity| {
                         federation.global_of(entity)
                     });
+                    bridge.finish_adoptions(&mut self.scene);
                 }
             }
             let proxied = self.scene.take_proxied_edits();
@@ -178,6 +194,7 @@ impl Node {
                         if let Some(zones) = &mut self.zones {
                             zones.mark_entity(entity);
                         }
+                        self.carry_authority_to_world(entity, authority);
                     }
                     FederationEvent::AuthorityRefused {
                         entity,

@@ -63,6 +63,10 @@ pub struct NodeStatus {
     pub peers: Vec<PeerState>,
     /// How late the node loop served its timers.
     pub loop_lag: LoopLag,
+    /// Upstream mode: where the session to the world server is (`down`,
+    /// `logging-in`, `syncing`, `ready`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<&'static str>,
 }
 
 /// What `/readyz` answers: ready when every listener serves and every
@@ -106,6 +110,12 @@ pub struct HandoverCounters {
     /// This node's own edits that came back after a later edit overtook
     /// them, dropped (docs/federation.md §7.3).
     pub superseded_edits: u64,
+    /// Upstream mode: world-server entities handed to another node, so
+    /// removed from the world server (docs/upstream.md §8).
+    pub world_handed_out: u64,
+    /// Upstream mode: entities handed to this node that became the world
+    /// server's.
+    pub world_adopted: u64,
 }
 
 /// Hand-overs with one peer for one reason.
@@ -323,6 +333,8 @@ impl NodeStatus {
                 .collect(),
             stale_epochs: stats.stale_epochs,
             superseded_edits: stats.superseded_edits,
+            world_handed_out: node.upstream().map_or(0, |b| b.stats().handed_out),
+            world_adopted: node.upstream().map_or(0, |b| b.stats().adopted),
         };
         let s = node.server().stats();
         let links = node
@@ -398,6 +410,12 @@ impl NodeStatus {
             listening: false,
             peers: Vec::new(),
             loop_lag: LoopLag::default(),
+            upstream: node.upstream().map(|b| match b.state() {
+                crate::upstream::LinkState::Down { .. } => "down",
+                crate::upstream::LinkState::LoggingIn { .. } => "logging-in",
+                crate::upstream::LinkState::Syncing { .. } => "syncing",
+                crate::upstream::LinkState::Ready { .. } => "ready",
+            }),
         }
     }
 }

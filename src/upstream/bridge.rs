@@ -100,6 +100,11 @@ pub struct BridgeStats {
     /// Changes from the world server (or echoes of the bridge's own) the
     /// scene refused: the node's copy is left as it was.
     pub scene_refusals: u64,
+    /// World entities handed to another node (removed from the world
+    /// server).
+    pub handed_out: u64,
+    /// Entities handed to this node that became the world server's.
+    pub adopted: u64,
 }
 
 impl BridgeStats {
@@ -154,6 +159,11 @@ pub struct Bridge {
     pub(super) transmits: VecDeque<Vec<u8>>,
     pub(super) events: VecDeque<BridgeEvent>,
     pub(super) stats: BridgeStats,
+    /// World entities removed from the world server on a hand-over.
+    pub(super) handed_out: super::handover::HandedOutEntities,
+    /// Entities handed to this node, to become the world server's once it
+    /// holds them.
+    pub(super) adopting: BTreeSet<EntityId>,
 }
 
 impl Bridge {
@@ -176,6 +186,8 @@ impl Bridge {
             transmits: VecDeque::new(),
             events: VecDeque::new(),
             stats: BridgeStats::default(),
+            handed_out: Default::default(),
+            adopting: BTreeSet::new(),
         }
     }
 
@@ -212,6 +224,11 @@ impl Bridge {
 
     pub(super) fn ready(&self) -> bool {
         matches!(self.state, LinkState::Ready { .. })
+    }
+
+    /// Logged in and reconciled: changes flow both ways.
+    pub fn is_ready(&self) -> bool {
+        self.ready()
     }
 
     /// A connection to the world server is open (WebSocket or kNet, as the
@@ -285,6 +302,7 @@ impl Bridge {
         self.handle_message(now, message, scene);
         if self.ready() {
             self.flush(scene);
+            self.finish_adoptions(scene);
         }
     }
 

@@ -168,6 +168,9 @@ impl Bridge {
     }
 
     fn handle_create_entity(&mut self, m: CreateEntity, scene: &mut Scene) {
+        if self.removed_again(&m) {
+            return;
+        }
         let upstream = m.entity_id;
         let parent = m.parent.and_then(|p| self.local_entity(p));
         match self.ids.resolve(upstream) {

@@ -15,11 +15,14 @@
 //! (the federation's entities into the world), [`echo`] (what is
 //! never sent back), [`reconcile`] (reconnects), [`hold`] (removals held
 //! when a peer link is replaced), [`timers`] (login timeout, grace
-//! periods), [`proxy`] (edits and actions upstream), [`bridge`] (state and interface).
+//! periods), [`proxy`] (edits and actions upstream), [`handover`]
+//! (authority hand-over out of and into the world server), [`bridge`]
+//! (state and interface).
 
 mod bridge;
 pub mod echo;
 mod export;
+mod handover;
 mod hold;
 pub mod ids;
 pub mod login;
@@ -39,4 +42,5 @@ mod tests_rigid_body;
 mod timers;
 
 pub use bridge::{Bridge, BridgeEvent, BridgeSettings, BridgeStats, LinkCommand, LinkState};
+pub use handover::ReleaseRefusal;
 pub use login::{LoginError, LoginSettings, Session};

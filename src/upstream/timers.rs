@@ -38,6 +38,7 @@ impl Bridge {
                     exported = self.ids.exported_count(),
                     "world server scene reconciled"
                 );
+                self.forget_confirmed_removals();
                 self.flush(scene);
             }
             LinkState::Down { since: Some(since) } if now - since >= self.settings.grace => {
@@ -75,6 +76,7 @@ impl Bridge {
         }
         if self.ready() {
             self.flush(scene);
+            self.finish_adoptions(scene);
         }
     }
 }

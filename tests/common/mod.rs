@@ -29,6 +29,8 @@ pub use patience::PATIENCE;
 /// A node running in this process on 127.0.0.1 with an ephemeral port.
 pub struct TestNode {
     pub url: String,
+    /// The node's status, as its HTTP `/status` would show it.
+    pub status: tokio::sync::watch::Receiver<lessgate::node::status::NodeStatus>,
     stop: Option<oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -46,12 +48,14 @@ impl TestNode {
             .await
             .expect("node starts");
         let url = running.tundra_url();
+        let status = running.status();
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(running.run(async {
             let _ = stopped.await;
         }));
         TestNode {
             url,
+            status,
             stop: Some(stop),
             task,
         }

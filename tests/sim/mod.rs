@@ -12,6 +12,7 @@ pub mod authority;
 mod link_model;
 #[path = "../common/tundra_values.rs"]
 pub mod tundra_values;
+pub mod world;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
