@@ -14,9 +14,9 @@ use lessgate::federation::HandoverReason;
 use lessgate::less::message::MethodStatus;
 use lessgate::scene::ClientId;
 use lessgate::tundra::messages::exec_type;
-use lessgate::tundra::EntityId;
 use sim::authority::{
-    assert_everywhere_at, assert_no_flicker, assert_one_authority, is_local, node_id, the,
+    assert_everywhere_at, assert_no_flicker, assert_one_authority, is_local, node_id,
+    take_authority, the,
 };
 use sim::{LinkModel, Sim};
 
@@ -39,17 +39,6 @@ fn triangle(model: LinkModel, seed: u64) -> (Sim, Vec<(usize, ClientId)>) {
     sim.connect(0, 2, model);
     let clients = (0..3).map(|n| (n, sim.add_client(n))).collect();
     (sim, clients)
-}
-
-fn take_authority(sim: &mut Sim, node: usize, client: ClientId, entity: EntityId) {
-    sim.action(
-        node,
-        client,
-        entity,
-        "TakeAuthority",
-        exec_type::SERVER,
-        Vec::new(),
-    );
 }
 
 /// A client on the far end of a chain takes the entity: every node agrees,

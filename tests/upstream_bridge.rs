@@ -184,6 +184,42 @@ async fn create_at(
     }
 }
 
+/// U (bridging `world`, with `upstream` added to its `[upstream]`
+/// section) and F, peered on the given (control, data) addresses; F dials U.
+async fn bridge_and_peer(
+    dir: &Path,
+    world: &TestNode,
+    upstream: &str,
+    u_ports: (&str, &str),
+    f_ports: (&str, &str),
+) -> (TestNode, TestNode) {
+    let upstream_section = format!(
+        "[upstream]\nurl = \"{}\"\nsettle_ms = 300\n{upstream}[upstream.login]\nusername = \"bridge\"\n",
+        world.url
+    );
+    let u = TestNode::start_as_configured(peered_config(
+        dir,
+        "u",
+        "alpha",
+        "6f1c2a8e-0d4b-4f57-9a38-3b1f2d6c7e01",
+        u_ports,
+        ("f", "", "beta"),
+        &upstream_section,
+    ))
+    .await;
+    let f = TestNode::start_as_configured(peered_config(
+        dir,
+        "f",
+        "beta",
+        "a2d4e6f8-1b3c-4d5e-8f70-9a1b2c3d4e02",
+        f_ports,
+        ("u", u_ports.0, "alpha"),
+        "",
+    ))
+    .await;
+    (u, f)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_world_server_bridged_into_the_federation() {
     let _ = tracing_subscriber::fmt()
@@ -193,30 +229,13 @@ async fn a_world_server_bridged_into_the_federation() {
     let dir = std::env::temp_dir().join(format!("lessgate-upstream-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let world = TestNode::start_as_configured(world_config()).await;
-    let upstream_section = format!(
-        "[upstream]\nurl = \"{}\"\nreconnect_min_ms = 100\nreconnect_max_ms = 500\n\
-         settle_ms = 300\ngrace_secs = 60\n[upstream.login]\nusername = \"bridge\"\n",
-        world.url
-    );
-    let u = TestNode::start_as_configured(peered_config(
+    let (u, f) = bridge_and_peer(
         &dir,
-        "u",
-        "alpha",
-        "6f1c2a8e-0d4b-4f57-9a38-3b1f2d6c7e01",
+        &world,
+        "reconnect_min_ms = 100\nreconnect_max_ms = 500\ngrace_secs = 60\n",
         (U_CONTROL, U_DATA),
-        ("f", "", "beta"),
-        &upstream_section,
-    ))
-    .await;
-    let f = TestNode::start_as_configured(peered_config(
-        &dir,
-        "f",
-        "beta",
-        "a2d4e6f8-1b3c-4d5e-8f70-9a1b2c3d4e02",
         (F_CONTROL, F_DATA),
-        ("u", U_CONTROL, "alpha"),
-        "",
-    ))
+    )
     .await;
 
     // F's client sees W's world.
@@ -413,29 +432,13 @@ async fn entities_hand_over_out_of_and_into_the_world_server() {
         std::env::temp_dir().join(format!("lessgate-upstream-handover-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let world = TestNode::start_as_configured(world_config_at("127.0.0.1:0")).await;
-    let upstream_section = format!(
-        "[upstream]\nurl = \"{}\"\nsettle_ms = 300\n[upstream.login]\nusername = \"bridge\"\n",
-        world.url
-    );
-    let u = TestNode::start_as_configured(peered_config(
+    let (u, f) = bridge_and_peer(
         &dir,
-        "u",
-        "alpha",
-        "6f1c2a8e-0d4b-4f57-9a38-3b1f2d6c7e01",
-        (U2_CONTROL, U2_DATA),
-        ("f", "", "beta"),
-        &upstream_section,
-    ))
-    .await;
-    let f = TestNode::start_as_configured(peered_config(
-        &dir,
-        "f",
-        "beta",
-        "a2d4e6f8-1b3c-4d5e-8f70-9a1b2c3d4e02",
-        (F2_CONTROL, F2_DATA),
-        ("u", U2_CONTROL, "alpha"),
+        &world,
         "",
-    ))
+        (U2_CONTROL, U2_DATA),
+        (F2_CONTROL, F2_DATA),
+    )
     .await;
     let (mut at_f, _) = TundraClient::login(&f.url, "fay", 3).await;
     let mut f_view = View::default();

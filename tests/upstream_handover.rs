@@ -20,10 +20,12 @@ use std::time::Duration;
 use lessgate::federation::HandoverReason;
 use lessgate::peering::peer_file::PeerName;
 use lessgate::scene::ClientId;
-use lessgate::tundra::messages::{exec_type, CreateEntity};
+use lessgate::tundra::messages::CreateEntity;
 use lessgate::tundra::{EntityId, Message};
 use lessgate::upstream::ids::UpstreamEntity;
-use sim::authority::{assert_no_flicker, assert_one_authority, authority, node_id, the};
+use sim::authority::{
+    assert_no_flicker, assert_one_authority, authority, node_id, take_authority, the,
+};
 use sim::world::{
     accept_login, bridge, from_world, reply_to, rotated, to_world, world_edit, world_entity,
     world_login,
@@ -45,17 +47,6 @@ fn bridged(seed: u64, model: LinkModel) -> (Sim, [ClientId; 2]) {
     (sim, clients)
 }
 
-fn take_authority(sim: &mut Sim, node: usize, client: ClientId, entity: EntityId) {
-    sim.action(
-        node,
-        client,
-        entity,
-        "TakeAuthority",
-        exec_type::SERVER,
-        Vec::new(),
-    );
-}
-
 fn creations(out: &[Message]) -> Vec<CreateEntity> {
     out.iter()
         .filter_map(|m| match m {
@@ -63,6 +54,12 @@ fn creations(out: &[Message]) -> Vec<CreateEntity> {
             _ => None,
         })
         .collect()
+}
+
+/// Whether `out` edits the world server's entity `id`.
+fn edits(out: &[Message], id: u32) -> bool {
+    out.iter()
+        .any(|m| matches!(m, Message::EditAttributes(e) if e.entity_id == EntityId(id)))
 }
 
 fn removals(out: &[Message]) -> Vec<EntityId> {
@@ -119,8 +116,7 @@ fn hand_world_entity_out(seed: u64, model: LinkModel) {
     assert_eq!(sim.x_of(1, c1, at_1), Some(9.0));
     let out = to_world(&mut sim);
     assert!(
-        out.iter()
-            .any(|m| matches!(m, Message::EditAttributes(e) if e.entity_id == EntityId(31))),
+        edits(&out, 31),
         "the move reaches the world server's new copy: {out:?}"
     );
     // A world client's edit of the new copy goes to node 1, the authority.
@@ -185,20 +181,12 @@ fn hand_entity_in(seed: u64, model: LinkModel) {
     sim.move_entity(0, c0, at_0, 3.0);
     sim.run(Duration::from_secs(1));
     let out = to_world(&mut sim);
-    assert!(
-        out.iter()
-            .any(|m| matches!(m, Message::EditAttributes(e) if e.entity_id == EntityId(50))),
-        "{out:?}"
-    );
+    assert!(edits(&out, 50), "{out:?}");
     // So does node 1's, through node 0.
     sim.move_entity(1, c1, at_1, 4.0);
     sim.run(Duration::from_secs(5));
     let out = to_world(&mut sim);
-    assert!(
-        out.iter()
-            .any(|m| matches!(m, Message::EditAttributes(e) if e.entity_id == EntityId(50))),
-        "{out:?}"
-    );
+    assert!(edits(&out, 50), "{out:?}");
     assert_eq!(sim.x_of(1, c1, at_1), Some(4.0));
     // The fountain and the visitor, each created once.
     assert_no_flicker(&sim, &clients, 2);
@@ -236,11 +224,7 @@ fn an_entity_handed_in_before_the_world_server_acknowledged_it_waits_for_the_rep
     sim.run(Duration::from_secs(1));
     // The reply brings the world server the move, then it is the world's.
     let out = to_world(&mut sim);
-    assert!(
-        out.iter()
-            .any(|m| matches!(m, Message::EditAttributes(e) if e.entity_id == EntityId(60))),
-        "the latest state goes first: {out:?}"
-    );
+    assert!(edits(&out, 60), "the latest state goes first: {out:?}");
     let bridge = sim.nodes[0].upstream().unwrap();
     assert_eq!(
         bridge.ids().resolve(EntityId(60)),
