@@ -62,9 +62,8 @@ pub(super) fn parse_take_authority(arguments: &[Value]) -> Option<TakeAuthorityC
         _ => return None,
     };
     let epoch = u64::try_from(*epoch).ok()?;
-    let known = reason.map(|text| {
-        requested_reason(text).ok_or_else(|| cut(text, MAX_REASON_BYTES).to_owned())
-    });
+    let known = reason
+        .map(|text| requested_reason(text).ok_or_else(|| cut(text, MAX_REASON_BYTES).to_owned()));
     let (reason, unknown_reason) = match known {
         None => (HandoverReason::Request, None),
         Some(Ok(reason)) => (reason, None),
@@ -220,7 +219,10 @@ mod tests {
         assert_eq!(without, vec![Value::Uuid(NODE), Value::Integer(7)]);
         // What is sent is what the authority reads.
         let read = parse_take_authority(&with).unwrap();
-        assert_eq!((read.requester, read.epoch, read.reason), (NODE, 7, HandoverReason::Zone));
+        assert_eq!(
+            (read.requester, read.epoch, read.reason),
+            (NODE, 7, HandoverReason::Zone)
+        );
         let read = parse_take_authority(&without).unwrap();
         assert_eq!(read.reason, HandoverReason::Request);
     }

@@ -87,12 +87,13 @@ impl Node {
         let (outcome, detail) = match command {
             AuthorityCommand::Take { entity } => {
                 match self.request_authority(*entity, HandoverReason::Operator) {
-                Ok(()) => (
-                    CommandOutcome::Requested,
-                    "asked the entity's authority to hand it to this node".to_owned(),
-                ),
-                Err(error) => refusal(&error),
-            }},
+                    Ok(()) => (
+                        CommandOutcome::Requested,
+                        "asked the entity's authority to hand it to this node".to_owned(),
+                    ),
+                    Err(error) => refusal(&error),
+                }
+            }
             AuthorityCommand::Give { entity, to } => match self.peer_named(to) {
                 None => (
                     CommandOutcome::UnknownPeer,
