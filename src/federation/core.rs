@@ -109,6 +109,11 @@ pub struct Federation {
     /// This node's own take-authority calls in flight.
     pub(super) authority_requests:
         std::collections::HashSet<(LinkId, crate::less::ids::RequestId<crate::less::ids::Local>)>,
+    /// The epoch and reason of this node's own latest take-authority
+    /// request per entity, so that the grant is counted under that reason
+    /// (`handover.rs`).
+    pub(super) pending_takes:
+        std::collections::HashMap<GlobalId, (u64, super::handover::HandoverReason)>,
 }
 
 impl Federation {
@@ -133,6 +138,7 @@ impl Federation {
             handover_deadlines: Default::default(),
             own_edits: Default::default(),
             authority_requests: Default::default(),
+            pending_takes: Default::default(),
         }
     }
 

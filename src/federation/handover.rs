@@ -21,7 +21,7 @@ use uuid::Uuid;
 use super::core::{Federation, FederationEvent};
 use super::ids::{GlobalId, LinkId};
 use super::link::TypeFilter;
-use crate::less::ids::{ObjectId, PropertyKey, Remote};
+use crate::less::ids::{ObjectId, Remote};
 use crate::less::message::MethodStatus;
 use crate::less::value::Value;
 use crate::scene::{Origin, Scene};
@@ -42,20 +42,26 @@ pub const MAX_WAITING_EDITS: usize = 1024;
 /// patience.
 pub const HANDOVER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// How a node that took an entity over counts a grant it had not asked
+/// for (a departure, an operator's give, the authority's own choice).
+pub const PUSHED: &str = "push";
+
 /// Why authority moved (counted per peer in [`super::FederationStats`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum HandoverReason {
-    /// A take-authority call: a client's TakeAuthority or an operator's
-    /// request on the requesting node.
+    /// A take-authority call from a client's TakeAuthority, or one that
+    /// stated no reason (or one this node does not know).
     Request,
-    /// The entity entered the zone of the node it was handed to.
+    /// The entity settled in the zone of the node it was handed to, which
+    /// asked for it.
     Zone,
     /// This node left the federation and handed its entities on.
     Departure,
     /// This node took back an entity whose new authority never took it (the
     /// link to it failed first).
     Reclaim,
-    /// An operator handed it at the authority.
+    /// An operator handed it at the authority, or asked for it at the
+    /// node it was handed to.
     Operator,
 }
 
@@ -170,13 +176,15 @@ impl Federation {
     }
 
     /// Asks the authority of a remote entity to hand it to this node: a
-    /// take-authority call routed hop by hop like an action. The answer
+    /// take-authority call routed hop by hop like an action, stating
+    /// `reason` (a client's request, a zone, an operator). The answer
     /// comes back as [`FederationEvent::AuthorityRefused`] or, when
     /// granted, as [`FederationEvent::AuthorityChanged`] once the grant
     /// arrived here.
     pub fn request_authority(
         &mut self,
         entity: EntityId,
+        reason: HandoverReason,
         scene: &Scene,
     ) -> Result<(), HandoverError> {
         let global = self
@@ -190,11 +198,14 @@ impl Federation {
         let request = super::authority::AuthorityRequest::TakeAuthority {
             requester: self.node,
             epoch,
+            reason,
         };
         if !self.forward_request(entity, request, None) {
             return Err(HandoverError::NoRoute(entity));
         }
-        info!(%entity, identity = %global, epoch, "authority requested");
+        // A grant of the next epoch answers this request (`take_over`).
+        self.pending_takes.insert(global, (epoch, reason));
+        info!(%entity, identity = %global, epoch, reason = reason.as_str(), "authority requested");
         Ok(())
     }
 
@@ -251,12 +262,14 @@ impl Federation {
     }
 
     /// A take-authority call reached this node, the entity's authority:
-    /// grants the first of an epoch that the policy allows, refuses others.
+    /// grants the first of an epoch that the policy allows, counted under
+    /// the reason the request states; refuses others.
     pub(super) fn answer_take_authority(
         &mut self,
         entity: EntityId,
         requester: Uuid,
         epoch: u64,
+        reason: HandoverReason,
         scene: &mut Scene,
     ) -> (MethodStatus, Value) {
         let Some(global) = self.tracked.global_of(entity) else {
@@ -294,7 +307,7 @@ impl Federation {
                 Value::String("authority not granted by policy".into()),
             );
         }
-        self.grant(global, requester, HandoverReason::Request, scene);
+        self.grant(global, requester, reason, scene);
         (MethodStatus::SUCCESS, Value::Null)
     }
 
@@ -404,8 +417,14 @@ impl Federation {
         tracked.become_authority(epoch);
         let set = scene.set_origin(entity, Origin::Local);
         self.stats.scene(set, "entity taken over not made local");
-        *self.stats.taken_over.entry(from).or_insert(0) += 1;
-        info!(%entity, identity = %global, %from, epoch, "authority taken over");
+        // The grant names no reason: this node's own request of the epoch
+        // before is answered by it, anything else was pushed.
+        let reason = match self.pending_takes.remove(&global) {
+            Some((asked, reason)) if asked.checked_add(1) == Some(epoch) => reason.as_str(),
+            _ => PUSHED,
+        };
+        *self.stats.taken_over.entry((from, reason)).or_insert(0) += 1;
+        info!(%entity, identity = %global, %from, epoch, reason, "authority taken over");
         self.events.push_back(FederationEvent::AuthorityChanged {
             entity,
             authority: self.node,
@@ -444,6 +463,10 @@ impl Federation {
     /// tick; the first tick that sees a hand-over starts its clock).
     pub fn handle_handover_deadlines(&mut self, now: crate::clock::Time, scene: &mut Scene) {
         self.own_edits.tick(now);
+        // Requests for entities gone, or already this node's, wait for no grant.
+        let tracked = &self.tracked;
+        self.pending_takes
+            .retain(|global, _| tracked.get(global).is_some_and(|t| !t.is_local()));
         let handed: Vec<GlobalId> = self
             .tracked
             .iter()
@@ -571,23 +594,4 @@ impl Federation {
         self.release_calls(calls, scene);
         self.flush_waiting_edits(global, scene);
     }
-}
-
-/// The arguments of the entity `take-authority` method (docs/federation.md
-/// §2.1): the requesting node and the epoch it saw.
-pub(super) fn parse_take_authority(arguments: &[Value]) -> Option<(Uuid, u64)> {
-    match arguments {
-        [Value::Uuid(requester), Value::Integer(epoch)] => {
-            Some((*requester, u64::try_from(*epoch).ok()?))
-        }
-        _ => None,
-    }
-}
-
-/// The method key of `take-authority`.
-pub(super) fn take_authority_method() -> PropertyKey {
-    PropertyKey::new(
-        super::mapping::entity::COMPONENT,
-        super::mapping::entity::TAKE_AUTHORITY,
-    )
 }
