@@ -36,10 +36,10 @@ pub const TAKE_AUTHORITY_ACTION: &str = "TakeAuthority";
 pub const MAX_WAITING_EDITS: usize = 1024;
 
 /// How long a node that handed an entity over waits for the new
-/// authority's copy before it takes the entity back (the new authority
-/// died, or every route to it): six times a hand-over's p99 on a 20 %
-/// lossy link (BENCHMARKS.md, "Authority hand-over"), well below a user's
-/// patience.
+/// authority's copy, from when every link acknowledged the packet carrying
+/// the grant, before it takes the entity back (the new authority died, or
+/// every route to it): six times a hand-over's p99 on a 20 % lossy link
+/// (BENCHMARKS.md, "Authority hand-over"), well below a user's patience.
 pub const HANDOVER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How a node that took an entity over counts a grant it had not asked
@@ -245,6 +245,13 @@ impl Federation {
         let epoch = tracked.epoch + 1;
         let entity = tracked.scene();
         tracked.hand_to(to, epoch);
+        // The grant leaves in the next packet of each link.
+        let marks = self
+            .links
+            .iter()
+            .map(|(id, link)| (*id, link.session.send_mark()))
+            .collect();
+        self.grant_marks.insert(global, marks);
         let set = scene.set_origin(entity, Origin::Remote);
         self.stats.scene(set, "handed entity not made remote");
         *self
@@ -474,8 +481,26 @@ impl Federation {
             .map(|(g, _)| *g)
             .collect();
         self.handover_deadlines.retain(|g, _| handed.contains(g));
+        self.grant_marks.retain(|g, _| handed.contains(g));
         let mut expired = Vec::new();
         for global in handed {
+            // The clock runs only once the grant has left: a first hop that
+            // loses its packet several times is slow, not failed (a link
+            // that fails is dropped from the wait, and ends the hand-over
+            // at once if it led to the new authority).
+            if let Some(marks) = self.grant_marks.get_mut(&global) {
+                let links = &self.links;
+                marks.retain(|(link, mark)| {
+                    links
+                        .get(link)
+                        .is_some_and(|l| !l.session.acknowledged_through(*mark))
+                });
+                if !marks.is_empty() {
+                    self.handover_deadlines.remove(&global);
+                    continue;
+                }
+                self.grant_marks.remove(&global);
+            }
             let deadline = *self
                 .handover_deadlines
                 .entry(global)
