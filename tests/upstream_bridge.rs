@@ -418,8 +418,9 @@ fn take_authority(entity: EntityId) -> Message {
 }
 
 /// Authority hand-over across the bridge (docs/upstream.md §8): W's table,
-/// taken by F's client, leaves W and is created there again as F's entity,
-/// while F's client keeps it under one id; F's visitor, taken by U's client,
+/// which has a child in W, is refused; a crate a W client made, taken by F's
+/// client, leaves W and is created there again as F's entity, while F's
+/// client keeps it under one id; F's visitor, taken by U's client,
 /// becomes W's: W's edits are its state from then on, and F's client's edits
 /// reach W through U.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -458,23 +459,40 @@ async fn entities_hand_over_out_of_and_into_the_world_server() {
         .expect("U's session to W is ready")
         .unwrap();
 
-    // Out: F's client takes W's table. W removes its own and gets the
-    // table again, as the federation's.
+    // The table cannot leave W: its RemoveEntity would take the lamp, its
+    // child in W, with it. U refuses.
     at_f.send(&take_authority(table_f)).await;
+    let mut status = u.status.clone();
+    tokio::time::timeout(
+        PATIENCE,
+        status.wait_for(|s| s.handovers.refused.get("world-server") == Some(&1)),
+    )
+    .await
+    .expect("the table's hand-over is refused")
+    .unwrap();
+
+    // Out: a crate a W client made (W's own) is taken by F's client. W
+    // removes its own and gets the crate again, as the federation's.
+    let crate_w = create_at(&mut w_view, &mut at_w, 1, named_box_at("crate", 1.0)).await;
+    f_view
+        .until(&mut at_f, |v, _| v.ids.contains_key("crate"))
+        .await;
+    let crate_f = f_view.ids["crate"];
+    at_f.send(&take_authority(crate_f)).await;
     w_view
         .until(&mut at_w, |v, _| {
-            v.removed.contains(&table_w) && v.created.get("table") == Some(&2)
+            v.removed.contains(&crate_w) && v.created.get("crate") == Some(&1)
         })
         .await;
-    let table_w2 = w_view.ids["table"];
-    assert_ne!(table_w2, table_w);
+    let crate_w2 = w_view.ids["crate"];
+    assert_ne!(crate_w2, crate_w);
     // F simulates it now: its client's move reaches W's new copy.
-    at_f.send(&move_to(table_f, f_view.placeable[&table_f], 42.0))
+    at_f.send(&move_to(crate_f, f_view.placeable[&crate_f], 42.0))
         .await;
     let moved = w_view
-        .until(&mut at_w, |_, m| edited_x(m, table_w2).is_some())
+        .until(&mut at_w, |_, m| edited_x(m, crate_w2).is_some())
         .await;
-    assert_eq!(edited_x(&moved, table_w2), Some(42.0));
+    assert_eq!(edited_x(&moved, crate_w2), Some(42.0));
 
     // In: F's client creates a visitor (F's), U's client takes it, and it
     // becomes W's.
@@ -512,14 +530,15 @@ async fn entities_hand_over_out_of_and_into_the_world_server() {
     f_view
         .until(&mut at_f, |_, m| edited_x(m, visitor_f) == Some(6.0))
         .await;
-    assert_eq!(u.status.borrow().handovers.world_handed_out, 1, "the table");
+    assert_eq!(u.status.borrow().handovers.world_handed_out, 1, "the crate");
     for (view, who) in [(&f_view, "F"), (&u_view, "U")] {
         assert!(view.removed.is_empty(), "{who}'s client saw a removal");
     }
     // F's client created the visitor itself: it was never sent one.
     assert_eq!(f_view.created.get("visitor"), None, "F: no re-creation");
     assert_eq!(u_view.created.get("visitor"), Some(&1), "U: visitor once");
-    assert_eq!(f_view.created.get("table"), Some(&1), "F: table once");
+    assert_eq!(f_view.created.get("crate"), Some(&1), "F: crate once");
+    assert!(!w_view.removed.contains(&table_w), "W keeps its table");
     assert!(!w_view.removed.contains(&visitor_w), "W keeps its copy");
 
     drop((at_f, at_u, at_w));

@@ -12,6 +12,8 @@
 //! - A removal lost with the connection is sent again at the next login;
 //!   an unrelated entity the restarted server numbers the same is kept.
 //! - A leaving bridge node does not hand the world's entities away.
+//! - A world entity with children in the world server stays (its removal
+//!   would take them); a child can go.
 
 mod sim;
 
@@ -315,4 +317,34 @@ fn a_leaving_bridge_node_keeps_the_world_entities_with_the_world() {
     assert!(to_world(&mut sim)
         .iter()
         .all(|m| !matches!(m, Message::RemoveEntity(_))));
+}
+
+#[test]
+fn a_world_entity_with_children_in_the_world_server_stays_there() {
+    let (mut sim, [c0, c1]) = bridged(61, LinkModel::CLEAN);
+    let Message::CreateEntity(mut spout) = world_entity(8, "spout", rotated(0.0)) else {
+        unreachable!()
+    };
+    spout.parent = Some(EntityId(7));
+    from_world(&mut sim, Message::CreateEntity(spout));
+    sim.run(Duration::from_secs(2));
+    let fountain = the(&sim, 1, c1, "fountain");
+    // Its RemoveEntity would take the spout with it: refused.
+    take_authority(&mut sim, 1, c1, fountain);
+    sim.run(Duration::from_secs(2));
+    assert_eq!(authority(&sim, 1, fountain).0, node_id(&sim, 0));
+    let refused = &sim.nodes[0].federation().stats().handover_refusals;
+    assert_eq!(refused.get("world-server"), Some(&1), "{refused:?}");
+    assert!(removals(&to_world(&mut sim)).is_empty());
+    // The child itself can go: created again under its world parent.
+    let spout = the(&sim, 1, c1, "spout");
+    take_authority(&mut sim, 1, c1, spout);
+    sim.run(Duration::from_secs(2));
+    assert_eq!(authority(&sim, 1, spout).0, node_id(&sim, 1));
+    let out = to_world(&mut sim);
+    assert_eq!(removals(&out), vec![EntityId(8)]);
+    let created = creations(&out);
+    assert_eq!(created.len(), 1, "{out:?}");
+    assert_eq!(created[0].parent, Some(EntityId(7)));
+    assert_no_flicker(&sim, &[(0, c0), (1, c1)], 2);
 }

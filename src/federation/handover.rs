@@ -111,8 +111,8 @@ pub enum HandoverError {
     NoRoute(EntityId),
     #[error("entity {0} cannot be handed to this node itself")]
     ToSelf(EntityId),
-    #[error("entity {0} belongs to this node's world server, which is unreachable now")]
-    WorldServerUnreachable(EntityId),
+    #[error("entity {0} belongs to this node's world server and cannot leave it now: {1}")]
+    WorldServer(EntityId, &'static str),
 }
 
 /// An edit that waits for the new authority's copy.
@@ -229,8 +229,8 @@ impl Federation {
         if to == self.node {
             return Err(HandoverError::ToSelf(entity));
         }
-        if scene.is_proxied(entity) && !self.world_server_ready {
-            return Err(HandoverError::WorldServerUnreachable(entity));
+        if let Some(why) = self.world_server_keeps(entity, scene) {
+            return Err(HandoverError::WorldServer(entity, why));
         }
         self.grant(global, to, reason, scene);
         Ok(())
@@ -296,16 +296,9 @@ impl Federation {
             // winner's UUID, hyphenated.
             return (MethodStatus::CONFLICT, Value::String(authority.to_string()));
         }
-        if scene.is_proxied(entity) && !self.world_server_ready {
-            // Handing it out removes it from the world server, which cannot
-            // be told now (docs/upstream.md §8).
+        if let Some(why) = self.world_server_keeps(entity, scene) {
             refuse(self, "world-server");
-            return (
-                MethodStatus::FORBIDDEN,
-                Value::String(
-                    "this node's world server, which has the entity, is unreachable".into(),
-                ),
-            );
+            return (MethodStatus::FORBIDDEN, Value::String(why.into()));
         }
         if !self.policy_grants(entity, requester, scene) {
             refuse(self, "policy");
@@ -316,6 +309,26 @@ impl Federation {
         }
         self.grant(global, requester, reason, scene);
         (MethodStatus::SUCCESS, Value::Null)
+    }
+
+    /// Why an entity of this node's world server (proxied in the scene)
+    /// cannot be handed out now, if it cannot (docs/upstream.md §8):
+    /// handing it out removes it from the world server, which cannot be
+    /// told while its session is not ready, and whose RemoveEntity would
+    /// take the entity's children in the world server with it.
+    fn world_server_keeps(&self, entity: EntityId, scene: &Scene) -> Option<&'static str> {
+        if !scene.is_proxied(entity) {
+            return None;
+        }
+        if !self.world_server_ready {
+            return Some("this node's world server, which has the entity, is unreachable");
+        }
+        let has_world_children = scene
+            .entities()
+            .any(|e| e.parent == Some(entity) && scene.is_proxied(e.id));
+        has_world_children.then_some(
+            "the entity has children in this node's world server, which would go with it",
+        )
     }
 
     fn policy_grants(&self, entity: EntityId, requester: Uuid, scene: &Scene) -> bool {
