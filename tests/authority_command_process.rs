@@ -197,9 +197,13 @@ async fn an_operator_takes_an_entity_and_gives_it_back() {
         })
         .await;
     }
+    // The request states the operator as its reason: both ends count it so.
     let alpha_status = get_json(&alpha_http, "/status").await;
     assert_eq!(alpha_status["handovers"]["given"][0]["peer_uuid"], BETA);
-    assert_eq!(alpha_status["handovers"]["given"][0]["reason"], "request");
+    assert_eq!(alpha_status["handovers"]["given"][0]["reason"], "operator");
+    let beta_status = get_json(&beta_http, "/status").await;
+    assert_eq!(beta_status["handovers"]["taken"][0]["peer_uuid"], ALPHA);
+    assert_eq!(beta_status["handovers"]["taken"][0]["reason"], "operator");
 
     // Taking it again is refused: beta already is its authority.
     let again = authority(&beta_http, TOKEN, &["take", "--entity", entity]).await;
@@ -238,6 +242,10 @@ async fn an_operator_takes_an_entity_and_gives_it_back() {
     let beta_status = get_json(&beta_http, "/status").await;
     assert_eq!(beta_status["handovers"]["given"][0]["peer_uuid"], ALPHA);
     assert_eq!(beta_status["handovers"]["given"][0]["reason"], "operator");
+    // Alpha did not ask for it back.
+    let alpha_status = get_json(&alpha_http, "/status").await;
+    assert_eq!(alpha_status["handovers"]["taken"][0]["peer_uuid"], BETA);
+    assert_eq!(alpha_status["handovers"]["taken"][0]["reason"], "push");
     let log = std::fs::read_to_string(beta_dir.join("node.log")).unwrap();
     assert!(log.contains("operator command"), "{log}");
 }

@@ -17,6 +17,7 @@ use std::time::Duration;
 use lessgate::clock::Time;
 use lessgate::config::PeerChoice;
 use lessgate::federation::departure::DepartureOutcome;
+use lessgate::federation::take_authority::REASON_FEATURE;
 use lessgate::federation::zones::{Hysteresis, Zone, ZoneSet};
 use lessgate::peering::peer_file::PeerName;
 use lessgate::scene::ClientId;
@@ -47,15 +48,17 @@ fn half(west: bool) -> ZoneSet {
 }
 
 /// Three nodes in a chain 0 - 1 - 2 with a client each; node 0 owns
-/// x <= 0, node 1 owns x >= 0, node 2 owns nothing and watches.
+/// x <= 0, node 1 owns x >= 0, node 2 owns nothing and watches. The links
+/// carry the take-authority reason, as between lessgate nodes.
 fn zoned_chain(model: LinkModel, seed: u64, zones: bool) -> (Sim, Vec<(usize, ClientId)>) {
     let mut sim = Sim::new(3, seed);
     if zones {
         sim.nodes[0].set_zones(half(true), HYSTERESIS);
         sim.nodes[1].set_zones(half(false), HYSTERESIS);
     }
-    sim.connect(0, 1, model);
-    sim.connect(1, 2, model);
+    let reason = [REASON_FEATURE.to_owned()];
+    sim.connect_with(0, 1, model, &reason, &reason);
+    sim.connect_with(1, 2, model, &reason, &reason);
     let clients = (0..3).map(|n| (n, sim.add_client(n))).collect();
     (sim, clients)
 }
@@ -179,6 +182,16 @@ fn an_entity_walked_across_a_border_changes_hands_once_per_crossing_under_loss()
         4,
         "node 1 asked once per entry"
     );
+    // Each grant answered a zone's request: counted as `zone` by the node
+    // that granted it and by the node that took it.
+    let (id0, id1) = (node_id(&sim, 0), node_id(&sim, 1));
+    for (node, other) in [(0, id1), (1, id0)] {
+        let stats = sim.nodes[node].federation().stats();
+        let given: Vec<_> = stats.handed_over.iter().collect();
+        assert_eq!(given, vec![(&(other, "zone"), &4)], "node {node}");
+        let taken: Vec<_> = stats.taken_over.iter().collect();
+        assert_eq!(taken, vec![(&(other, "zone"), &4)], "node {node}");
+    }
     // Operators see the zone requests in /status and /metrics.
     let status =
         lessgate::node::status::NodeStatus::collect(&sim.nodes[1], "b", "", Duration::ZERO);
@@ -190,6 +203,12 @@ fn an_entity_walked_across_a_border_changes_hands_once_per_crossing_under_loss()
         metrics.contains("lessgate_zone_requests_total{outcome=\"sent\"} 4"),
         "{metrics}"
     );
+    for family in ["given", "taken"] {
+        let line = format!(
+            "lessgate_handovers_{family}_total{{peer=\"n0\",peer_uuid=\"{id0}\",reason=\"zone\"}} 4"
+        );
+        assert!(metrics.contains(&line), "{line} in {metrics}");
+    }
 }
 
 /// The last edit of the walk wins everywhere, under 20 % loss, duplication

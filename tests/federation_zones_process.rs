@@ -370,9 +370,8 @@ async fn drag_into_bs_zone(topology: &str, pairs: &[(usize, usize)]) {
     let given = &a_status["handovers"]["given"];
     assert_eq!(given.as_array().map(Vec::len), Some(1), "{a_status}");
     assert_eq!(given[0]["peer_uuid"], b_uuid.as_str(), "{a_status}");
-    // The request carries no reason (docs/federation.md §7.7): the
-    // authority counts a zone's request as any other.
-    assert_eq!(given[0]["reason"], "request", "{a_status}");
+    // The request carries its reason (docs/federation.md §7.7).
+    assert_eq!(given[0]["reason"], "zone", "{a_status}");
 
     // a's client drags on: its edits are now tweaks toward b.
     while x < DRAG_ON_TO {
@@ -417,6 +416,7 @@ async fn drag_into_bs_zone(topology: &str, pairs: &[(usize, usize)]) {
     let taken = &b_status["handovers"]["taken"];
     assert_eq!(taken.as_array().map(Vec::len), Some(1), "{b_status}");
     assert_eq!(taken[0]["peer_uuid"], a_uuid.as_str(), "{b_status}");
+    assert_eq!(taken[0]["reason"], "zone", "{b_status}");
 
     // What c's client was told about the ball: no flicker.
     let (ball_c, messages) = ball_at_c(&watched).expect("c has the ball");

@@ -184,6 +184,42 @@ async fn create_at(
     }
 }
 
+/// U (bridging `world`, with `upstream` added to its `[upstream]`
+/// section) and F, peered on the given (control, data) addresses; F dials U.
+async fn bridge_and_peer(
+    dir: &Path,
+    world: &TestNode,
+    upstream: &str,
+    u_ports: (&str, &str),
+    f_ports: (&str, &str),
+) -> (TestNode, TestNode) {
+    let upstream_section = format!(
+        "[upstream]\nurl = \"{}\"\nsettle_ms = 300\n{upstream}[upstream.login]\nusername = \"bridge\"\n",
+        world.url
+    );
+    let u = TestNode::start_as_configured(peered_config(
+        dir,
+        "u",
+        "alpha",
+        "6f1c2a8e-0d4b-4f57-9a38-3b1f2d6c7e01",
+        u_ports,
+        ("f", "", "beta"),
+        &upstream_section,
+    ))
+    .await;
+    let f = TestNode::start_as_configured(peered_config(
+        dir,
+        "f",
+        "beta",
+        "a2d4e6f8-1b3c-4d5e-8f70-9a1b2c3d4e02",
+        f_ports,
+        ("u", u_ports.0, "alpha"),
+        "",
+    ))
+    .await;
+    (u, f)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_world_server_bridged_into_the_federation() {
     let _ = tracing_subscriber::fmt()
@@ -193,30 +229,13 @@ async fn a_world_server_bridged_into_the_federation() {
     let dir = std::env::temp_dir().join(format!("lessgate-upstream-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let world = TestNode::start_as_configured(world_config()).await;
-    let upstream_section = format!(
-        "[upstream]\nurl = \"{}\"\nreconnect_min_ms = 100\nreconnect_max_ms = 500\n\
-         settle_ms = 300\ngrace_secs = 60\n[upstream.login]\nusername = \"bridge\"\n",
-        world.url
-    );
-    let u = TestNode::start_as_configured(peered_config(
+    let (u, f) = bridge_and_peer(
         &dir,
-        "u",
-        "alpha",
-        "6f1c2a8e-0d4b-4f57-9a38-3b1f2d6c7e01",
+        &world,
+        "reconnect_min_ms = 100\nreconnect_max_ms = 500\ngrace_secs = 60\n",
         (U_CONTROL, U_DATA),
-        ("f", "", "beta"),
-        &upstream_section,
-    ))
-    .await;
-    let f = TestNode::start_as_configured(peered_config(
-        &dir,
-        "f",
-        "beta",
-        "a2d4e6f8-1b3c-4d5e-8f70-9a1b2c3d4e02",
         (F_CONTROL, F_DATA),
-        ("u", U_CONTROL, "alpha"),
-        "",
-    ))
+    )
     .await;
 
     // F's client sees W's world.
@@ -399,8 +418,9 @@ fn take_authority(entity: EntityId) -> Message {
 }
 
 /// Authority hand-over across the bridge (docs/upstream.md §8): W's table,
-/// taken by F's client, leaves W and is created there again as F's entity,
-/// while F's client keeps it under one id; F's visitor, taken by U's client,
+/// which has a child in W, is refused; a crate a W client made, taken by F's
+/// client, leaves W and is created there again as F's entity, while F's
+/// client keeps it under one id; F's visitor, taken by U's client,
 /// becomes W's: W's edits are its state from then on, and F's client's edits
 /// reach W through U.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -413,29 +433,13 @@ async fn entities_hand_over_out_of_and_into_the_world_server() {
         std::env::temp_dir().join(format!("lessgate-upstream-handover-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let world = TestNode::start_as_configured(world_config_at("127.0.0.1:0")).await;
-    let upstream_section = format!(
-        "[upstream]\nurl = \"{}\"\nsettle_ms = 300\n[upstream.login]\nusername = \"bridge\"\n",
-        world.url
-    );
-    let u = TestNode::start_as_configured(peered_config(
+    let (u, f) = bridge_and_peer(
         &dir,
-        "u",
-        "alpha",
-        "6f1c2a8e-0d4b-4f57-9a38-3b1f2d6c7e01",
-        (U2_CONTROL, U2_DATA),
-        ("f", "", "beta"),
-        &upstream_section,
-    ))
-    .await;
-    let f = TestNode::start_as_configured(peered_config(
-        &dir,
-        "f",
-        "beta",
-        "a2d4e6f8-1b3c-4d5e-8f70-9a1b2c3d4e02",
-        (F2_CONTROL, F2_DATA),
-        ("u", U2_CONTROL, "alpha"),
+        &world,
         "",
-    ))
+        (U2_CONTROL, U2_DATA),
+        (F2_CONTROL, F2_DATA),
+    )
     .await;
     let (mut at_f, _) = TundraClient::login(&f.url, "fay", 3).await;
     let mut f_view = View::default();
@@ -455,23 +459,40 @@ async fn entities_hand_over_out_of_and_into_the_world_server() {
         .expect("U's session to W is ready")
         .unwrap();
 
-    // Out: F's client takes W's table. W removes its own and gets the
-    // table again, as the federation's.
+    // The table cannot leave W: its RemoveEntity would take the lamp, its
+    // child in W, with it. U refuses.
     at_f.send(&take_authority(table_f)).await;
+    let mut status = u.status.clone();
+    tokio::time::timeout(
+        PATIENCE,
+        status.wait_for(|s| s.handovers.refused.get("world-server") == Some(&1)),
+    )
+    .await
+    .expect("the table's hand-over is refused")
+    .unwrap();
+
+    // Out: a crate a W client made (W's own) is taken by F's client. W
+    // removes its own and gets the crate again, as the federation's.
+    let crate_w = create_at(&mut w_view, &mut at_w, 1, named_box_at("crate", 1.0)).await;
+    f_view
+        .until(&mut at_f, |v, _| v.ids.contains_key("crate"))
+        .await;
+    let crate_f = f_view.ids["crate"];
+    at_f.send(&take_authority(crate_f)).await;
     w_view
         .until(&mut at_w, |v, _| {
-            v.removed.contains(&table_w) && v.created.get("table") == Some(&2)
+            v.removed.contains(&crate_w) && v.created.get("crate") == Some(&1)
         })
         .await;
-    let table_w2 = w_view.ids["table"];
-    assert_ne!(table_w2, table_w);
+    let crate_w2 = w_view.ids["crate"];
+    assert_ne!(crate_w2, crate_w);
     // F simulates it now: its client's move reaches W's new copy.
-    at_f.send(&move_to(table_f, f_view.placeable[&table_f], 42.0))
+    at_f.send(&move_to(crate_f, f_view.placeable[&crate_f], 42.0))
         .await;
     let moved = w_view
-        .until(&mut at_w, |_, m| edited_x(m, table_w2).is_some())
+        .until(&mut at_w, |_, m| edited_x(m, crate_w2).is_some())
         .await;
-    assert_eq!(edited_x(&moved, table_w2), Some(42.0));
+    assert_eq!(edited_x(&moved, crate_w2), Some(42.0));
 
     // In: F's client creates a visitor (F's), U's client takes it, and it
     // becomes W's.
@@ -509,14 +530,15 @@ async fn entities_hand_over_out_of_and_into_the_world_server() {
     f_view
         .until(&mut at_f, |_, m| edited_x(m, visitor_f) == Some(6.0))
         .await;
-    assert_eq!(u.status.borrow().handovers.world_handed_out, 1, "the table");
+    assert_eq!(u.status.borrow().handovers.world_handed_out, 1, "the crate");
     for (view, who) in [(&f_view, "F"), (&u_view, "U")] {
         assert!(view.removed.is_empty(), "{who}'s client saw a removal");
     }
     // F's client created the visitor itself: it was never sent one.
     assert_eq!(f_view.created.get("visitor"), None, "F: no re-creation");
     assert_eq!(u_view.created.get("visitor"), Some(&1), "U: visitor once");
-    assert_eq!(f_view.created.get("table"), Some(&1), "F: table once");
+    assert_eq!(f_view.created.get("crate"), Some(&1), "F: crate once");
+    assert!(!w_view.removed.contains(&table_w), "W keeps its table");
     assert!(!w_view.removed.contains(&visitor_w), "W keeps its copy");
 
     drop((at_f, at_u, at_w));

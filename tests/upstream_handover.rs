@@ -12,6 +12,8 @@
 //! - A removal lost with the connection is sent again at the next login;
 //!   an unrelated entity the restarted server numbers the same is kept.
 //! - A leaving bridge node does not hand the world's entities away.
+//! - A world entity with children in the world server stays (its removal
+//!   would take them); a child can go.
 
 mod sim;
 
@@ -20,10 +22,12 @@ use std::time::Duration;
 use lessgate::federation::HandoverReason;
 use lessgate::peering::peer_file::PeerName;
 use lessgate::scene::ClientId;
-use lessgate::tundra::messages::{exec_type, CreateEntity};
+use lessgate::tundra::messages::CreateEntity;
 use lessgate::tundra::{EntityId, Message};
 use lessgate::upstream::ids::UpstreamEntity;
-use sim::authority::{assert_no_flicker, assert_one_authority, authority, node_id, the};
+use sim::authority::{
+    assert_no_flicker, assert_one_authority, authority, node_id, take_authority, the,
+};
 use sim::world::{
     accept_login, bridge, from_world, reply_to, rotated, to_world, world_edit, world_entity,
     world_login,
@@ -45,17 +49,6 @@ fn bridged(seed: u64, model: LinkModel) -> (Sim, [ClientId; 2]) {
     (sim, clients)
 }
 
-fn take_authority(sim: &mut Sim, node: usize, client: ClientId, entity: EntityId) {
-    sim.action(
-        node,
-        client,
-        entity,
-        "TakeAuthority",
-        exec_type::SERVER,
-        Vec::new(),
-    );
-}
-
 fn creations(out: &[Message]) -> Vec<CreateEntity> {
     out.iter()
         .filter_map(|m| match m {
@@ -63,6 +56,12 @@ fn creations(out: &[Message]) -> Vec<CreateEntity> {
             _ => None,
         })
         .collect()
+}
+
+/// Whether `out` edits the world server's entity `id`.
+fn edits(out: &[Message], id: u32) -> bool {
+    out.iter()
+        .any(|m| matches!(m, Message::EditAttributes(e) if e.entity_id == EntityId(id)))
 }
 
 fn removals(out: &[Message]) -> Vec<EntityId> {
@@ -119,8 +118,7 @@ fn hand_world_entity_out(seed: u64, model: LinkModel) {
     assert_eq!(sim.x_of(1, c1, at_1), Some(9.0));
     let out = to_world(&mut sim);
     assert!(
-        out.iter()
-            .any(|m| matches!(m, Message::EditAttributes(e) if e.entity_id == EntityId(31))),
+        edits(&out, 31),
         "the move reaches the world server's new copy: {out:?}"
     );
     // A world client's edit of the new copy goes to node 1, the authority.
@@ -185,20 +183,12 @@ fn hand_entity_in(seed: u64, model: LinkModel) {
     sim.move_entity(0, c0, at_0, 3.0);
     sim.run(Duration::from_secs(1));
     let out = to_world(&mut sim);
-    assert!(
-        out.iter()
-            .any(|m| matches!(m, Message::EditAttributes(e) if e.entity_id == EntityId(50))),
-        "{out:?}"
-    );
+    assert!(edits(&out, 50), "{out:?}");
     // So does node 1's, through node 0.
     sim.move_entity(1, c1, at_1, 4.0);
     sim.run(Duration::from_secs(5));
     let out = to_world(&mut sim);
-    assert!(
-        out.iter()
-            .any(|m| matches!(m, Message::EditAttributes(e) if e.entity_id == EntityId(50))),
-        "{out:?}"
-    );
+    assert!(edits(&out, 50), "{out:?}");
     assert_eq!(sim.x_of(1, c1, at_1), Some(4.0));
     // The fountain and the visitor, each created once.
     assert_no_flicker(&sim, &clients, 2);
@@ -236,11 +226,7 @@ fn an_entity_handed_in_before_the_world_server_acknowledged_it_waits_for_the_rep
     sim.run(Duration::from_secs(1));
     // The reply brings the world server the move, then it is the world's.
     let out = to_world(&mut sim);
-    assert!(
-        out.iter()
-            .any(|m| matches!(m, Message::EditAttributes(e) if e.entity_id == EntityId(60))),
-        "the latest state goes first: {out:?}"
-    );
+    assert!(edits(&out, 60), "the latest state goes first: {out:?}");
     let bridge = sim.nodes[0].upstream().unwrap();
     assert_eq!(
         bridge.ids().resolve(EntityId(60)),
@@ -331,4 +317,34 @@ fn a_leaving_bridge_node_keeps_the_world_entities_with_the_world() {
     assert!(to_world(&mut sim)
         .iter()
         .all(|m| !matches!(m, Message::RemoveEntity(_))));
+}
+
+#[test]
+fn a_world_entity_with_children_in_the_world_server_stays_there() {
+    let (mut sim, [c0, c1]) = bridged(61, LinkModel::CLEAN);
+    let Message::CreateEntity(mut spout) = world_entity(8, "spout", rotated(0.0)) else {
+        unreachable!()
+    };
+    spout.parent = Some(EntityId(7));
+    from_world(&mut sim, Message::CreateEntity(spout));
+    sim.run(Duration::from_secs(2));
+    let fountain = the(&sim, 1, c1, "fountain");
+    // Its RemoveEntity would take the spout with it: refused.
+    take_authority(&mut sim, 1, c1, fountain);
+    sim.run(Duration::from_secs(2));
+    assert_eq!(authority(&sim, 1, fountain).0, node_id(&sim, 0));
+    let refused = &sim.nodes[0].federation().stats().handover_refusals;
+    assert_eq!(refused.get("world-server"), Some(&1), "{refused:?}");
+    assert!(removals(&to_world(&mut sim)).is_empty());
+    // The child itself can go: created again under its world parent.
+    let spout = the(&sim, 1, c1, "spout");
+    take_authority(&mut sim, 1, c1, spout);
+    sim.run(Duration::from_secs(2));
+    assert_eq!(authority(&sim, 1, spout).0, node_id(&sim, 1));
+    let out = to_world(&mut sim);
+    assert_eq!(removals(&out), vec![EntityId(8)]);
+    let created = creations(&out);
+    assert_eq!(created.len(), 1, "{out:?}");
+    assert_eq!(created[0].parent, Some(EntityId(7)));
+    assert_no_flicker(&sim, &[(0, c0), (1, c1)], 2);
 }

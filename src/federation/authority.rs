@@ -7,14 +7,15 @@ use tracing::{debug, info, warn};
 use super::call_order::{Admission, WaitingCall, MAX_WAITING_CALLS};
 use super::core::{Federation, FederationEvent};
 use super::export::reference_out;
-use super::handover::{
-    parse_take_authority, take_authority_method, WaitingEdit, TAKE_AUTHORITY_ACTION,
-};
+use super::handover::{HandoverReason, WaitingEdit, TAKE_AUTHORITY_ACTION};
 use super::ids::LinkId;
 use super::import::reference_in;
 use super::link::ForwardedCall;
 use super::mapping::{attribute_key, component, entity};
 use super::own_edits::Returning;
+use super::take_authority::{
+    parse_take_authority, take_authority_arguments, take_authority_method, TakeAuthorityCall,
+};
 use super::values::{from_less, to_less};
 use crate::less::ids::{Local, ObjectId, PropertyKey, Remote, RequestId};
 use crate::less::message::MethodStatus;
@@ -46,7 +47,9 @@ impl Federation {
             .is_some_and(|e| e.origin == Origin::Remote);
         if action.name == TAKE_AUTHORITY_ACTION {
             // A client asks for the entity on behalf of this node.
-            if let Err(error) = self.request_authority(action.entity_id, scene) {
+            if let Err(error) =
+                self.request_authority(action.entity_id, HandoverReason::Request, scene)
+            {
                 info!(entity = %action.entity_id, %error, "TakeAuthority not sent");
             }
             return;
@@ -302,10 +305,14 @@ impl Federation {
                 PropertyKey::new(component::OWNER, component::REMOVE),
                 Vec::new(),
             ),
-            AuthorityRequest::TakeAuthority { requester, epoch } => (
+            AuthorityRequest::TakeAuthority {
+                requester,
+                epoch,
+                reason,
+            } => (
                 entity_object,
                 take_authority_method(),
-                vec![Value::Uuid(*requester), Value::Integer(*epoch as i64)],
+                take_authority_arguments(*requester, *epoch, *reason, link.take_authority_reason),
             ),
         };
         let take = matches!(request, AuthorityRequest::TakeAuthority { .. });
@@ -364,7 +371,21 @@ impl Federation {
             },
             None if method == entity_remove => AuthorityRequest::RemoveEntity,
             None if method == take_authority_method() => match parse_take_authority(&arguments) {
-                Some((requester, epoch)) => AuthorityRequest::TakeAuthority { requester, epoch },
+                Some(TakeAuthorityCall {
+                    requester,
+                    epoch,
+                    reason,
+                    unknown_reason,
+                }) => {
+                    if let Some(text) = unknown_reason {
+                        debug!(link = link_id.0, entity = %entity_id, reason = %RemoteText(&text), "take-authority reason not known: counted as request");
+                    }
+                    AuthorityRequest::TakeAuthority {
+                        requester,
+                        epoch,
+                        reason,
+                    }
+                }
                 None => {
                     return answer(
                         self,
@@ -470,6 +491,7 @@ impl Federation {
             if status.is_success() {
                 debug!(link = link_id.0, entity = %global, "authority request granted");
             } else if let Some(entity) = entity {
+                self.pending_takes.remove(&global);
                 *self.stats.requests_refused.entry(status.0).or_insert(0) += 1;
                 debug!(link = link_id.0, identity = %global, status = status.0, "authority request answered with a refusal");
                 self.events.push_back(FederationEvent::AuthorityRefused {
@@ -571,8 +593,12 @@ impl Federation {
                 self.stats
                     .scene(removed, "component not removed at a peer's request");
             }
-            AuthorityRequest::TakeAuthority { requester, epoch } => {
-                return self.answer_take_authority(entity_id, requester, epoch, scene);
+            AuthorityRequest::TakeAuthority {
+                requester,
+                epoch,
+                reason,
+            } => {
+                return self.answer_take_authority(entity_id, requester, epoch, reason, scene);
             }
         }
         (MethodStatus::SUCCESS, Value::Null)
@@ -592,10 +618,12 @@ pub(super) enum AuthorityRequest {
     Action(EntityAction),
     RemoveEntity,
     RemoveComponent(ComponentId),
-    /// Hand the entity to `requester`, if its epoch is still `epoch`.
+    /// Hand the entity to `requester`, if its epoch is still `epoch`;
+    /// counted under `reason` where it is granted.
     TakeAuthority {
         requester: uuid::Uuid,
         epoch: u64,
+        reason: HandoverReason,
     },
 }
 

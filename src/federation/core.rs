@@ -103,12 +103,21 @@ pub struct Federation {
         std::collections::HashMap<GlobalId, Vec<super::handover::WaitingEdit>>,
     /// When this node takes back entities it handed over (`handover.rs`).
     pub(super) handover_deadlines: std::collections::HashMap<GlobalId, crate::clock::Time>,
+    /// Per entity handed over, the links whose packet carrying the grant is
+    /// not acknowledged yet, with the send mark it is at or above: the
+    /// take-back clock starts once none is left.
+    pub(super) grant_marks: std::collections::HashMap<GlobalId, Vec<(LinkId, u64)>>,
     /// This node's own edits sent as tweaks that may come back
     /// (`own_edits.rs`).
     pub(super) own_edits: super::own_edits::OwnEdits,
     /// This node's own take-authority calls in flight.
     pub(super) authority_requests:
         std::collections::HashSet<(LinkId, crate::less::ids::RequestId<crate::less::ids::Local>)>,
+    /// The epoch and reason of this node's own latest take-authority
+    /// request per entity, so that the grant is counted under that reason
+    /// (`handover.rs`).
+    pub(super) pending_takes:
+        std::collections::HashMap<GlobalId, (u64, super::handover::HandoverReason)>,
 }
 
 impl Federation {
@@ -131,8 +140,10 @@ impl Federation {
             world_server_ready: false,
             waiting_edits: Default::default(),
             handover_deadlines: Default::default(),
+            grant_marks: Default::default(),
             own_edits: Default::default(),
             authority_requests: Default::default(),
+            pending_takes: Default::default(),
         }
     }
 

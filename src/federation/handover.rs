@@ -21,7 +21,7 @@ use uuid::Uuid;
 use super::core::{Federation, FederationEvent};
 use super::ids::{GlobalId, LinkId};
 use super::link::TypeFilter;
-use crate::less::ids::{ObjectId, PropertyKey, Remote};
+use crate::less::ids::{ObjectId, Remote};
 use crate::less::message::MethodStatus;
 use crate::less::value::Value;
 use crate::scene::{Origin, Scene};
@@ -36,26 +36,32 @@ pub const TAKE_AUTHORITY_ACTION: &str = "TakeAuthority";
 pub const MAX_WAITING_EDITS: usize = 1024;
 
 /// How long a node that handed an entity over waits for the new
-/// authority's copy before it takes the entity back (the new authority
-/// died, or every route to it): six times a hand-over's p99 on a 20 %
-/// lossy link (BENCHMARKS.md, "Authority hand-over"), well below a user's
-/// patience.
+/// authority's copy, from when every link acknowledged the packet carrying
+/// the grant, before it takes the entity back (the new authority died, or
+/// every route to it): six times a hand-over's p99 on a 20 % lossy link
+/// (BENCHMARKS.md, "Authority hand-over"), well below a user's patience.
 pub const HANDOVER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How a node that took an entity over counts a grant it had not asked
+/// for (a departure, an operator's give, the authority's own choice).
+pub const PUSHED: &str = "push";
 
 /// Why authority moved (counted per peer in [`super::FederationStats`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum HandoverReason {
-    /// A take-authority call: a client's TakeAuthority or an operator's
-    /// request on the requesting node.
+    /// A take-authority call from a client's TakeAuthority, or one that
+    /// stated no reason (or one this node does not know).
     Request,
-    /// The entity entered the zone of the node it was handed to.
+    /// The entity settled in the zone of the node it was handed to, which
+    /// asked for it.
     Zone,
     /// This node left the federation and handed its entities on.
     Departure,
     /// This node took back an entity whose new authority never took it (the
     /// link to it failed first).
     Reclaim,
-    /// An operator handed it at the authority.
+    /// An operator handed it at the authority, or asked for it at the
+    /// node it was handed to.
     Operator,
 }
 
@@ -105,8 +111,8 @@ pub enum HandoverError {
     NoRoute(EntityId),
     #[error("entity {0} cannot be handed to this node itself")]
     ToSelf(EntityId),
-    #[error("entity {0} belongs to this node's world server, which is unreachable now")]
-    WorldServerUnreachable(EntityId),
+    #[error("entity {0} belongs to this node's world server and cannot leave it now: {1}")]
+    WorldServer(EntityId, &'static str),
 }
 
 /// An edit that waits for the new authority's copy.
@@ -170,13 +176,15 @@ impl Federation {
     }
 
     /// Asks the authority of a remote entity to hand it to this node: a
-    /// take-authority call routed hop by hop like an action. The answer
+    /// take-authority call routed hop by hop like an action, stating
+    /// `reason` (a client's request, a zone, an operator). The answer
     /// comes back as [`FederationEvent::AuthorityRefused`] or, when
     /// granted, as [`FederationEvent::AuthorityChanged`] once the grant
     /// arrived here.
     pub fn request_authority(
         &mut self,
         entity: EntityId,
+        reason: HandoverReason,
         scene: &Scene,
     ) -> Result<(), HandoverError> {
         let global = self
@@ -190,11 +198,14 @@ impl Federation {
         let request = super::authority::AuthorityRequest::TakeAuthority {
             requester: self.node,
             epoch,
+            reason,
         };
         if !self.forward_request(entity, request, None) {
             return Err(HandoverError::NoRoute(entity));
         }
-        info!(%entity, identity = %global, epoch, "authority requested");
+        // A grant of the next epoch answers this request (`take_over`).
+        self.pending_takes.insert(global, (epoch, reason));
+        info!(%entity, identity = %global, epoch, reason = reason.as_str(), "authority requested");
         Ok(())
     }
 
@@ -218,8 +229,8 @@ impl Federation {
         if to == self.node {
             return Err(HandoverError::ToSelf(entity));
         }
-        if scene.is_proxied(entity) && !self.world_server_ready {
-            return Err(HandoverError::WorldServerUnreachable(entity));
+        if let Some(why) = self.world_server_keeps(entity, scene) {
+            return Err(HandoverError::WorldServer(entity, why));
         }
         self.grant(global, to, reason, scene);
         Ok(())
@@ -234,6 +245,13 @@ impl Federation {
         let epoch = tracked.epoch + 1;
         let entity = tracked.scene();
         tracked.hand_to(to, epoch);
+        // The grant leaves in the next packet of each link.
+        let marks = self
+            .links
+            .iter()
+            .map(|(id, link)| (*id, link.session.send_mark()))
+            .collect();
+        self.grant_marks.insert(global, marks);
         let set = scene.set_origin(entity, Origin::Remote);
         self.stats.scene(set, "handed entity not made remote");
         *self
@@ -251,12 +269,14 @@ impl Federation {
     }
 
     /// A take-authority call reached this node, the entity's authority:
-    /// grants the first of an epoch that the policy allows, refuses others.
+    /// grants the first of an epoch that the policy allows, counted under
+    /// the reason the request states; refuses others.
     pub(super) fn answer_take_authority(
         &mut self,
         entity: EntityId,
         requester: Uuid,
         epoch: u64,
+        reason: HandoverReason,
         scene: &mut Scene,
     ) -> (MethodStatus, Value) {
         let Some(global) = self.tracked.global_of(entity) else {
@@ -276,16 +296,9 @@ impl Federation {
             // winner's UUID, hyphenated.
             return (MethodStatus::CONFLICT, Value::String(authority.to_string()));
         }
-        if scene.is_proxied(entity) && !self.world_server_ready {
-            // Handing it out removes it from the world server, which cannot
-            // be told now (docs/upstream.md §8).
+        if let Some(why) = self.world_server_keeps(entity, scene) {
             refuse(self, "world-server");
-            return (
-                MethodStatus::FORBIDDEN,
-                Value::String(
-                    "this node's world server, which has the entity, is unreachable".into(),
-                ),
-            );
+            return (MethodStatus::FORBIDDEN, Value::String(why.into()));
         }
         if !self.policy_grants(entity, requester, scene) {
             refuse(self, "policy");
@@ -294,8 +307,28 @@ impl Federation {
                 Value::String("authority not granted by policy".into()),
             );
         }
-        self.grant(global, requester, HandoverReason::Request, scene);
+        self.grant(global, requester, reason, scene);
         (MethodStatus::SUCCESS, Value::Null)
+    }
+
+    /// Why an entity of this node's world server (proxied in the scene)
+    /// cannot be handed out now, if it cannot (docs/upstream.md §8):
+    /// handing it out removes it from the world server, which cannot be
+    /// told while its session is not ready, and whose RemoveEntity would
+    /// take the entity's children in the world server with it.
+    fn world_server_keeps(&self, entity: EntityId, scene: &Scene) -> Option<&'static str> {
+        if !scene.is_proxied(entity) {
+            return None;
+        }
+        if !self.world_server_ready {
+            return Some("this node's world server, which has the entity, is unreachable");
+        }
+        let has_world_children = scene
+            .entities()
+            .any(|e| e.parent == Some(entity) && scene.is_proxied(e.id));
+        has_world_children.then_some(
+            "the entity has children in this node's world server, which would go with it",
+        )
     }
 
     fn policy_grants(&self, entity: EntityId, requester: Uuid, scene: &Scene) -> bool {
@@ -404,8 +437,14 @@ impl Federation {
         tracked.become_authority(epoch);
         let set = scene.set_origin(entity, Origin::Local);
         self.stats.scene(set, "entity taken over not made local");
-        *self.stats.taken_over.entry(from).or_insert(0) += 1;
-        info!(%entity, identity = %global, %from, epoch, "authority taken over");
+        // The grant names no reason: this node's own request of the epoch
+        // before is answered by it, anything else was pushed.
+        let reason = match self.pending_takes.remove(&global) {
+            Some((asked, reason)) if asked.checked_add(1) == Some(epoch) => reason.as_str(),
+            _ => PUSHED,
+        };
+        *self.stats.taken_over.entry((from, reason)).or_insert(0) += 1;
+        info!(%entity, identity = %global, %from, epoch, reason, "authority taken over");
         self.events.push_back(FederationEvent::AuthorityChanged {
             entity,
             authority: self.node,
@@ -444,6 +483,10 @@ impl Federation {
     /// tick; the first tick that sees a hand-over starts its clock).
     pub fn handle_handover_deadlines(&mut self, now: crate::clock::Time, scene: &mut Scene) {
         self.own_edits.tick(now);
+        // Requests for entities gone, or already this node's, wait for no grant.
+        let tracked = &self.tracked;
+        self.pending_takes
+            .retain(|global, _| tracked.get(global).is_some_and(|t| !t.is_local()));
         let handed: Vec<GlobalId> = self
             .tracked
             .iter()
@@ -451,8 +494,26 @@ impl Federation {
             .map(|(g, _)| *g)
             .collect();
         self.handover_deadlines.retain(|g, _| handed.contains(g));
+        self.grant_marks.retain(|g, _| handed.contains(g));
         let mut expired = Vec::new();
         for global in handed {
+            // The clock runs only once the grant has left: a first hop that
+            // loses its packet several times is slow, not failed (a link
+            // that fails is dropped from the wait, and ends the hand-over
+            // at once if it led to the new authority).
+            if let Some(marks) = self.grant_marks.get_mut(&global) {
+                let links = &self.links;
+                marks.retain(|(link, mark)| {
+                    links
+                        .get(link)
+                        .is_some_and(|l| !l.session.acknowledged_through(*mark))
+                });
+                if !marks.is_empty() {
+                    self.handover_deadlines.remove(&global);
+                    continue;
+                }
+                self.grant_marks.remove(&global);
+            }
             let deadline = *self
                 .handover_deadlines
                 .entry(global)
@@ -571,23 +632,4 @@ impl Federation {
         self.release_calls(calls, scene);
         self.flush_waiting_edits(global, scene);
     }
-}
-
-/// The arguments of the entity `take-authority` method (docs/federation.md
-/// §2.1): the requesting node and the epoch it saw.
-pub(super) fn parse_take_authority(arguments: &[Value]) -> Option<(Uuid, u64)> {
-    match arguments {
-        [Value::Uuid(requester), Value::Integer(epoch)] => {
-            Some((*requester, u64::try_from(*epoch).ok()?))
-        }
-        _ => None,
-    }
-}
-
-/// The method key of `take-authority`.
-pub(super) fn take_authority_method() -> PropertyKey {
-    PropertyKey::new(
-        super::mapping::entity::COMPONENT,
-        super::mapping::entity::TAKE_AUTHORITY,
-    )
 }

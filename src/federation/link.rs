@@ -90,6 +90,10 @@ pub struct Link {
     /// packet the peer sent before them has arrived, with the receive mark
     /// to wait for (`handover.rs`).
     pub(super) epoch_barriers: Vec<(ObjectId<Remote>, u64)>,
+    /// Both Hellos listed `handover:reason/1`: take-authority calls on the
+    /// link state their reason (`take_authority.rs`). False, as for a peer
+    /// that lists no features, until the driver says otherwise.
+    pub take_authority_reason: bool,
 }
 
 impl Link {
@@ -113,6 +117,7 @@ impl Link {
             forwarded_calls: HashMap::new(),
             refresh: Default::default(),
             epoch_barriers: Vec::new(),
+            take_authority_reason: false,
         }
     }
 

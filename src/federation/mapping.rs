@@ -147,8 +147,11 @@ pub fn entity_schema() -> TypeSchema {
                 Member {
                     id: PropertyId(entity::TAKE_AUTHORITY),
                     name: "take-authority".to_owned(),
+                    // UUID, INTEGER and an optional STRING: a signature
+                    // fixes one count, so the session checks none and
+                    // `take_authority.rs` reads both forms (section 7.2).
                     kind: MemberKind::Method(MethodSchema {
-                        arguments: Some(vec![ValueType::Uuid, ValueType::Integer]),
+                        arguments: None,
                         returns: None,
                     }),
                 },

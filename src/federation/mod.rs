@@ -17,7 +17,8 @@
 //!   index from object to scene entity;
 //! - `call_order.rs`: calls waiting for a route change;
 //! - `handover.rs`: authority hand-over (docs/federation.md §7): grants,
-//!   the epoch barrier, taking over, taking back;
+//!   the epoch barrier, taking over, taking back; `take_authority.rs`, the
+//!   request's arguments and the reason it states;
 //! - `own_edits.rs`: this node's edits sent as tweaks, so that one coming
 //!   back after a later edit took another route is not applied over it.
 //!
@@ -49,6 +50,7 @@ mod read_ahead;
 pub mod refresh;
 pub mod schemas;
 pub mod stats;
+pub mod take_authority;
 mod tracked;
 pub mod values;
 pub mod zones;

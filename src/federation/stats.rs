@@ -20,8 +20,10 @@ pub struct FederationStats {
     /// Hand-overs of this node's entities, by new authority and reason
     /// (`handover.rs`).
     pub handed_over: std::collections::BTreeMap<(uuid::Uuid, &'static str), u64>,
-    /// Entities this node took over, by previous authority.
-    pub taken_over: std::collections::BTreeMap<uuid::Uuid, u64>,
+    /// Entities this node took over, by previous authority and reason: the
+    /// reason of this node's own request the grant answered, or `push`
+    /// (`handover.rs`).
+    pub taken_over: std::collections::BTreeMap<(uuid::Uuid, &'static str), u64>,
     /// Take-authority calls this node refused as the authority, by reason
     /// (`conflict`: another won the epoch; `policy`).
     pub handover_refusals: std::collections::BTreeMap<&'static str, u64>,

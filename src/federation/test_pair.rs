@@ -167,6 +167,13 @@ impl TestPair {
         }
     }
 
+    /// Moves fake time on by `millis` and delivers node `from`'s packets to
+    /// the other node, whose session keeps its events for the caller.
+    pub fn advance_and_deliver(&mut self, millis: u64, from: usize) {
+        self.now += Duration::from_millis(millis);
+        self.deliver(from);
+    }
+
     /// Node `from`'s glue, timers and transmits, received by the other
     /// node's session: its events wait there, not yet handled.
     pub fn deliver(&mut self, from: usize) {

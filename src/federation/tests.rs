@@ -324,3 +324,81 @@ fn a_narrowed_accept_filter_drops_the_refused_types_on_the_live_link() {
     assert_eq!(b.component_types(presented), ["Name"]);
     assert!(pair.up);
 }
+
+/// The authority reads take-authority's arguments itself (the method
+/// declares no signature, as it takes two or three): a reason it does not
+/// know, however long, is granted and counted as `request`; a known one is
+/// counted as stated; a reason of the wrong type is answered 400 and
+/// grants nothing (docs/federation.md §7.2).
+#[test]
+fn the_authority_reads_and_counts_the_reason_a_peer_states() {
+    use super::take_authority::take_authority_method;
+    use crate::less::message::MethodStatus;
+    use crate::less::session::Event;
+    use crate::less::value::Value;
+
+    let long = "z".repeat(60_000);
+    let cases = [
+        (
+            Some(Value::String(long)),
+            MethodStatus::SUCCESS,
+            Some("request"),
+        ),
+        (
+            Some(Value::String("operator".into())),
+            MethodStatus::SUCCESS,
+            Some("operator"),
+        ),
+        (None, MethodStatus::SUCCESS, Some("request")),
+        (Some(Value::Integer(2)), MethodStatus::BAD_REQUEST, None),
+    ];
+    for (reason, status, counted) in cases {
+        let mut pair = TestPair::new();
+        let (_, global) = shared_from_a(&mut pair, &["Name"]);
+        let requester = pair.nodes[1].federation.node_id();
+        let mut arguments = vec![Value::Uuid(requester), Value::Integer(0)];
+        arguments.extend(reason);
+        let b = &mut pair.nodes[1];
+        let link = b.federation.link_mut(b.link).unwrap();
+        let object = link.mirror.object_of(global).unwrap();
+        let call = link
+            .session
+            .invoke_method(object, take_authority_method(), arguments)
+            .expect("the session checks no signature for take-authority");
+        // B's call reaches A, which answers; B's session keeps the answer.
+        let mut answer = None;
+        for _ in 0..40 {
+            pair.advance_and_deliver(5, 1);
+            let a = &mut pair.nodes[0];
+            let closed = a.federation.handle_link_events(a.link, &mut a.scene);
+            assert!(closed.is_none(), "{closed:?}");
+            a.settle();
+            pair.advance_and_deliver(5, 0);
+            let b = &mut pair.nodes[1];
+            let session = &mut b.federation.link_mut(b.link).unwrap().session;
+            while let Some(event) = session.poll_event() {
+                if let Event::MethodResult {
+                    request, status, ..
+                } = event
+                {
+                    if request == call {
+                        answer = Some(status);
+                    }
+                }
+            }
+            if answer.is_some() {
+                break;
+            }
+        }
+        assert_eq!(answer, Some(status), "{counted:?}");
+        let given: Vec<_> = pair.nodes[0]
+            .federation
+            .stats()
+            .handed_over
+            .iter()
+            .map(|((peer, reason), n)| (*peer, *reason, *n))
+            .collect();
+        let expected: Vec<_> = counted.map(|r| (requester, r, 1)).into_iter().collect();
+        assert_eq!(given, expected);
+    }
+}

@@ -189,7 +189,7 @@ pub fn render(status: &NodeStatus, process: &ProcessSample) -> String {
     e.family(
         "lessgate_handovers_taken_total",
         "counter",
-        "Entities this node took over, by previous authority.",
+        "Entities this node took over, by previous authority and reason (push: not asked for).",
     );
     for taken in &h.taken {
         let uuid = taken.peer_uuid.to_string();
@@ -198,6 +198,7 @@ pub fn render(status: &NodeStatus, process: &ProcessSample) -> String {
             &[
                 ("peer", taken.peer.as_deref().unwrap_or("")),
                 ("peer_uuid", &uuid),
+                ("reason", &taken.reason),
             ],
             taken.count as f64,
         );

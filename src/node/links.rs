@@ -26,6 +26,9 @@ pub struct LinkUp {
     pub policy: LinkPolicy,
     /// The LESS session's settings, from the link's handshake.
     pub session: SessionConfig,
+    /// Both Hellos listed the take-authority reason feature
+    /// (`crate::federation::take_authority::REASON_FEATURE`).
+    pub take_authority_reason: bool,
 }
 
 impl Node {
@@ -34,8 +37,9 @@ impl Node {
     /// driver closes the link).
     pub fn handle_link_up(&mut self, now: Time, link: LinkUp) -> Result<(), ConfigError> {
         let session = Session::new(link.session, now)?;
-        let link = Link::new(link.id, link.peer, link.peer_name, link.policy, session);
-        self.federation.add_link(link, &self.scene);
+        let mut federated = Link::new(link.id, link.peer, link.peer_name, link.policy, session);
+        federated.take_authority_reason = link.take_authority_reason;
+        self.federation.add_link(federated, &self.scene);
         self.settle();
         Ok(())
     }

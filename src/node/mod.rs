@@ -172,13 +172,17 @@ impl Node {
         self.federation.set_handover_policy(policy);
     }
 
-    /// Asks the authority of a remote entity to hand it to this node (an
-    /// operator's request; a client sends the EntityAction `TakeAuthority`).
+    /// Asks the authority of a remote entity to hand it to this node,
+    /// stating `reason` (an operator's request; a client sends the
+    /// EntityAction `TakeAuthority`, a zone asks by itself).
     pub fn request_authority(
         &mut self,
         entity: crate::tundra::EntityId,
+        reason: crate::federation::HandoverReason,
     ) -> Result<(), crate::federation::HandoverError> {
-        let requested = self.federation.request_authority(entity, &self.scene);
+        let requested = self
+            .federation
+            .request_authority(entity, reason, &self.scene);
         self.settle();
         requested
     }

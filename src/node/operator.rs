@@ -85,13 +85,15 @@ impl Node {
     pub fn run_operator_command(&mut self, command: &AuthorityCommand) -> CommandAnswer {
         let entity = command.entity();
         let (outcome, detail) = match command {
-            AuthorityCommand::Take { entity } => match self.request_authority(*entity) {
-                Ok(()) => (
-                    CommandOutcome::Requested,
-                    "asked the entity's authority to hand it to this node".to_owned(),
-                ),
-                Err(error) => refusal(&error),
-            },
+            AuthorityCommand::Take { entity } => {
+                match self.request_authority(*entity, HandoverReason::Operator) {
+                    Ok(()) => (
+                        CommandOutcome::Requested,
+                        "asked the entity's authority to hand it to this node".to_owned(),
+                    ),
+                    Err(error) => refusal(&error),
+                }
+            }
             AuthorityCommand::Give { entity, to } => match self.peer_named(to) {
                 None => (
                     CommandOutcome::UnknownPeer,

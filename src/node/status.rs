@@ -98,7 +98,8 @@ pub struct HandoverCounters {
     /// Entities this node handed to another node (or took back, reason
     /// `reclaim`), per node and reason.
     pub given: Vec<HandoverCount>,
-    /// Entities this node took over, per previous authority.
+    /// Entities this node took over, per previous authority and reason
+    /// (the reason of this node's own request, or `push`).
     pub taken: Vec<HandoverCount>,
     /// Take-authority requests this node refused as the authority, by
     /// reason (`conflict`, `policy`, `world-server`).
@@ -314,10 +315,10 @@ impl NodeStatus {
             taken: stats
                 .taken_over
                 .iter()
-                .map(|(peer, count)| HandoverCount {
+                .map(|((peer, reason), count)| HandoverCount {
                     peer_uuid: *peer,
                     peer: name_of(*peer),
-                    reason: "granted".to_owned(),
+                    reason: (*reason).to_owned(),
                     count: *count,
                 })
                 .collect(),

@@ -16,6 +16,7 @@ use tracing::debug;
 use super::Node;
 use crate::clock::Time;
 use crate::federation::zones::{Hysteresis, Position, ZoneSet, ZoneTrigger};
+use crate::federation::HandoverReason;
 use crate::scene::{Change, ChangeKind, Entity, Origin, Scene};
 use crate::tundra::{AttributeValue, EntityId};
 
@@ -198,7 +199,10 @@ impl Node {
                 zones.trigger.handle_authority(now, entity, None);
                 continue;
             }
-            match self.federation.request_authority(entity, &self.scene) {
+            match self
+                .federation
+                .request_authority(entity, HandoverReason::Zone, &self.scene)
+            {
                 Ok(()) => {
                     zones.requests_sent += 1;
                     zones.in_flight.insert(entity);

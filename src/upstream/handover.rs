@@ -42,25 +42,7 @@ pub(super) struct HandedOut {
 /// World entities removed on hand-overs, by world-server id.
 pub(super) type HandedOutEntities = HashMap<EntityId, HandedOut>;
 
-/// Why a world entity cannot be handed out now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReleaseRefusal {
-    /// Not logged in and synchronised: the removal could not be sent.
-    WorldServerUnreachable,
-}
-
 impl Bridge {
-    /// Whether the world server's own entity `entity` can be handed to
-    /// another node now: only while the session is ready, so that the
-    /// removal reaches the world server in order with everything before it.
-    pub fn can_release(&self, entity: EntityId) -> Result<(), ReleaseRefusal> {
-        if !self.ids.is_mirrored(entity) || self.ready() {
-            Ok(())
-        } else {
-            Err(ReleaseRefusal::WorldServerUnreachable)
-        }
-    }
-
     /// The world server's entity `entity` was handed to another node: it is
     /// removed from the world server, and exported back into it as the
     /// federation entity `key` it now is. The node's scene keeps it.

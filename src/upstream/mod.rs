@@ -42,5 +42,4 @@ mod tests_rigid_body;
 mod timers;
 
 pub use bridge::{Bridge, BridgeEvent, BridgeSettings, BridgeStats, LinkCommand, LinkState};
-pub use handover::ReleaseRefusal;
 pub use login::{LoginError, LoginSettings, Session};

@@ -8,6 +8,19 @@ use uuid::Uuid;
 
 use super::Sim;
 
+/// A client asks for `entity` for its node: EntityAction `TakeAuthority`
+/// with exec type Server and no parameters.
+pub fn take_authority(sim: &mut Sim, node: usize, client: ClientId, entity: EntityId) {
+    sim.action(
+        node,
+        client,
+        entity,
+        "TakeAuthority",
+        lessgate::tundra::messages::exec_type::SERVER,
+        Vec::new(),
+    );
+}
+
 pub fn node_id(sim: &Sim, node: usize) -> Uuid {
     sim.nodes[node].federation().node_id()
 }

@@ -224,12 +224,17 @@ impl Sim {
             self.nodes[b].federation().node_id(),
         );
         let now = self.now;
+        // As the peer driver does: the reason travels if both offered it.
+        let take_authority_reason = agreed
+            .iter()
+            .any(|f| f == lessgate::federation::take_authority::REASON_FEATURE);
         let up = |id, peer, name, policy, session| LinkUp {
             id,
             peer,
             peer_name: name,
             policy,
             session,
+            take_authority_reason,
         };
         self.nodes[a]
             .handle_link_up(now, up(la, idb, format!("n{b}"), policy_a, session_a))

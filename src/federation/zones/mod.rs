@@ -3,8 +3,8 @@
 //!
 //! The zone owner triggers: a node watches the entities it presents but
 //! does not simulate, and requests authority over one (the ordinary
-//! take-authority request, which carries no reason: the granting node
-//! counts it as `request`) once its position has stayed
+//! take-authority request, stating reason `zone`, so the granting node
+//! counts it as a zone's) once its position has stayed
 //! inside one of the node's own zones for the hysteresis time, at least
 //! the hysteresis distance deep. Zones never leave the node that declares
 //! them. Pure: positions and time in, requests and a deadline out.

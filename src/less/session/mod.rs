@@ -157,6 +157,25 @@ impl Session {
         }
     }
 
+    /// A mark on the sending side: every packet sent from now on has a
+    /// sequence at or above it.
+    pub fn send_mark(&self) -> u64 {
+        match self.config.mode {
+            FramingMode::Stream => 0,
+            FramingMode::Datagram => self.send.next_sequence(),
+        }
+    }
+
+    /// Whether the peer has acknowledged every packet below `mark` and the
+    /// one at it (a [`Session::send_mark`]); a stream delivers whatever it
+    /// carries.
+    pub fn acknowledged_through(&self, mark: u64) -> bool {
+        match self.config.mode {
+            FramingMode::Stream => true,
+            FramingMode::Datagram => self.send.oldest_unacked() > mark,
+        }
+    }
+
     /// Whether every packet up to `mark` (a [`Session::receive_mark`]) has
     /// arrived: re-sends keep their sequence numbers, so a gap fills unless
     /// the link dies. What those packets carried has then taken effect.

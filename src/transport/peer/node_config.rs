@@ -118,7 +118,8 @@ impl PeerNodeConfig {
 
 /// The Hello features this node offers: every compact encoding it knows
 /// unless `[peering] compact_encodings = false` (docs/less-wire.md §16.1),
-/// and bulk packets unless `[peering] bulk_introductions = false` (16.5).
+/// bulk packets unless `[peering] bulk_introductions = false` (16.5), and
+/// always the take-authority reason (docs/federation.md §7.2).
 fn offered_features(peering: &crate::config::PeeringSection) -> Vec<String> {
     let mut features = if peering.compact_encodings {
         crate::less::encoding::link::offered_features()
@@ -128,6 +129,7 @@ fn offered_features(peering: &crate::config::PeeringSection) -> Vec<String> {
     if peering.bulk_introductions {
         features.push(crate::less::bulk::BULK_FEATURE.to_owned());
     }
+    features.push(crate::federation::take_authority::REASON_FEATURE.to_owned());
     features
 }
 
@@ -138,22 +140,26 @@ mod tests {
 
     #[test]
     fn features_follow_the_peering_switches() {
+        let reason = || vec!["handover:reason/1".to_owned()];
         let mut peering = PeeringSection::default();
         let all = offered_features(&peering);
         assert!(all.iter().any(|f| f == "enc:tundra-transform/1"));
-        assert_eq!(all.last().map(String::as_str), Some("bulk:zstd/1"));
+        assert_eq!(all.last().map(String::as_str), Some("handover:reason/1"));
         peering.bulk_introductions = false;
         assert!(!offered_features(&peering)
             .iter()
             .any(|f| f.starts_with("bulk:")));
         peering.compact_encodings = false;
-        assert!(offered_features(&peering).is_empty());
+        assert_eq!(offered_features(&peering), reason());
         peering.bulk_introductions = true;
-        assert_eq!(offered_features(&peering), vec!["bulk:zstd/1".to_owned()]);
+        assert_eq!(
+            offered_features(&peering),
+            [vec!["bulk:zstd/1".to_owned()], reason()].concat()
+        );
     }
 
     #[test]
-    fn the_default_features_are_the_documented_seven_in_152_bytes() {
+    fn the_default_features_are_the_documented_eight_in_170_bytes() {
         // docs/peer-link.md §5.2: the order, and the count byte plus each
         // length-prefixed string.
         let all = offered_features(&PeeringSection::default());
@@ -167,9 +173,10 @@ mod tests {
                 "enc:float3-half/1",
                 "msg:update-property/1",
                 "bulk:zstd/1",
+                "handover:reason/1",
             ]
         );
         let bytes = 1 + all.iter().map(|f| 1 + f.len()).sum::<usize>();
-        assert_eq!(bytes, 152);
+        assert_eq!(bytes, 170);
     }
 }
