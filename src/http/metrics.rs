@@ -283,7 +283,7 @@ pub fn render(status: &NodeStatus, process: &ProcessSample) -> String {
     );
     e.sample("lessgate_zone_watched_entities", &[], z.watched as f64);
     let s = &status.server;
-    let server: [(&str, &str, u64); 9] = [
+    let server: [(&str, &str, u64); 10] = [
         (
             "lessgate_tundra_frames_received_total",
             "WebSocket frames received from Tundra clients.",
@@ -313,6 +313,11 @@ pub fn render(status: &NodeStatus, process: &ProcessSample) -> String {
             "lessgate_tundra_clients_closed_total",
             "Client connections closed for misbehaviour.",
             s.clients_closed_for_misbehaviour,
+        ),
+        (
+            "lessgate_tundra_early_writes_total",
+            "Clients written before the network tick because their connection was idle.",
+            s.early_writes,
         ),
         (
             "lessgate_federation_scene_refusals_total",

@@ -209,6 +209,9 @@ pub struct ServerCounters {
     pub bytes_out: u64,
     pub refused_messages: u64,
     pub clients_closed_for_misbehaviour: u64,
+    /// Clients written before the network tick because they were idle
+    /// (docs/federation.md §6).
+    pub early_writes: u64,
 }
 
 /// Health of one peer link.
@@ -398,6 +401,7 @@ impl NodeStatus {
                 bytes_out: s.bytes_out,
                 refused_messages: s.refused_messages,
                 clients_closed_for_misbehaviour: s.clients_closed_for_misbehaviour,
+                early_writes: s.early_writes,
             },
             links,
             link_ends: LinkEnds::default(),

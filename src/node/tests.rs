@@ -167,6 +167,7 @@ fn a_client_frame_reaches_an_idle_client_before_the_tick() {
         sent_to(&mut node, reader, at),
         "an idle client gets the new entity at once"
     );
+    assert_eq!(node.server().stats().early_writes, 1, "counted as early");
 }
 
 #[test]
@@ -186,6 +187,7 @@ fn a_client_frame_reaches_a_busy_client_at_the_tick() {
         sent_to(&mut node, reader, tick),
         "the tick sends the new entity to the busy client"
     );
+    assert_eq!(node.server().stats().early_writes, 0, "not an early write");
 }
 
 /// Runs a node's due timers and takes its link packets (client frames are

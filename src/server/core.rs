@@ -107,6 +107,9 @@ pub struct ServerStats {
     pub bytes_out: u64,
     pub refused_messages: u64,
     pub clients_closed_for_misbehaviour: u64,
+    /// Clients written before the network tick because their connection
+    /// was idle (`early_send.rs`).
+    pub early_writes: u64,
 }
 
 /// The Tundra server core for one node.

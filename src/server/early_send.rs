@@ -187,6 +187,7 @@ impl TundraServer {
         if to_write.is_empty() {
             return;
         }
+        self.stats.early_writes += to_write.len() as u64;
         self.edit_frames.start_tick(to_write.len());
         for id in to_write {
             self.write_client(scene, id, now);
