@@ -23,7 +23,7 @@ pub const MAX_LOGIN_PROPERTIES: usize = 256;
 const MAX_XML_NODES: u32 = 4 * MAX_LOGIN_PROPERTIES as u32 + 16;
 
 /// The pugixml declaration Urho3D writes first (§5.3).
-const DECLARATION: &str = "<?xml version=\"1.0\"?>\n";
+pub(crate) const DECLARATION: &str = "<?xml version=\"1.0\"?>\n";
 
 /// Why login XML was not accepted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -135,7 +135,7 @@ pub fn is_property_name(name: &str) -> bool {
 /// Escapes an attribute value as pugixml does: `&`, `<`, `>` and `"` by name,
 /// control characters by two-digit decimal reference (`&#09;`), so tabs and
 /// line ends survive the reader's whitespace normalisation.
-fn escape_attribute(value: &str, out: &mut String) {
+pub(crate) fn escape_attribute(value: &str, out: &mut String) {
     for c in value.chars() {
         match c {
             '&' => out.push_str("&amp;"),
