@@ -11,7 +11,7 @@ use super::sync_state::SyncState;
 use crate::clock::Time;
 use crate::logging::RemoteText;
 use crate::scene::{ClientId, Scene};
-use crate::tundra::login_xml::{login_reply_xml, parse_login_xml};
+use crate::tundra::login_xml::parse_login_xml;
 use crate::tundra::messages::{ClientJoined, Login, LoginReply, RegisterComponentType};
 use crate::tundra::{EntityId, LoginDialect, Message, ProtocolVersion, UserId};
 
@@ -146,10 +146,7 @@ impl TundraServer {
                 }),
             );
         }
-        let reply_data = match dialect {
-            LoginDialect::Json => self.config.login_reply.clone(),
-            LoginDialect::Xml => login_reply_xml(),
-        };
+        let reply_data = self.config.asset_storages.reply_data(dialect);
         let reply = Message::LoginReply(LoginReply {
             success: true,
             user_id: user,

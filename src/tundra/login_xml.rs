@@ -112,11 +112,12 @@ pub fn login_xml(properties: &[(&str, &str)]) -> String {
     out
 }
 
-/// The success LoginReply data for a native client (§5.4): an `<asset>` root
-/// with no `storage` or `defaultStorage` children. A real server advertises
-/// its asset storages there; a node has none to offer (it serves no assets
-/// over kNet), and an empty `<asset />` is what a real server sends when it
-/// has none either, so the client simply adds no storage.
+/// The success LoginReply data of a server without asset storages, for a
+/// native client (§5.4): an `<asset>` root with no `storage` or
+/// `defaultStorage` children, so the client simply adds no storage. What a
+/// node without an upstream world sends; the general form, with storages,
+/// is `tundra::asset_storage::AssetStorages::to_xml`, which writes exactly
+/// this for no storage.
 pub fn login_reply_xml() -> String {
     format!("{DECLARATION}<asset />\n")
 }

@@ -18,6 +18,7 @@ use crate::clock::Time;
 use crate::federation::GlobalId;
 use crate::logging::RemoteText;
 use crate::scene::{Change, Scene};
+use crate::tundra::asset_storage::AssetStorages;
 use crate::tundra::messages::EntityAction;
 use crate::tundra::{AttributeValue, ComponentId, DecodeContext, EntityId, Message};
 use crate::tundra::{ProtocolVersion, UserId};
@@ -65,9 +66,11 @@ pub enum BridgeEvent {
     },
     /// The world server registered a custom component type.
     TypeRegistered(u32),
-    /// The world server's LoginReply data (JSON with its asset storage):
-    /// the node's WebSocket clients get the same.
-    WorldLoginReply(String),
+    /// The asset storages the world server advertised in its LoginReply
+    /// (JSON over WebSocket, XML over kNet; none if it named none or its
+    /// data did not parse): the node's clients are told of them from now
+    /// on, each in its own dialect.
+    WorldAssetStorages(AssetStorages),
 }
 
 /// Where the session to the world server is.
