@@ -146,7 +146,20 @@ impl TundraServer {
                 }),
             );
         }
-        let reply_data = self.config.asset_storages.reply_data(dialect);
+        // Local storages are directories on this host: only for clients on
+        // it, as a real server does (docs/upstream.md §3).
+        let on_this_host = self
+            .clients
+            .get(&client)
+            .is_some_and(|c| c.address.to_canonical().is_loopback());
+        let reply_data = if on_this_host {
+            self.config.asset_storages.reply_data(dialect)
+        } else {
+            self.config
+                .asset_storages
+                .for_remote_host()
+                .reply_data(dialect)
+        };
         let reply = Message::LoginReply(LoginReply {
             success: true,
             user_id: user,

@@ -3,6 +3,8 @@
 //! start or later (the world server's, in upstream mode). A server without
 //! storages keeps the replies `login_tests` checks.
 
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
 use super::core::{ServerConfig, TundraServer};
 use super::tests::scene;
 use crate::clock::Time;
@@ -22,11 +24,24 @@ fn world_storages() -> AssetStorages {
     AssetStorages::new(vec![scene, textures], Some("Scene".into())).unwrap()
 }
 
-/// Logs `client` in as `username` in `dialect`; the data of its LoginReply.
+/// Logs `client` in as `username` in `dialect` from this host; the data of
+/// its LoginReply.
 fn reply_data(
     server: &mut TundraServer,
     scene: &mut Scene,
     client: ClientId,
+    dialect: LoginDialect,
+    username: &str,
+) -> String {
+    let here = IpAddr::V4(Ipv4Addr::LOCALHOST);
+    reply_data_from(server, scene, (client, here), dialect, username)
+}
+
+/// As [`reply_data`], for a client connected from `address`.
+fn reply_data_from(
+    server: &mut TundraServer,
+    scene: &mut Scene,
+    (client, address): (ClientId, IpAddr),
     dialect: LoginDialect,
     username: &str,
 ) -> String {
@@ -40,7 +55,7 @@ fn reply_data(
     })
     .encode_frame(ProtocolVersion(1))
     .unwrap();
-    assert!(server.handle_connect(client, Time::ZERO, dialect));
+    assert!(server.handle_connect_from(client, Time::ZERO, dialect, address));
     server.handle_frame(scene, client, Time::ZERO, &frame);
     let context = DecodeContext {
         protocol_version: ProtocolVersion(4),
@@ -145,4 +160,49 @@ fn storages_set_later_reach_the_logins_after_them() {
     );
     let xml = reply_data(&mut server, &mut scene, ClientId(6), LoginDialect::Xml, "f");
     assert_eq!([json, xml], before);
+}
+
+#[test]
+fn local_storages_are_told_only_to_clients_on_this_host() {
+    let (mut scene, _) = scene();
+    let local = AssetStorage::parse("type=LocalAssetStorage;name=Scene;src=/srv/world/").unwrap();
+    let web = AssetStorage::parse("type=HttpAssetStorage;name=Web;src=http://w/").unwrap();
+    let storages = AssetStorages::new(vec![local, web], Some("Scene".into())).unwrap();
+    let mut server = TundraServer::new(ServerConfig {
+        asset_storages: storages.clone(),
+        ..ServerConfig::default()
+    });
+    let remote = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 7));
+    let mapped_loopback = IpAddr::V6(Ipv4Addr::LOCALHOST.to_ipv6_mapped());
+    let native = |server: &mut TundraServer, scene: &mut Scene, id, address| {
+        reply_data_from(
+            server,
+            scene,
+            (ClientId(id), address),
+            LoginDialect::Xml,
+            "n",
+        )
+    };
+    assert_eq!(
+        native(&mut server, &mut scene, 1, remote),
+        "<?xml version=\"1.0\"?>\n<asset>\n\t<storage data=\"type=HttpAssetStorage;name=Web;src=http://w/\" />\n</asset>\n"
+    );
+    for (id, here) in [
+        (2, IpAddr::V6(Ipv6Addr::LOCALHOST)),
+        (3, mapped_loopback),
+        (4, IpAddr::V4(Ipv4Addr::new(127, 0, 0, 9))),
+    ] {
+        assert_eq!(native(&mut server, &mut scene, id, here), storages.to_xml());
+    }
+    let web_client = reply_data_from(
+        &mut server,
+        &mut scene,
+        (ClientId(5), remote),
+        LoginDialect::Json,
+        "w",
+    );
+    assert_eq!(
+        web_client, r#"{"storage":{"default":true,"name":"","src":"","type":""}}"#,
+        "the local default is not offered to another host"
+    );
 }

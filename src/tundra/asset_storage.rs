@@ -165,6 +165,17 @@ impl AssetStorage {
         self.field("type").unwrap_or_default()
     }
 
+    /// Whether it is a directory on the server's own host: a
+    /// LocalAssetStorage, or a storage of no type whose `src` is not a URL
+    /// (AssetAPI then takes it as a local directory).
+    pub fn is_local(&self) -> bool {
+        match self.kind() {
+            "LocalAssetStorage" => true,
+            "" => !self.src().contains("://"),
+            _ => false,
+        }
+    }
+
     /// The storage string: `key=value` fields joined by `;`.
     pub fn to_storage_string(&self) -> String {
         let mut out = String::new();
@@ -233,6 +244,25 @@ impl AssetStorages {
     pub fn default_storage(&self) -> Option<&AssetStorage> {
         let name = self.default.as_deref()?;
         self.storages.iter().find(|s| s.name() == name)
+    }
+
+    /// What a client on another host than the server is told of: a real
+    /// server lists local storages (directories on its host) only to
+    /// clients on its own host, and names a local default storage only to
+    /// them (`AssetModule::ServerNewUserConnected`). A default that is not
+    /// listed is kept: whether it is local is not known, and a client only
+    /// looks it up among storages it has.
+    pub fn for_remote_host(&self) -> AssetStorages {
+        let default_is_local = self.default_storage().is_some_and(AssetStorage::is_local);
+        AssetStorages {
+            storages: self
+                .storages
+                .iter()
+                .filter(|s| !s.is_local())
+                .cloned()
+                .collect(),
+            default: self.default.clone().filter(|_| !default_is_local),
+        }
     }
 
     /// Whether there is nothing to advertise.

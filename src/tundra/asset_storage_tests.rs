@@ -333,3 +333,36 @@ fn hostile_inputs_are_bounded() {
         Err(AssetStorageError::TooLarge)
     );
 }
+
+#[test]
+fn clients_on_other_hosts_are_not_told_of_local_storages() {
+    let local = AssetStorage::parse(LOCAL_STORAGE).unwrap();
+    let untyped_dir = AssetStorage::parse("name=Dir;src=/srv/more/").unwrap();
+    let untyped_url = AssetStorage::parse("name=Web;src=https://w/").unwrap();
+    assert!(local.is_local() && untyped_dir.is_local());
+    assert!(!untyped_url.is_local() && !http("H", "http://h/").is_local());
+    let storages = AssetStorages::new(
+        vec![
+            local,
+            http("Textures", "http://a/t/"),
+            untyped_dir,
+            untyped_url,
+        ],
+        Some("Scene".into()),
+    )
+    .unwrap();
+    let remote = storages.for_remote_host();
+    let names: Vec<&str> = remote.storages().iter().map(AssetStorage::name).collect();
+    assert_eq!(names, ["Textures", "Web"]);
+    assert_eq!(
+        remote.default_name(),
+        None,
+        "the local default is not named"
+    );
+    assert_eq!(remote.to_json(), NO_STORAGE_JSON);
+    // A default that is not local, or not listed, stays.
+    let web_default = AssetStorages::new(storages.storages().to_vec(), Some("Web".into())).unwrap();
+    assert_eq!(web_default.for_remote_host().default_name(), Some("Web"));
+    let captured = AssetStorages::parse_xml(CAPTURED_EMPTY).unwrap();
+    assert_eq!(captured.for_remote_host(), captured);
+}
