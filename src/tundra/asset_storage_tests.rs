@@ -366,3 +366,83 @@ fn clients_on_other_hosts_are_not_told_of_local_storages() {
     let captured = AssetStorages::parse_xml(CAPTURED_EMPTY).unwrap();
     assert_eq!(captured.for_remote_host(), captured);
 }
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A field value as a server may write it: markup characters, spaces,
+    /// tabs and line ends inside, none at either end (the storage string is
+    /// trimmed as a whole), never `;` or `=`.
+    fn value() -> impl Strategy<Value = String> {
+        "[a-zA-Z0-9 &<>\"'/:.é\t\n\r-]{0,12}".prop_map(|s| s.trim().to_owned())
+    }
+
+    fn storage() -> impl Strategy<Value = AssetStorage> {
+        (
+            value(),
+            value().prop_filter("a src", |s| !s.is_empty()),
+            prop::collection::vec(("[a-z]{1,6}", value()), 0..6),
+        )
+            .prop_map(|(name, src, extra)| {
+                let fields = [("name".to_owned(), name), ("src".to_owned(), src)];
+                AssetStorage::from_fields(fields.into_iter().chain(extra)).unwrap()
+            })
+    }
+
+    fn storages() -> impl Strategy<Value = AssetStorages> {
+        (
+            prop::collection::vec(storage(), 0..4),
+            prop::option::of(value()),
+            any::<prop::sample::Index>(),
+        )
+            .prop_map(|(storages, other, pick)| {
+                // The default is a listed storage's name half of the time.
+                let default = match (&other, storages.is_empty()) {
+                    (None, false) => Some(pick.get(&storages).name().to_owned()),
+                    _ => other,
+                };
+                AssetStorages::new(storages, default).unwrap()
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn xml_round_trips(model in storages()) {
+            let xml = model.to_xml();
+            prop_assert!(xml.len() <= MAX_REPLY_BYTES);
+            prop_assert_eq!(AssetStorages::parse_xml(&xml), Ok(model));
+        }
+
+        #[test]
+        fn json_carries_the_default_storage(model in storages()) {
+            let json = model.to_json();
+            let read = AssetStorages::parse_json(&json).unwrap();
+            let fields = |s: &AssetStorage| {
+                (s.name().to_owned(), s.src().to_owned(), s.kind().to_owned())
+            };
+            let default = model
+                .default_storage()
+                .filter(|s| !s.name().is_empty());
+            prop_assert_eq!(read.default_storage().map(fields), default.map(fields));
+            prop_assert_eq!(read.storages().len(), usize::from(default.is_some()));
+        }
+
+        #[test]
+        fn any_text_parses_or_is_refused_and_a_model_always_fits(
+            text in any::<String>(),
+            data in "[a-z=;&#<>\"' \t]{0,40}",
+        ) {
+            let wrapped = format!("<asset><storage data=\"{data}\"/><defaultStorage name=\"{data}\"/></asset>");
+            for input in [text.as_str(), wrapped.as_str()] {
+                for parsed in [AssetStorages::parse_xml(input), AssetStorages::parse_json(input)] {
+                    if let Ok(model) = parsed {
+                        prop_assert!(model.to_xml().len() <= MAX_REPLY_BYTES);
+                        prop_assert!(model.to_json().len() <= MAX_REPLY_BYTES);
+                        prop_assert!(model.storages().len() <= MAX_STORAGES);
+                    }
+                }
+            }
+        }
+    }
+}
