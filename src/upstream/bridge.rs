@@ -68,8 +68,9 @@ pub enum BridgeEvent {
     TypeRegistered(u32),
     /// The asset storages the world server advertised in its LoginReply
     /// (JSON over WebSocket, XML over kNet; none if it named none or its
-    /// data did not parse): the node's clients are told of them from now
-    /// on, each in its own dialect.
+    /// data did not parse), when they differ from those last reported: the
+    /// node's clients are told of them from now on, each in its own
+    /// dialect.
     WorldAssetStorages(AssetStorages),
 }
 
@@ -155,6 +156,10 @@ pub struct Bridge {
     pub(super) holding: bool,
     /// The current outage has had its INFO line (cleared by a login).
     pub(super) outage_reported: bool,
+    /// The world server's asset storages the node was last told of (none
+    /// until a login names some): a login that names the same asks
+    /// nothing of the node.
+    pub(super) world_storages: AssetStorages,
     pub(super) commands: VecDeque<LinkCommand>,
     /// Custom component types the world server knows this session (it
     /// registered them, or the bridge announced them).
@@ -183,6 +188,7 @@ impl Bridge {
             held: BTreeMap::new(),
             holding: false,
             outage_reported: false,
+            world_storages: AssetStorages::none(),
             last_now: Time::ZERO,
             commands: VecDeque::new(),
             announced: HashSet::new(),

@@ -31,8 +31,11 @@ impl Bridge {
                             .push_back(super::bridge::LinkCommand::LoggedIn);
                         self.outage_reported = false;
                         let storages = self.world_storages(&reply.reply_data);
-                        self.events
-                            .push_back(BridgeEvent::WorldAssetStorages(storages));
+                        if storages != self.world_storages {
+                            self.world_storages = storages.clone();
+                            self.events
+                                .push_back(BridgeEvent::WorldAssetStorages(storages));
+                        }
                         self.begin_sync(now, session);
                     }
                     Err(error) => warn!(error = %RemoteText(&error), "world server login failed"),

@@ -305,12 +305,12 @@ fn the_world_servers_asset_storages_are_passed_to_the_node_from_either_form() {
     let from_json = login(ClientTransport::WebSocket, json);
     let from_xml = login(ClientTransport::KnetUdp, xml);
     assert_eq!(from_json, from_xml, "one model from either form");
-    assert_eq!(from_json.len(), 1, "once per login");
+    assert_eq!(from_json.len(), 1, "once per login that changes them");
     assert_eq!(from_json[0].to_json(), json);
     assert_eq!(from_xml[0].to_xml(), xml);
     // Each transport reads its own form only; a reply without storages, or
-    // one that does not parse, is no storage (the node's clients stop
-    // being told of a storage the world no longer names).
+    // one that does not parse, is no storage: nothing to tell a node that
+    // has none.
     for (transport, data) in [
         (ClientTransport::WebSocket, "{}"),
         (ClientTransport::WebSocket, "<asset />"),
@@ -320,10 +320,46 @@ fn the_world_servers_asset_storages_are_passed_to_the_node_from_either_form() {
         (ClientTransport::KnetTcp, "<asset />"),
         (ClientTransport::KnetTcp, "<!DOCTYPE a []><asset/>"),
     ] {
-        assert_eq!(
-            login(transport, data),
-            vec![AssetStorages::none()],
-            "{transport:?} {data}"
-        );
+        assert_eq!(login(transport, data), vec![], "{transport:?} {data}");
     }
+}
+
+#[test]
+fn each_login_that_changes_the_world_storages_tells_the_node_once() {
+    let (mut b, mut scene) = (bridge(), Scene::new(Registry::builtin()));
+    let mut login = |t: u64, data: &str| {
+        let now = Time::from_millis(t);
+        b.handle_connected(now);
+        while b.poll_transmit().is_some() {}
+        let reply = frame(Message::LoginReply(LoginReply {
+            success: true,
+            user_id: UserId(2),
+            reply_data: data.into(),
+            protocol_version: Some(3),
+        }));
+        b.handle_frame(now, &reply, &mut scene);
+        let told: Vec<_> = std::iter::from_fn(|| b.poll_event())
+            .filter_map(|e| match e {
+                BridgeEvent::WorldAssetStorages(storages) => Some(storages),
+                _ => None,
+            })
+            .collect();
+        b.handle_disconnected(now, "test");
+        while b.poll_transmit().is_some() {}
+        told
+    };
+    let scene_storage = r#"{"storage":{"default":true,"name":"Scene","src":"http://world/","type":"HttpAssetStorage"}}"#;
+    let moved = r#"{"storage":{"default":true,"name":"Scene","src":"http://new-world/","type":"HttpAssetStorage"}}"#;
+    let told = login(1_000, scene_storage);
+    assert_eq!(told.len(), 1);
+    assert_eq!(told[0].default_storage().unwrap().src(), "http://world/");
+    assert!(login(2_000, scene_storage).is_empty(), "unchanged: nothing");
+    let told = login(3_000, moved);
+    assert_eq!(told.len(), 1);
+    assert_eq!(
+        told[0].default_storage().unwrap().src(),
+        "http://new-world/"
+    );
+    // The world stops naming a storage: the node goes back to none.
+    assert_eq!(login(4_000, "{}"), vec![AssetStorages::none()]);
 }
