@@ -1,9 +1,9 @@
 //! The world server's asset storages reach every kind of client of a bridge
 //! node (docs/upstream.md §3), with real sockets on 127.0.0.1: the world
 //! server is scripted down to its login (it answers Login with the storages
-//! a real server advertises, then sends nothing: an empty scene), once over
-//! native kNet TCP with the XML a native login gets, once over WebSocket
-//! with the JSON a WebSocket login gets. The bridge node's WebSocket client
+//! a real server advertises, then sends nothing: an empty scene), over
+//! native kNet TCP and UDP with the XML a native login gets, and over
+//! WebSocket with the JSON a WebSocket login gets. The bridge node's WebSocket client
 //! must get the world's default storage as JSON and its native clients
 //! (kNet UDP and TCP) every storage as XML, whichever form the world sent.
 
@@ -18,12 +18,12 @@ use futures_util::{SinkExt, StreamExt};
 use lessgate::clock::Time;
 use lessgate::config::NodeConfig;
 use lessgate::knet::tcp::{TcpConfig, TcpConnection, TcpEvent};
-use lessgate::knet::udp::tundra_frame;
+use lessgate::knet::udp::{tundra_frame, Role, UdpConfig, UdpConnection, UdpEvent};
 use lessgate::tundra::messages::LoginReply;
 use lessgate::tundra::{DecodeContext, Message, ProtocolVersion, Registry, UserId};
 use net_common::{capture as logs, wait_status, LiveNode, Observer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio_tungstenite::tungstenite::Message as WsMessage;
 
 /// A failure bound only: the bridge logs in and settles in well under a
@@ -81,7 +81,7 @@ fn answer(frame: &[u8], reply_data: &str) -> Option<Vec<u8>> {
 
 /// A native world server over kNet TCP, reduced to its login; answers
 /// every connection (the bridge may dial again).
-async fn knet_world(reply_data: &'static str) -> SocketAddr {
+async fn knet_tcp_world(reply_data: &'static str) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     tokio::spawn(async move {
@@ -127,6 +127,68 @@ async fn serve_knet(mut socket: TcpStream, reply_data: &'static str) {
                 Ok(n) => connection.handle_bytes(now(), &buffer[..n]),
             },
             () = tokio::time::sleep(wake) => connection.handle_timeout(now()),
+        }
+    }
+}
+
+/// A native world server over kNet UDP, reduced to its login. One peer at
+/// a time: a datagram from a new address is a new connection (the bridge
+/// dials again from a new port), as a real server takes it.
+async fn knet_udp_world(reply_data: &'static str) -> SocketAddr {
+    let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let address = socket.local_addr().unwrap();
+    tokio::spawn(serve_knet_udp(socket, reply_data));
+    address
+}
+
+/// The scripted world's kNet UDP connection: the library's sans-IO
+/// connection in the server role keeps acks, pings and pacing.
+async fn serve_knet_udp(socket: UdpSocket, reply_data: &'static str) {
+    let origin = tokio::time::Instant::now();
+    let now = move || Time::from_micros(origin.elapsed().as_micros() as u64);
+    let mut peer: Option<(SocketAddr, UdpConnection)> = None;
+    let (mut buffer, mut out) = (vec![0; 64 * 1024], Vec::new());
+    loop {
+        if let Some((address, connection)) = &mut peer {
+            while let Some(event) = connection.poll_event() {
+                if let UdpEvent::Message { id, payload, .. } = event {
+                    let reply = tundra_frame(id, &payload).and_then(|f| answer(&f, reply_data));
+                    if let Some(reply) = reply {
+                        connection.send_tundra(&reply);
+                    }
+                }
+            }
+            while connection.poll_transmit(now(), &mut out) {
+                let _ = socket.send_to(&out, *address).await;
+            }
+        }
+        let wake = peer
+            .as_ref()
+            .and_then(|(_, c)| c.poll_timeout())
+            .map_or(Duration::from_secs(1), |at| {
+                at.saturating_duration_since(now())
+            });
+        tokio::select! {
+            received = socket.recv_from(&mut buffer) => {
+                let Ok((length, from)) = received else { return };
+                match &mut peer {
+                    Some((address, connection)) if *address == from => {
+                        connection.handle_datagram(now(), &buffer[..length]);
+                    }
+                    // The connect datagram opens the connection and is not
+                    // fed to it (docs/knet-wire.md §4.8): the server talks first.
+                    _ => {
+                        let connection =
+                            UdpConnection::new(Role::Server, UdpConfig::default(), now());
+                        peer = Some((from, connection));
+                    }
+                }
+            }
+            () = tokio::time::sleep(wake) => {
+                if let Some((_, connection)) = &mut peer {
+                    connection.handle_timeout(now());
+                }
+            }
         }
     }
 }
@@ -180,8 +242,8 @@ async fn replies_at_bridge(url: &str) -> [String; 3] {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_knet_world_servers_xml_storages_reach_websocket_and_native_clients() {
-    let world = knet_world(WORLD_XML).await;
+async fn a_knet_tcp_world_servers_xml_storages_reach_websocket_and_native_clients() {
+    let world = knet_tcp_world(WORLD_XML).await;
     let [web, udp, tcp] = replies_at_bridge(&format!("knet+tcp://{world}")).await;
     assert_eq!(web, SCENE_JSON, "the default storage, as JSON");
     assert_eq!(udp, WORLD_XML, "every storage, as the world wrote them");
@@ -192,6 +254,15 @@ async fn a_knet_world_servers_xml_storages_reach_websocket_and_native_clients() 
             .any(|l| l.field("storages") == Some("2") && l.field("default") == Some("Scene")),
         "{read:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_knet_udp_world_servers_xml_storages_reach_websocket_and_native_clients() {
+    let world = knet_udp_world(WORLD_XML).await;
+    let [web, udp, tcp] = replies_at_bridge(&format!("knet+udp://{world}")).await;
+    assert_eq!(web, SCENE_JSON);
+    assert_eq!(udp, WORLD_XML);
+    assert_eq!(tcp, WORLD_XML);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -208,7 +279,7 @@ async fn a_world_reply_that_does_not_parse_leaves_the_nodes_own_replies() {
     // A DTD is refused (it could define entities): no storage is passed on.
     let hostile = "<!DOCTYPE asset [<!ENTITY e 'src=http://evil/'>]>\
                    <asset><storage data='&e;'/><defaultStorage name='x'/></asset>";
-    let world = knet_world(hostile).await;
+    let world = knet_tcp_world(hostile).await;
     let [web, udp, tcp] = replies_at_bridge(&format!("knet+tcp://{world}")).await;
     assert_eq!(
         web,
