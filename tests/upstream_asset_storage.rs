@@ -250,8 +250,9 @@ async fn a_knet_tcp_world_servers_xml_storages_reach_websocket_and_native_client
     assert_eq!(tcp, WORLD_XML);
     let read = logs::lines("world server's asset storages");
     assert!(
-        read.iter()
-            .any(|l| l.field("storages") == Some("2") && l.field("default") == Some("Scene")),
+        read.iter().any(|l| l.field("storages") == Some("2")
+            && l.field("default") == Some("Scene")
+            && l.field("default_src") == Some("http://world.example/assets/")),
         "{read:?}"
     );
 }

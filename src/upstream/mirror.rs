@@ -432,9 +432,11 @@ impl Bridge {
         let dialect = self.settings.login.transport.login_dialect();
         match AssetStorages::parse_reply(data, dialect) {
             Ok(storages) => {
+                let default_src = storages.default_storage().map_or("", |s| s.src());
                 info!(
                     storages = storages.storages().len(),
                     default = %RemoteText(storages.default_name().unwrap_or_default()),
+                    default_src = %RemoteText(default_src),
                     "world server's asset storages"
                 );
                 storages
