@@ -30,7 +30,7 @@ impl Bridge {
                         self.commands
                             .push_back(super::bridge::LinkCommand::LoggedIn);
                         self.outage_reported = false;
-                        let storages = self.world_storages(&reply.reply_data);
+                        let storages = self.read_world_storages(&reply.reply_data);
                         if storages != self.world_storages {
                             self.world_storages = storages.clone();
                             self.events
@@ -428,7 +428,7 @@ impl Bridge {
     /// Data that does not parse is no storage, said at INFO: the node's
     /// clients then resolve the world's relative asset references nowhere,
     /// which an operator wants to know once per login.
-    fn world_storages(&self, data: &str) -> AssetStorages {
+    fn read_world_storages(&self, data: &str) -> AssetStorages {
         let dialect = self.settings.login.transport.login_dialect();
         match AssetStorages::parse_reply(data, dialect) {
             Ok(storages) => {
