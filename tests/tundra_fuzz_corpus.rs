@@ -1,4 +1,5 @@
-//! Replays the saved fuzz corpora of `tundra_frame` and `txml`
+//! Replays the saved fuzz corpora of `tundra_frame`, `txml` and
+//! `asset_storage`
 //! (`tests/fuzz/corpus/<target>/`) through the same library functions the
 //! fuzz targets call, on stable Rust.
 
@@ -59,4 +60,19 @@ fn txml_corpus_replays_and_seed_scenes_import() {
         }
     }
     assert!(seeds >= 5, "{seeds} seed scenes");
+}
+
+#[test]
+fn asset_storage_corpus_replays_and_seed_replies_parse() {
+    let inputs = corpus("asset_storage");
+    let mut with_storages = 0;
+    for (name, input) in &inputs {
+        let read = lessgate::tundra::fuzz_asset_storage::login_reply(input);
+        if is_seed(name) && read > 0 {
+            with_storages += 1;
+        }
+    }
+    // Every seed but the captured empty-scene reply and the two without a
+    // storage names at least one.
+    assert!(with_storages >= 5, "{with_storages} seeds with storages");
 }

@@ -53,7 +53,7 @@ impl Node {
             BridgeEvent::TypeRegistered(type_id) => {
                 self.server.handle_type_registered(type_id, None)
             }
-            BridgeEvent::WorldLoginReply(data) => self.server.set_login_reply(data),
+            BridgeEvent::WorldAssetStorages(storages) => self.server.set_asset_storages(storages),
         }
     }
 

@@ -17,6 +17,7 @@ use crate::clock::Time;
 use crate::log_budget::LogBudget;
 use crate::logging::RemoteText;
 use crate::scene::{Change, ChangeKind, ClientId, Scene};
+use crate::tundra::asset_storage::AssetStorages;
 use crate::tundra::messages::{ClientLeft, EntityAction};
 use crate::tundra::LoginDialect;
 use crate::tundra::{AttributeValue, ComponentId, EntityId, Message, ProtocolVersion, UserId};
@@ -29,19 +30,12 @@ pub struct ServerConfig {
     /// Login properties a client must present with exactly these values.
     pub required_login: BTreeMap<String, String>,
     pub interest_management: bool,
-    /// Reply data for a successful login of a WebSocket client (must be
-    /// valid JSON: WebTundra breaks on an empty string, docs/tundra-wire.md
-    /// §8). Native clients get XML instead (`tundra::login_xml`).
-    pub login_reply: String,
+    /// The asset storages a successful LoginReply advertises, written in
+    /// each client's dialect (docs/tundra-wire.md §4.2: JSON for WebSocket,
+    /// XML for native clients). None for a node with no asset storage of
+    /// its own; in upstream mode, the world server's.
+    pub asset_storages: AssetStorages,
 }
-
-/// The LoginReply data of a node with no asset storage of its own: the
-/// storage block a real server sends (its AssetModule's default storage,
-/// keys in the order Qt writes them), with empty values
-/// (docs/tundra-wire.md §4.2). In upstream mode the world server's own
-/// block replaces it.
-pub const EMPTY_STORAGE_REPLY: &str =
-    r#"{"storage":{"default":true,"name":"","src":"","type":""}}"#;
 
 impl Default for ServerConfig {
     fn default() -> Self {
@@ -50,7 +44,7 @@ impl Default for ServerConfig {
             limits: ServerLimits::default(),
             required_login: BTreeMap::new(),
             interest_management: false,
-            login_reply: EMPTY_STORAGE_REPLY.to_owned(),
+            asset_storages: AssetStorages::none(),
         }
     }
 }
@@ -313,10 +307,15 @@ impl TundraServer {
         }
     }
 
-    /// The LoginReply data WebSocket clients get from now on (the world
-    /// server's, in upstream mode).
-    pub fn set_login_reply(&mut self, data: String) {
-        self.config.login_reply = data;
+    /// The asset storages clients that log in from now on are told of (the
+    /// world server's, in upstream mode).
+    pub fn set_asset_storages(&mut self, storages: AssetStorages) {
+        self.config.asset_storages = storages;
+    }
+
+    /// The asset storages a login is told of.
+    pub fn asset_storages(&self) -> &AssetStorages {
+        &self.config.asset_storages
     }
 
     /// Queues an action for every logged-in client, sent after its next

@@ -11,7 +11,7 @@ use super::sync_state::SyncState;
 use crate::clock::Time;
 use crate::logging::RemoteText;
 use crate::scene::{ClientId, Scene};
-use crate::tundra::login_xml::{login_reply_xml, parse_login_xml};
+use crate::tundra::login_xml::parse_login_xml;
 use crate::tundra::messages::{ClientJoined, Login, LoginReply, RegisterComponentType};
 use crate::tundra::{EntityId, LoginDialect, Message, ProtocolVersion, UserId};
 
@@ -146,9 +146,19 @@ impl TundraServer {
                 }),
             );
         }
-        let reply_data = match dialect {
-            LoginDialect::Json => self.config.login_reply.clone(),
-            LoginDialect::Xml => login_reply_xml(),
+        // Local storages are directories on this host: only for clients on
+        // it, as a real server does (docs/upstream.md §3).
+        let on_this_host = self
+            .clients
+            .get(&client)
+            .is_some_and(|c| c.address.to_canonical().is_loopback());
+        let reply_data = if on_this_host {
+            self.config.asset_storages.reply_data(dialect)
+        } else {
+            self.config
+                .asset_storages
+                .for_remote_host()
+                .reply_data(dialect)
         };
         let reply = Message::LoginReply(LoginReply {
             success: true,

@@ -32,6 +32,8 @@ mod refusal_tests;
 mod refusal_window;
 mod rigid_body;
 mod slots;
+#[cfg(test)]
+mod storage_login_tests;
 mod sync_state;
 #[cfg(test)]
 mod tests;
@@ -39,7 +41,7 @@ mod tests;
 mod tick_tests;
 mod writer;
 
-pub use self::core::{ServerConfig, ServerEvent, ServerStats, TundraServer, EMPTY_STORAGE_REPLY};
+pub use self::core::{ServerConfig, ServerEvent, ServerStats, TundraServer};
 pub use crate::tundra::LoginDialect;
 pub use client::Client;
 pub use early_send::{EarlySendRule, SendTiming};

@@ -23,7 +23,7 @@ pub const MAX_LOGIN_PROPERTIES: usize = 256;
 const MAX_XML_NODES: u32 = 4 * MAX_LOGIN_PROPERTIES as u32 + 16;
 
 /// The pugixml declaration Urho3D writes first (§5.3).
-const DECLARATION: &str = "<?xml version=\"1.0\"?>\n";
+pub(crate) const DECLARATION: &str = "<?xml version=\"1.0\"?>\n";
 
 /// Why login XML was not accepted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -112,11 +112,12 @@ pub fn login_xml(properties: &[(&str, &str)]) -> String {
     out
 }
 
-/// The success LoginReply data for a native client (§5.4): an `<asset>` root
-/// with no `storage` or `defaultStorage` children. A real server advertises
-/// its asset storages there; a node has none to offer (it serves no assets
-/// over kNet), and an empty `<asset />` is what a real server sends when it
-/// has none either, so the client simply adds no storage.
+/// The success LoginReply data of a server without asset storages, for a
+/// native client (§5.4): an `<asset>` root with no `storage` or
+/// `defaultStorage` children, so the client simply adds no storage. What a
+/// node without an upstream world sends; the general form, with storages,
+/// is `tundra::asset_storage::AssetStorages::to_xml`, which writes exactly
+/// this for no storage.
 pub fn login_reply_xml() -> String {
     format!("{DECLARATION}<asset />\n")
 }
@@ -135,7 +136,7 @@ pub fn is_property_name(name: &str) -> bool {
 /// Escapes an attribute value as pugixml does: `&`, `<`, `>` and `"` by name,
 /// control characters by two-digit decimal reference (`&#09;`), so tabs and
 /// line ends survive the reader's whitespace normalisation.
-fn escape_attribute(value: &str, out: &mut String) {
+pub(crate) fn escape_attribute(value: &str, out: &mut String) {
     for c in value.chars() {
         match c {
             '&' => out.push_str("&amp;"),

@@ -18,6 +18,8 @@
 //! - `messages`: messages 100-124 and the WebSocket frame;
 //! - `client_transport`: what carries a client (WebSocket, kNet UDP/TCP) and
 //!   the login form that implies (JSON or XML, `login_xml`);
+//! - `asset_storage`: the asset storages a server advertises in LoginReply,
+//!   in both forms (`fuzz_asset_storage`: its fuzz entry point);
 //! - `text_form`: the serde adapters the wire types use (exact floats, hex
 //!   bytes);
 //! - `txml`: scene files; `json`: the inspector's JSON form of whole frames,
@@ -27,6 +29,7 @@
 //! Every decoder is total (a value or a [`DecodeError`], never a panic) and
 //! bounds every length it reads.
 
+pub mod asset_storage;
 pub mod attribute;
 pub mod attribute_text;
 pub mod bits;
@@ -36,6 +39,7 @@ pub mod client_transport;
 pub mod component;
 pub mod edit_attributes;
 pub mod error;
+pub mod fuzz_asset_storage;
 #[doc(hidden)]
 pub mod fuzz_txml;
 pub mod ids;

@@ -18,6 +18,7 @@ use crate::clock::Time;
 use crate::federation::GlobalId;
 use crate::logging::RemoteText;
 use crate::scene::{Change, Scene};
+use crate::tundra::asset_storage::AssetStorages;
 use crate::tundra::messages::EntityAction;
 use crate::tundra::{AttributeValue, ComponentId, DecodeContext, EntityId, Message};
 use crate::tundra::{ProtocolVersion, UserId};
@@ -65,9 +66,12 @@ pub enum BridgeEvent {
     },
     /// The world server registered a custom component type.
     TypeRegistered(u32),
-    /// The world server's LoginReply data (JSON with its asset storage):
-    /// the node's WebSocket clients get the same.
-    WorldLoginReply(String),
+    /// The asset storages the world server advertised in its LoginReply
+    /// (JSON over WebSocket, XML over kNet; none if it named none or its
+    /// data did not parse), when they differ from those last reported: the
+    /// node's clients are told of them from now on, each in its own
+    /// dialect.
+    WorldAssetStorages(AssetStorages),
 }
 
 /// Where the session to the world server is.
@@ -152,6 +156,10 @@ pub struct Bridge {
     pub(super) holding: bool,
     /// The current outage has had its INFO line (cleared by a login).
     pub(super) outage_reported: bool,
+    /// The world server's asset storages the node was last told of (none
+    /// until a login names some): a login that names the same asks
+    /// nothing of the node.
+    pub(super) world_storages: AssetStorages,
     pub(super) commands: VecDeque<LinkCommand>,
     /// Custom component types the world server knows this session (it
     /// registered them, or the bridge announced them).
@@ -180,6 +188,7 @@ impl Bridge {
             held: BTreeMap::new(),
             holding: false,
             outage_reported: false,
+            world_storages: AssetStorages::none(),
             last_now: Time::ZERO,
             commands: VecDeque::new(),
             announced: HashSet::new(),

@@ -3,8 +3,9 @@
 //! sends, and what the LoginReply means for the session.
 //!
 //! Over WebSocket the login properties are a JSON object; over kNet they are
-//! the XML a native client writes. Either way the LoginReply's data is not
-//! read on success (JSON or XML asset storages the bridge has no use for).
+//! the XML a native client writes. The data of a successful LoginReply (the
+//! world's asset storages, JSON or XML) is read by the bridge, not here
+//! (`tundra::asset_storage`, docs/upstream.md §3).
 //!
 //! Pure: builds frames and reads replies; the link state lives in the bridge.
 
@@ -107,7 +108,7 @@ impl LoginSettings {
     /// Reads a LoginReply. The server may lower the version but never raise
     /// it ("Server can downgrade what we sent, but never upgrade", section
     /// 7.1); a reply without the trailing VLE means protocol 1. The data of
-    /// a successful reply (JSON or XML storages) is not needed.
+    /// a successful reply (the asset storages) is not part of the session.
     pub fn accept_reply(&self, reply: &LoginReply) -> Result<Session, LoginError> {
         if !reply.success {
             return Err(LoginError::Refused(reply.reply_data.clone()));

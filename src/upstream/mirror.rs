@@ -10,6 +10,7 @@ use super::ids::{Mirrored, UpstreamEntity};
 use crate::clock::Time;
 use crate::logging::RemoteText;
 use crate::scene::{ChangeSource, Origin, Scene};
+use crate::tundra::asset_storage::AssetStorages;
 use crate::tundra::messages::{
     exec_type, CreateEntity, CreateEntityReply, EditAttributes, EntityAction, RemoveEntity,
 };
@@ -29,8 +30,11 @@ impl Bridge {
                         self.commands
                             .push_back(super::bridge::LinkCommand::LoggedIn);
                         self.outage_reported = false;
-                        if let Some(data) = storage_reply(&reply.reply_data) {
-                            self.events.push_back(BridgeEvent::WorldLoginReply(data));
+                        let storages = self.read_world_storages(&reply.reply_data);
+                        if storages != self.world_storages {
+                            self.world_storages = storages.clone();
+                            self.events
+                                .push_back(BridgeEvent::WorldAssetStorages(storages));
                         }
                         self.begin_sync(now, session);
                     }
@@ -418,14 +422,29 @@ impl Bridge {
     }
 }
 
-/// The world server's LoginReply data, when it is the JSON object a
-/// WebSocket login gets with a `storage` block (docs/tundra-wire.md §4.2);
-/// a kNet login's XML, or anything else, is not passed on.
-fn storage_reply(data: &str) -> Option<String> {
-    let value: serde_json::Value = serde_json::from_str(data).ok()?;
-    value
-        .as_object()?
-        .get("storage")?
-        .is_object()
-        .then(|| data.to_owned())
+impl Bridge {
+    /// The asset storages of the world server's successful LoginReply
+    /// data, read in the form its transport uses (docs/upstream.md §3).
+    /// Data that does not parse is no storage, said at INFO: the node's
+    /// clients then resolve the world's relative asset references nowhere,
+    /// which an operator wants to know once per login.
+    fn read_world_storages(&self, data: &str) -> AssetStorages {
+        let dialect = self.settings.login.transport.login_dialect();
+        match AssetStorages::parse_reply(data, dialect) {
+            Ok(storages) => {
+                let default_src = storages.default_storage().map_or("", |s| s.src());
+                info!(
+                    storages = storages.storages().len(),
+                    default = %RemoteText(storages.default_name().unwrap_or_default()),
+                    default_src = %RemoteText(default_src),
+                    "world server's asset storages"
+                );
+                storages
+            }
+            Err(error) => {
+                info!(error = %RemoteText(&error), data = %RemoteText(data), "world server's asset storages not understood; none passed on");
+                AssetStorages::none()
+            }
+        }
+    }
 }

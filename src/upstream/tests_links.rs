@@ -9,8 +9,11 @@ use super::*;
 use crate::clock::Time;
 use crate::federation::GlobalId;
 use crate::scene::{ChangeSource, Origin, Scene};
+use crate::tundra::asset_storage::AssetStorages;
 use crate::tundra::messages::{LoginReply, RemoveEntity};
-use crate::tundra::{AttributeValue, ComponentId, EntityId, Message, Registry, UserId};
+use crate::tundra::{
+    AttributeValue, ClientTransport, ComponentId, EntityId, Message, Registry, UserId,
+};
 
 #[test]
 fn a_native_bridge_logs_in_with_xml_and_takes_an_xml_reply() {
@@ -276,9 +279,11 @@ fn one_info_line_per_outage_not_per_redial() {
 }
 
 #[test]
-fn the_world_servers_storage_reply_is_passed_to_the_nodes_clients() {
-    let login = |data: &str| {
-        let (mut b, mut scene) = (bridge(), Scene::new(Registry::builtin()));
+fn the_world_servers_asset_storages_are_passed_to_the_node_from_either_form() {
+    let login = |transport: ClientTransport, data: &str| {
+        let mut settings = bridge().settings.clone();
+        settings.login.transport = transport;
+        let (mut b, mut scene) = (Bridge::new(settings), Scene::new(Registry::builtin()));
         b.handle_connected(Time::ZERO);
         while b.poll_transmit().is_some() {}
         let reply = frame(Message::LoginReply(LoginReply {
@@ -290,15 +295,71 @@ fn the_world_servers_storage_reply_is_passed_to_the_nodes_clients() {
         b.handle_frame(Time::ZERO, &reply, &mut scene);
         std::iter::from_fn(|| b.poll_event())
             .filter_map(|e| match e {
-                BridgeEvent::WorldLoginReply(data) => Some(data),
+                BridgeEvent::WorldAssetStorages(storages) => Some(storages),
                 _ => None,
             })
             .collect::<Vec<_>>()
     };
-    let storage = r#"{"storage":{"default":true,"name":"Scene","src":"http://world/","type":"HttpAssetStorage"}}"#;
-    assert_eq!(login(storage), vec![storage.to_owned()]);
-    // No storage block (or not JSON at all): the node keeps its own.
-    assert!(login("{}").is_empty());
-    assert!(login("<asset />").is_empty());
-    assert!(login(r#"{"storage":"x"}"#).is_empty());
+    let json = r#"{"storage":{"default":true,"name":"Scene","src":"http://world/","type":"HttpAssetStorage"}}"#;
+    let xml = "<?xml version=\"1.0\"?>\n<asset>\n\t<storage data=\"type=HttpAssetStorage;name=Scene;src=http://world/\" />\n\t<defaultStorage name=\"Scene\" />\n</asset>\n";
+    let from_json = login(ClientTransport::WebSocket, json);
+    let from_xml = login(ClientTransport::KnetUdp, xml);
+    assert_eq!(from_json, from_xml, "one model from either form");
+    assert_eq!(from_json.len(), 1, "once per login that changes them");
+    assert_eq!(from_json[0].to_json(), json);
+    assert_eq!(from_xml[0].to_xml(), xml);
+    // Each transport reads its own form only; a reply without storages, or
+    // one that does not parse, is no storage: nothing to tell a node that
+    // has none.
+    for (transport, data) in [
+        (ClientTransport::WebSocket, "{}"),
+        (ClientTransport::WebSocket, "<asset />"),
+        (ClientTransport::WebSocket, r#"{"storage":"x"}"#),
+        (ClientTransport::WebSocket, xml),
+        (ClientTransport::KnetTcp, json),
+        (ClientTransport::KnetTcp, "<asset />"),
+        (ClientTransport::KnetTcp, "<!DOCTYPE a []><asset/>"),
+    ] {
+        assert_eq!(login(transport, data), vec![], "{transport:?} {data}");
+    }
+}
+
+#[test]
+fn each_login_that_changes_the_world_storages_tells_the_node_once() {
+    let (mut b, mut scene) = (bridge(), Scene::new(Registry::builtin()));
+    let mut login = |t: u64, data: &str| {
+        let now = Time::from_millis(t);
+        b.handle_connected(now);
+        while b.poll_transmit().is_some() {}
+        let reply = frame(Message::LoginReply(LoginReply {
+            success: true,
+            user_id: UserId(2),
+            reply_data: data.into(),
+            protocol_version: Some(3),
+        }));
+        b.handle_frame(now, &reply, &mut scene);
+        let told: Vec<_> = std::iter::from_fn(|| b.poll_event())
+            .filter_map(|e| match e {
+                BridgeEvent::WorldAssetStorages(storages) => Some(storages),
+                _ => None,
+            })
+            .collect();
+        b.handle_disconnected(now, "test");
+        while b.poll_transmit().is_some() {}
+        told
+    };
+    let scene_storage = r#"{"storage":{"default":true,"name":"Scene","src":"http://world/","type":"HttpAssetStorage"}}"#;
+    let moved = r#"{"storage":{"default":true,"name":"Scene","src":"http://new-world/","type":"HttpAssetStorage"}}"#;
+    let told = login(1_000, scene_storage);
+    assert_eq!(told.len(), 1);
+    assert_eq!(told[0].default_storage().unwrap().src(), "http://world/");
+    assert!(login(2_000, scene_storage).is_empty(), "unchanged: nothing");
+    let told = login(3_000, moved);
+    assert_eq!(told.len(), 1);
+    assert_eq!(
+        told[0].default_storage().unwrap().src(),
+        "http://new-world/"
+    );
+    // The world stops naming a storage: the node goes back to none.
+    assert_eq!(login(4_000, "{}"), vec![AssetStorages::none()]);
 }

@@ -775,6 +775,9 @@ pub fn login_data(url: &str, username: &str, extra: &[(&str, &str)]) -> String {
 pub struct Observer {
     state: Arc<Mutex<Observed>>,
     pub user: u32,
+    /// The data of its successful LoginReply (the node's asset storages,
+    /// JSON over WebSocket, XML over kNet).
+    pub reply_data: String,
     /// The negotiated protocol, for encoding what it sends.
     pub protocol: lessgate::tundra::ProtocolVersion,
     /// Locked per send, so a test can send through a shared reference.
@@ -878,6 +881,7 @@ impl Observer {
         Ok(Observer {
             state,
             user: reply.user_id.0,
+            reply_data: reply.reply_data,
             protocol: ProtocolVersion(reply.protocol_version.unwrap_or(1)),
             sink: tokio::sync::Mutex::new(sink),
             task,

@@ -49,7 +49,7 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
         limits: config.limits.server_limits(),
         required_login: config.tundra.required_login.clone(),
         interest_management: config.tundra.interest_management,
-        login_reply: crate::server::EMPTY_STORAGE_REPLY.to_owned(),
+        asset_storages: crate::tundra::asset_storage::AssetStorages::none(),
     });
     let addr = config.tundra.listen;
     let listener = TcpListener::bind(addr)
