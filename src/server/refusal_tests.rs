@@ -81,6 +81,9 @@ fn ten_clients_refused_in_bulk_write_a_bounded_number_of_lines_that_carry_the_co
     let warnings = Warnings::default();
     let subscriber = tracing_subscriber::registry().with(warnings.clone());
     tracing::subscriber::with_default(subscriber, || {
+        // Another test's thread may have cached a callsite's interest
+        // without this scoped subscriber: ask every callsite again.
+        tracing::callsite::rebuild_interest_cache();
         let mut scene = Scene::new(Registry::builtin());
         let mut server = TundraServer::new(ServerConfig::default());
         let clients: Vec<ClientId> = (1..=10).map(ClientId).collect();

@@ -241,6 +241,9 @@ fn one_info_line_per_outage_not_per_redial() {
     let lines = InfoLines::default();
     let subscriber = tracing_subscriber::registry().with(lines.clone());
     tracing::subscriber::with_default(subscriber, || {
+        // Another test's thread may have cached a callsite's interest
+        // without this scoped subscriber: ask every callsite again.
+        tracing::callsite::rebuild_interest_cache();
         let (mut b, mut scene) = (bridge(), Scene::new(Registry::builtin()));
         logged_in(&mut b, &mut scene, Time::ZERO, &[(5, "box", 1)]);
         // The world server goes away; ten redials fail (refused, or
