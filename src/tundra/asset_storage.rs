@@ -351,20 +351,12 @@ impl AssetStorages {
         if text.len() > MAX_REPLY_BYTES {
             return Err(AssetStorageError::TooLong);
         }
-        // pugixml skips a byte order mark; roxmltree wants it gone.
-        let text = text.trim_start_matches('\u{feff}');
-        let options = roxmltree::ParsingOptions {
-            // Storages have no use for a DTD; refusing it refuses entity tricks.
-            allow_dtd: false,
-            nodes_limit: MAX_XML_NODES,
-        };
-        let document =
-            roxmltree::Document::parse_with_options(text, options).map_err(
-                |error| match error {
-                    roxmltree::Error::NodesLimitReached => AssetStorageError::TooManyNodes,
-                    other => AssetStorageError::Xml(other.to_string()),
-                },
-            )?;
+        let document = super::login_xml::parse_remote_xml(text, MAX_XML_NODES).map_err(
+            |error| match error {
+                roxmltree::Error::NodesLimitReached => AssetStorageError::TooManyNodes,
+                other => AssetStorageError::Xml(other.to_string()),
+            },
+        )?;
         let root = document.root_element();
         if root.tag_name().name() != "asset" {
             return Ok(AssetStorages::none());

@@ -50,18 +50,10 @@ pub fn parse_login_xml(text: &str) -> Result<Map<String, Value>, LoginXmlError> 
     if text.len() > MAX_LOGIN_XML_BYTES {
         return Err(LoginXmlError::TooLong);
     }
-    // pugixml skips a byte order mark; roxmltree wants it gone.
-    let text = text.trim_start_matches('\u{feff}');
-    let options = roxmltree::ParsingOptions {
-        // A login has no use for a DTD; refusing it also refuses entity tricks.
-        allow_dtd: false,
-        nodes_limit: MAX_XML_NODES,
-    };
-    let document =
-        roxmltree::Document::parse_with_options(text, options).map_err(|error| match error {
-            roxmltree::Error::NodesLimitReached => LoginXmlError::TooManyNodes,
-            other => LoginXmlError::Syntax(other.to_string()),
-        })?;
+    let document = parse_remote_xml(text, MAX_XML_NODES).map_err(|error| match error {
+        roxmltree::Error::NodesLimitReached => LoginXmlError::TooManyNodes,
+        other => LoginXmlError::Syntax(other.to_string()),
+    })?;
     let mut properties = Map::new();
     for (count, element) in document
         .root_element()
@@ -110,6 +102,22 @@ pub fn login_xml(properties: &[(&str, &str)]) -> String {
     }
     out.push_str("</login>\n");
     out
+}
+
+/// Parses XML a remote party sent (login data, a LoginReply's storages) as
+/// pugixml reads it: a byte order mark is skipped; a DTD is refused (the
+/// data has no use for one, and refusing it refuses entity tricks); at most
+/// `nodes_limit` nodes.
+pub(crate) fn parse_remote_xml(
+    text: &str,
+    nodes_limit: u32,
+) -> Result<roxmltree::Document<'_>, roxmltree::Error> {
+    let text = text.trim_start_matches('\u{feff}');
+    let options = roxmltree::ParsingOptions {
+        allow_dtd: false,
+        nodes_limit,
+    };
+    roxmltree::Document::parse_with_options(text, options)
 }
 
 /// The success LoginReply data of a server without asset storages, for a
