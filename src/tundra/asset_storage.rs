@@ -81,7 +81,7 @@ pub struct AssetStorage {
 
 impl AssetStorage {
     /// Reads a storage string as `AssetAPI::ParseAssetStorageString` does:
-    /// trimmed; one trailing `;` dropped; a string with neither `;` nor `=`
+    /// trimmed (each key and value too); one trailing `;` dropped; a string with neither `;` nor `=`
     /// is a bare `src`; empty parts skipped; a part with more than one `=`
     /// fails the whole string; a key without `=` is the flag `key=1`; a
     /// repeated key keeps its last value. A storage needs a non-empty `src`
@@ -110,7 +110,7 @@ impl AssetStorage {
     }
 
     /// A storage from its fields, in order (a repeated key keeps its first
-    /// place and its last value). Refused without a `src`, with more than
+    /// place and its last value; keys and values are trimmed). Refused without a `src`, with more than
     /// [`MAX_STORAGE_FIELDS`], or with a `;` or `=` that would change its
     /// meaning when written as a storage string.
     pub fn from_fields(
@@ -118,6 +118,9 @@ impl AssetStorage {
     ) -> Result<AssetStorage, AssetStorageError> {
         let mut fields: Vec<(String, String)> = Vec::new();
         for (key, value) in given {
+            // Outer white space would not survive a round trip (a storage
+            // string is read trimmed) and means nothing in a name or URL.
+            let (key, value) = (key.trim().to_owned(), value.trim().to_owned());
             if key.contains([';', '=']) || value.contains([';', '=']) {
                 return Err(AssetStorageError::Unwritable);
             }
