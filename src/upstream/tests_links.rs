@@ -281,27 +281,33 @@ fn one_info_line_per_outage_not_per_redial() {
     assert_eq!(lost.len(), 2, "one per outage: {lost:?}");
 }
 
+/// Logs `b` in at `now` with a LoginReply carrying `data`; returns the
+/// asset storages it told the node of.
+fn log_in_with(b: &mut Bridge, scene: &mut Scene, now: Time, data: &str) -> Vec<AssetStorages> {
+    b.handle_connected(now);
+    while b.poll_transmit().is_some() {}
+    let reply = frame(Message::LoginReply(LoginReply {
+        success: true,
+        user_id: UserId(2),
+        reply_data: data.into(),
+        protocol_version: Some(3),
+    }));
+    b.handle_frame(now, &reply, scene);
+    std::iter::from_fn(|| b.poll_event())
+        .filter_map(|e| match e {
+            BridgeEvent::WorldAssetStorages(storages) => Some(storages),
+            _ => None,
+        })
+        .collect()
+}
+
 #[test]
 fn the_world_servers_asset_storages_are_passed_to_the_node_from_either_form() {
     let login = |transport: ClientTransport, data: &str| {
         let mut settings = bridge().settings.clone();
         settings.login.transport = transport;
         let (mut b, mut scene) = (Bridge::new(settings), Scene::new(Registry::builtin()));
-        b.handle_connected(Time::ZERO);
-        while b.poll_transmit().is_some() {}
-        let reply = frame(Message::LoginReply(LoginReply {
-            success: true,
-            user_id: UserId(2),
-            reply_data: data.into(),
-            protocol_version: Some(3),
-        }));
-        b.handle_frame(Time::ZERO, &reply, &mut scene);
-        std::iter::from_fn(|| b.poll_event())
-            .filter_map(|e| match e {
-                BridgeEvent::WorldAssetStorages(storages) => Some(storages),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
+        log_in_with(&mut b, &mut scene, Time::ZERO, data)
     };
     let json = r#"{"storage":{"default":true,"name":"Scene","src":"http://world/","type":"HttpAssetStorage"}}"#;
     let xml = "<?xml version=\"1.0\"?>\n<asset>\n\t<storage data=\"type=HttpAssetStorage;name=Scene;src=http://world/\" />\n\t<defaultStorage name=\"Scene\" />\n</asset>\n";
@@ -332,21 +338,7 @@ fn each_login_that_changes_the_world_storages_tells_the_node_once() {
     let (mut b, mut scene) = (bridge(), Scene::new(Registry::builtin()));
     let mut login = |t: u64, data: &str| {
         let now = Time::from_millis(t);
-        b.handle_connected(now);
-        while b.poll_transmit().is_some() {}
-        let reply = frame(Message::LoginReply(LoginReply {
-            success: true,
-            user_id: UserId(2),
-            reply_data: data.into(),
-            protocol_version: Some(3),
-        }));
-        b.handle_frame(now, &reply, &mut scene);
-        let told: Vec<_> = std::iter::from_fn(|| b.poll_event())
-            .filter_map(|e| match e {
-                BridgeEvent::WorldAssetStorages(storages) => Some(storages),
-                _ => None,
-            })
-            .collect();
+        let told = log_in_with(&mut b, &mut scene, now, data);
         b.handle_disconnected(now, "test");
         while b.poll_transmit().is_some() {}
         told
