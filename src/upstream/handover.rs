@@ -167,12 +167,7 @@ impl Bridge {
         }
         let earlier_session = handed.session != self.stats.sessions;
         let syncing = matches!(self.state, LinkState::Syncing { .. });
-        let mut signature: Vec<(u32, String)> = m
-            .components
-            .iter()
-            .map(|c| (c.type_id, c.name.clone()))
-            .collect();
-        signature.sort();
+        let signature = signature(m.components.iter().map(|c| (c.type_id, c.name.as_str())));
         if earlier_session && syncing && signature == handed.signature {
             debug!(upstream = %m.entity_id, "handed-out world entity still in the world server: removed again");
             let session = self.stats.sessions;
@@ -199,14 +194,18 @@ impl Bridge {
 
 /// The sorted types and names of an entity's replicated components.
 fn signature_of(scene: &Scene, entity: EntityId) -> Vec<(u32, String)> {
-    let mut signature: Vec<(u32, String)> = scene
-        .entity(entity)
-        .map(|e| {
-            e.replicated_components()
-                .map(|c| (c.type_id, c.name.clone()))
-                .collect()
-        })
-        .unwrap_or_default();
+    let components = scene.entity(entity).into_iter().flat_map(|e| {
+        e.replicated_components()
+            .map(|c| (c.type_id, c.name.as_str()))
+    });
+    signature(components)
+}
+
+/// Component types and names, sorted: what identifies a handed-out entity.
+fn signature<'a>(components: impl Iterator<Item = (u32, &'a str)>) -> Vec<(u32, String)> {
+    let mut signature: Vec<(u32, String)> = components
+        .map(|(type_id, name)| (type_id, name.to_owned()))
+        .collect();
     signature.sort();
     signature
 }
