@@ -8,6 +8,9 @@
 //! expressions and attributes, is resolved to the module it names. Paths
 //! written inside macro bodies are tokens, not paths, and are not seen.
 //!
+//! Inside the federation, files form no import cycle: its rooms layer on
+//! each other (src/federation/mod.rs).
+//!
 //! Fuzz entry points (`fuzz*.rs`) are exempt: they are harnesses kept in the
 //! library so the saved corpora replay on stable Rust, and some build a
 //! whole node from the demo's worlds.
@@ -295,6 +298,132 @@ fn wire_types_do_not_depend_on_their_json_forms() {
         }
     }
     assert!(breaks.is_empty(), "{}", report(&breaks));
+}
+
+/// The files of `top` that take part in an import cycle, each cycle as
+/// `a -> b -> ... -> a`. A file's edges go to the file that defines the
+/// longest module prefix of each path it names. A directory's `mod.rs` only
+/// declares its rooms and re-exports their items: its own edges are not
+/// counted (a file that names an item through a re-export points at it).
+fn import_cycles(top: &str) -> Vec<String> {
+    let files: Vec<SourceFile> = library_sources()
+        .into_iter()
+        .filter(|file| file.top() == top)
+        .collect();
+    cycles_among(top, &files)
+}
+
+/// The import cycles among `files`, all under module `top`.
+fn cycles_among(top: &str, files: &[SourceFile]) -> Vec<String> {
+    let index_of = |path: &[String]| -> Option<usize> {
+        (0..=path.len()).rev().find_map(|len| {
+            files
+                .iter()
+                .position(|file| file.module.as_slice() == &path[..len])
+        })
+    };
+    let edges: Vec<BTreeSet<usize>> = files
+        .iter()
+        .enumerate()
+        .map(|(me, file)| {
+            if file.path.file_name().is_some_and(|name| name == "mod.rs") {
+                return BTreeSet::new();
+            }
+            file.uses
+                .iter()
+                .filter(|used| used.first().map(String::as_str) == Some(top))
+                .filter_map(|used| index_of(used))
+                .filter(|target| *target != me)
+                .collect()
+        })
+        .collect();
+    // Depth-first search; a back edge closes a cycle.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        New,
+        Open,
+        Done,
+    }
+    fn visit(
+        at: usize,
+        edges: &[BTreeSet<usize>],
+        marks: &mut [Mark],
+        stack: &mut Vec<usize>,
+        cycles: &mut Vec<Vec<usize>>,
+    ) {
+        marks[at] = Mark::Open;
+        stack.push(at);
+        for &next in &edges[at] {
+            match marks[next] {
+                Mark::New => visit(next, edges, marks, stack, cycles),
+                Mark::Open => {
+                    let from = stack.iter().position(|&s| s == next).unwrap_or(0);
+                    let mut cycle = stack[from..].to_vec();
+                    cycle.push(next);
+                    cycles.push(cycle);
+                }
+                Mark::Done => {}
+            }
+        }
+        stack.pop();
+        marks[at] = Mark::Done;
+    }
+    let mut marks = vec![Mark::New; files.len()];
+    let mut cycles = Vec::new();
+    for start in 0..files.len() {
+        if marks[start] == Mark::New {
+            visit(start, &edges, &mut marks, &mut Vec::new(), &mut cycles);
+        }
+    }
+    cycles
+        .into_iter()
+        .map(|cycle| {
+            cycle
+                .iter()
+                .map(|&i| files[i].path.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" -> ")
+        })
+        .collect()
+}
+
+/// The federation's rooms layer on each other without a cycle, so a
+/// newcomer can read it bottom up (src/federation/mod.rs).
+#[test]
+fn federation_files_form_no_import_cycle() {
+    let cycles = import_cycles("federation");
+    assert!(cycles.is_empty(), "{}", report(&cycles));
+}
+
+/// The cycle finder finds cycles, and leaves a `mod.rs`'s re-exports out:
+/// the rule above passes only on merit.
+#[test]
+fn the_cycle_finder_sees_a_cycle_and_not_a_re_export() {
+    let file = |path: &str, uses: &[&str]| SourceFile {
+        path: PathBuf::from(path),
+        module: module_of(Path::new(path)),
+        uses: uses
+            .iter()
+            .map(|used| used.split("::").map(str::to_owned).collect())
+            .collect(),
+    };
+    let files = [
+        file("x/mod.rs", &["x::a::A", "x::b::B"]),
+        file("x/a.rs", &["x::b::B"]),
+        file("x/b.rs", &["x::c::helper", "x::A"]),
+        file("x/c.rs", &["x::a::A"]),
+    ];
+    assert_eq!(
+        cycles_among("x", &files),
+        ["x/a.rs -> x/b.rs -> x/c.rs -> x/a.rs"]
+    );
+    // Without c's edge back, b's use of a re-export closes no cycle.
+    let acyclic = [
+        file("x/mod.rs", &["x::a::A", "x::b::B"]),
+        file("x/a.rs", &["x::b::B"]),
+        file("x/b.rs", &["x::A"]),
+    ];
+    assert!(cycles_among("x", &acyclic).is_empty());
 }
 
 /// The rules above pass vacuously if paths are not resolved; these are the

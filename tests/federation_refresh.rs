@@ -1,4 +1,4 @@
-//! Background refresh (docs/less-wire.md §16.7, `src/federation/refresh.rs`): a final
+//! Background refresh (docs/less-wire.md §16.7, `src/federation/routing/refresh.rs`): a final
 //! update lost where no re-send repairs it heals without a request.
 //!
 //! The link runs in stream framing, where LESS re-sends nothing, and the

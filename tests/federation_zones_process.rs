@@ -40,7 +40,8 @@ const DRAG_TO: f32 = 5.0;
 const DRAG_ON_TO: f32 = 8.0;
 const B_PUTS_IT_AT: f32 = 20.0;
 /// The filter the nodes log with: the lines the figures are taken from.
-const LOG_FILTER: &str = "warn,lessgate::node::zones=debug,lessgate::federation::handover=debug";
+const LOG_FILTER: &str =
+    "warn,lessgate::node::zones=debug,lessgate::federation::authority::handover=debug";
 
 /// The `[authority]` section of a node owning the box from `min_x` to
 /// `max_x` (and ±50 on y and z).

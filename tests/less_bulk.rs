@@ -210,7 +210,7 @@ fn tundra_config(role: LinkRole, bulk: bool) -> SessionConfig {
 }
 
 /// The owner component and the attributes of a component object, as the
-/// federation exports them (src/federation/export.rs).
+/// federation exports them (src/federation/routing/export.rs).
 fn component_values(owner: ObjectId<Local>, attributes: &[AttributeValue]) -> Vec<PropertyValue> {
     let mut values = vec![
         pv(

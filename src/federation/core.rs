@@ -6,17 +6,15 @@ use foldhash::{HashSet, HashSetExt};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
-use tracing::{debug, info, warn};
 use uuid::Uuid;
 
+use super::export_policy::origin_policy::OriginPolicy;
 use super::ids::{GlobalId, LinkId};
-use super::link::{Link, TypeFilter};
-use super::origin_policy::OriginPolicy;
+use super::routing::link::{Link, TypeFilter};
+use super::routing::tracked::TrackedEntities;
 use super::stats::FederationStats;
-use super::tracked::TrackedEntities;
-use crate::scene::{ChangeSource, Origin, Scene};
 use crate::tundra::messages::EntityAction;
-use crate::tundra::{ComponentId, EntityId};
+use crate::tundra::EntityId;
 
 /// What the federation tells the node.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,7 +80,7 @@ pub struct Federation {
     /// Background refresh budget per link, bytes per second (0: off).
     pub(super) refresh_rate: u32,
     /// Per-entity order of method calls across route changes.
-    pub(super) calls: super::call_order::CallOrder,
+    pub(super) calls: super::authority::call_order::CallOrder,
     /// Export filters of every peer file (section 4.1: strangers get what
     /// all of them allow).
     pub(super) configured_exports: Vec<TypeFilter>,
@@ -93,14 +91,14 @@ pub struct Federation {
     /// Refusals handled by going on (`stats.rs`).
     pub(super) stats: FederationStats,
     /// Which take-authority calls this node grants (`handover.rs`).
-    pub(super) handover_policy: super::handover::HandoverPolicy,
+    pub(super) handover_policy: super::authority::handover_types::HandoverPolicy,
     /// In upstream mode, whether the world server's entities (proxied in
     /// the scene) can be handed out now: only while its session is ready.
     pub(super) world_server_ready: bool,
     /// Edits of entities this node handed over, waiting for the new
     /// authority's copy.
     pub(super) waiting_edits:
-        std::collections::HashMap<GlobalId, Vec<super::handover::WaitingEdit>>,
+        std::collections::HashMap<GlobalId, Vec<super::authority::handover_types::WaitingEdit>>,
     /// When this node takes back entities it handed over (`handover.rs`).
     pub(super) handover_deadlines: std::collections::HashMap<GlobalId, crate::clock::Time>,
     /// Per entity handed over, the links whose packet carrying the grant is
@@ -109,15 +107,17 @@ pub struct Federation {
     pub(super) grant_marks: std::collections::HashMap<GlobalId, Vec<(LinkId, u64)>>,
     /// This node's own edits sent as tweaks that may come back
     /// (`own_edits.rs`).
-    pub(super) own_edits: super::own_edits::OwnEdits,
+    pub(super) own_edits: super::authority::own_edits::OwnEdits,
     /// This node's own take-authority calls in flight.
     pub(super) authority_requests:
         std::collections::HashSet<(LinkId, crate::less::ids::RequestId<crate::less::ids::Local>)>,
     /// The epoch and reason of this node's own latest take-authority
     /// request per entity, so that the grant is counted under that reason
     /// (`handover.rs`).
-    pub(super) pending_takes:
-        std::collections::HashMap<GlobalId, (u64, super::handover::HandoverReason)>,
+    pub(super) pending_takes: std::collections::HashMap<
+        GlobalId,
+        (u64, super::authority::handover_types::HandoverReason),
+    >,
 }
 
 impl Federation {
@@ -145,44 +145,6 @@ impl Federation {
             authority_requests: Default::default(),
             pending_takes: Default::default(),
         }
-    }
-
-    /// The export filters of every peer file, linked or not: what nodes
-    /// this node names in no policy may receive of its entities through
-    /// relays is what all of them allow (docs/federation.md §4.1).
-    pub fn set_configured_exports(&mut self, filters: Vec<TypeFilter>, scene: &Scene) {
-        self.configured_exports = filters;
-        self.refresh_own_policy(scene);
-    }
-
-    /// The export policy this node attaches to its own entities.
-    pub fn own_policy(&self) -> &OriginPolicy {
-        &self.own_policy
-    }
-
-    /// Recomputes the own policy; on a change, sends it with every own
-    /// entity on every link.
-    pub(super) fn refresh_own_policy(&mut self, scene: &Scene) {
-        let policy = OriginPolicy::of_origin(&self.configured_exports, &self.known_exports);
-        if *self.own_policy == policy {
-            return;
-        }
-        self.own_policy = Arc::new(policy);
-        let own: Vec<GlobalId> = self
-            .tracked
-            .iter()
-            .filter(|(_, tracked)| tracked.is_source())
-            .map(|(global, _)| *global)
-            .collect();
-        for global in own {
-            self.sync_all_links(global, scene);
-        }
-    }
-
-    /// The link whose copy of `global` this node presents, and its peer.
-    pub fn route_of(&self, global: GlobalId) -> Option<(LinkId, Uuid)> {
-        let link = self.tracked.get(&global)?.selected?;
-        Some((link, self.links.get(&link)?.peer))
     }
 
     /// What the federation counted.
@@ -265,347 +227,23 @@ impl Federation {
         counts
     }
 
-    /// A link came up: its session is ready. Exports everything it should
-    /// carry.
-    pub fn add_link(&mut self, link: Link, scene: &Scene) {
-        let id = link.id;
-        info!(link = id.0, peer = %link.peer_name, "federation link added");
-        self.known_exports
-            .insert(link.peer, link.policy.export.clone());
-        self.links.insert(id, link);
-        self.track_local_entities(scene);
-        self.refresh_own_policy(scene);
-        let globals: Vec<GlobalId> = self.export_order(scene);
-        for global in &globals {
-            self.sync_entity_export(*global, id, scene);
-        }
-        for global in &globals {
-            self.sync_component_exports(*global, id, scene);
-        }
+    /// Sets the refresh budget per link in bytes per second (0, the
+    /// default, turns background refresh off; a node sets it from its
+    /// configuration).
+    pub fn set_refresh_rate(&mut self, bytes_per_second: u32) {
+        self.refresh_rate = bytes_per_second;
     }
 
-    /// A link went down: every copy it carried is withdrawn; entities reachable
-    /// only through it leave the scene.
-    pub fn remove_link(&mut self, id: LinkId, scene: &mut Scene) {
-        let Some(mut link) = self.links.remove(&id) else {
-            return;
-        };
-        info!(link = id.0, peer = %link.peer_name, "federation link removed");
-        self.take_orphaned_grants(&mut link, scene);
-        let affected: Vec<GlobalId> = link.mirror.globals().collect();
-        for global in affected {
-            self.reroute(global, scene);
-        }
-        // Calls on the lost link will never be answered from there: answer
-        // those made on behalf of another link, and let calls that waited
-        // behind them go on the new route.
-        for (_, on_behalf_of) in link.forwarded_calls.into_values() {
-            let Some(call) = on_behalf_of else { continue };
-            if let Some(from) = self.links.get_mut(&call.from) {
-                let sent = from.session.send_method_result(
-                    call.request,
-                    crate::less::message::MethodStatus::NOT_FOUND,
-                    crate::less::value::Value::String(
-                        "route to the entity's authority lost".into(),
-                    ),
-                );
-                self.stats.session(sent, "lost-route answer not sent");
-            }
-        }
-        for (_, calls) in self.calls.link_gone(id) {
-            self.release_calls(calls, scene);
-        }
-        if !self.links.values().any(|l| l.peer == link.peer) {
-            self.reclaim_unanswered(link.peer, scene);
-        }
-    }
-
-    /// Gives every replicated local entity a federation identity.
-    fn track_local_entities(&mut self, scene: &Scene) {
-        let new: Vec<EntityId> = scene
-            .entities()
-            .filter(|e| {
-                e.is_replicated()
-                    && e.origin == Origin::Local
-                    && !self.tracked.is_tracked_scene(e.id)
-            })
-            .map(|e| e.id)
-            .collect();
-        for id in new {
-            self.track_local(id);
-        }
-    }
-
-    pub(super) fn track_local(&mut self, id: EntityId) -> GlobalId {
-        let global = GlobalId {
-            origin: self.node,
-            serial: self.next_serial,
-        };
-        self.next_serial += 1;
-        // A fresh serial is never tracked, and callers track only scene
-        // entities without an identity: the pair cannot be refused.
-        if let Err(error) = self.tracked.insert_local(global, id) {
-            warn!(entity = %id, %error, "own entity not tracked");
-        }
-        global
-    }
-
-    /// Tracked entities with parents before children.
-    pub(super) fn export_order(&self, scene: &Scene) -> Vec<GlobalId> {
-        let mut order = Vec::with_capacity(self.tracked.len());
-        let mut placed = std::collections::HashSet::new();
-        for entity in scene.entities() {
-            let mut chain = Vec::new();
-            let mut cursor = Some(entity.id);
-            while let Some(id) = cursor {
-                if placed.contains(&id) || chain.contains(&id) || chain.len() > 64 {
-                    break;
-                }
-                chain.push(id);
-                cursor = scene.entity(id).and_then(|e| e.parent);
-            }
-            for id in chain.into_iter().rev() {
-                if placed.insert(id) {
-                    if let Some(global) = self.tracked.global_of(id) {
-                        order.push(global);
-                    }
-                }
-            }
-        }
-        order
-    }
-
-    /// The path to put on the copy of `global` this node sends: the path it
-    /// received (or none for its own), with itself appended.
-    pub(super) fn outgoing_path(&self, global: GlobalId) -> Vec<Uuid> {
-        let mut path = self
-            .tracked
-            .get(&global)
-            .and_then(|t| t.selected)
-            .and_then(|link| {
-                let link = self.links.get(&link)?;
-                Some(link.mirror.copy_of(global)?.path.clone())
-            })
-            .unwrap_or_default();
-        path.push(self.node);
-        path
-    }
-
-    /// The export policy to send with `global`: this node's own for its
-    /// entities; for a remote one, what the presented copy carries (the
-    /// origin's), or the unstated policy if it carries none.
-    pub(super) fn outgoing_policy(&self, global: GlobalId) -> Arc<OriginPolicy> {
-        let Some(tracked) = self.tracked.get(&global) else {
-            return Arc::new(OriginPolicy::unstated());
-        };
-        if tracked.is_source() {
-            return self.own_policy.clone();
-        }
-        tracked
-            .selected
-            .and_then(|link| {
-                let link = self.links.get(&link)?;
-                link.mirror.copy_of(global)?.policy.clone()
-            })
-            .unwrap_or_else(|| Arc::new(OriginPolicy::unstated()))
-    }
-
-    /// The origin's policy a relay must apply to `global` (none for this
-    /// node's own entities: its link filters say it all).
-    pub(super) fn relay_rule(&self, global: GlobalId) -> Option<Arc<OriginPolicy>> {
-        let source = self.tracked.get(&global).is_some_and(|t| t.is_source());
-        (!source).then(|| self.outgoing_policy(global))
-    }
-
-    /// Whether `global` should be exported on `link` (section 4).
-    pub(super) fn should_export(&self, global: GlobalId, link: LinkId) -> bool {
-        let (Some(tracked), Some(target)) = (self.tracked.get(&global), self.links.get(&link))
-        else {
-            return false;
-        };
-        if tracked.is_source() {
-            return true;
-        }
-        if tracked.selected == Some(link) || tracked.selected.is_none() {
-            return false;
-        }
-        !self.outgoing_path(global).contains(&target.peer)
-    }
-
-    /// Re-chooses the copy of `global` to present (section 4) and applies
-    /// the change to the scene and to every link's exports.
-    pub(super) fn reroute(&mut self, global: GlobalId, scene: &mut Scene) {
-        let tracked = self.tracked.get(&global);
-        if tracked.is_none() && global.origin == self.node {
-            return; // our own entity came back: never presented twice
-        }
-        // Copies by highest epoch, then those from the authority itself
-        // over those a node that handed it over relays, then the shortest
-        // path (docs/federation.md §7.3).
-        let mut candidates: Vec<(std::cmp::Reverse<u64>, bool, usize, Uuid, LinkId)> = self
-            .links
-            .values()
-            .filter_map(|link| {
-                let entity = link.mirror.copy_of(global)?;
-                (!entity.path.contains(&self.node)).then_some((
-                    std::cmp::Reverse(entity.epoch),
-                    !entity.from_authority(),
-                    entity.path.len(),
-                    link.peer,
-                    link.id,
-                ))
-            })
-            .collect();
-        candidates.sort();
-        let newest = candidates.first().map(|c| {
-            let copy = self.links[&c.4].mirror.copy_of(global);
-            (c.0 .0, copy.map_or(global.origin, |c| c.authority()))
-        });
-        let own_epoch = tracked.map_or(0, |t| t.epoch);
-        let is_local = tracked.is_some_and(|t| t.is_local());
-        let presented = tracked.and_then(|t| t.selected);
-        if let Some((epoch, authority)) = newest {
-            if authority == self.node && !is_local && epoch > own_epoch {
-                // The grant to this node, accepted after the state sent
-                // before it: that copy's state becomes this node's own.
-                let granting = candidates[0].4;
-                match presented {
-                    None => self.present(global, granting, scene),
-                    Some(link) if link != granting => self.switch_route(global, granting, scene),
-                    Some(_) => {}
-                }
-                let from = self
-                    .links
-                    .get(&granting)
-                    .and_then(|l| l.mirror.copy_of(global))
-                    .and_then(|c| c.path.first().copied())
-                    .unwrap_or(global.origin);
-                self.take_over(global, epoch, from, scene);
-                return;
-            }
-            // At equal epochs (a reclaim racing a second hand-over) the
-            // lower UUID keeps it.
-            let outranked = epoch > own_epoch || (epoch == own_epoch && authority < self.node);
-            if is_local && outranked && authority != self.node {
-                self.step_down(global, authority, epoch, scene);
-            }
-        }
-        if self.tracked.get(&global).is_some_and(|t| t.is_local()) {
+    /// Spends each link's refresh budget accrued up to `now`
+    /// (`routing/refresh.rs`).
+    pub fn refresh(&mut self, now: crate::clock::Time) {
+        let rate = f64::from(self.refresh_rate);
+        if rate == 0.0 {
             return;
         }
-        // Copies older than an epoch this node has stated are stale.
-        let floor = self
-            .tracked
-            .get(&global)
-            .filter(|t| t.handed_to.is_some())
-            .map_or(0, |t| t.epoch);
-        candidates.retain(|c| c.0 .0 >= floor);
-        let best = candidates.first().map(|c| c.4);
-        let current = self.tracked.get(&global).and_then(|t| t.selected);
-        let current_usable = current.is_some_and(|c| candidates.iter().any(|c2| c2.4 == c));
-        let handed = self
-            .tracked
-            .get(&global)
-            .is_some_and(|t| t.handed_to.is_some());
-        match (current, best) {
-            (None, None) => {}
-            (Some(_), None) => self.unpresent(global, scene),
-            (None, Some(link)) if handed => {
-                if self.copy_covers(global, link, scene) {
-                    debug!(entity = %global, link = link.0, "new authority's copy presented");
-                    if let Some(t) = self.tracked.get_mut(&global) {
-                        t.handed_to = None;
-                    }
-                    self.switch_route(global, link, scene);
-                    self.adopted(global, scene);
-                } else {
-                    debug!(entity = %global, "handed entity waits for the new copy's components");
-                }
-            }
-            (None, Some(link)) => self.present(global, link, scene),
-            // A shorter route whose copy has not yet brought every component
-            // the presented copy has (its entity object arrives before its
-            // component objects): stay on the working route until it has,
-            // so the switch keeps every component and its id (`switch_route`).
-            // A route that is gone is left at once.
-            (Some(old), Some(new))
-                if old != new && current_usable && !self.copy_covers(global, new, scene) =>
-            {
-                debug!(entity = %global, from = %old, to = %new, "route change waits for the new copy's components");
-            }
-            (Some(old), Some(new)) if old != new => {
-                debug!(entity = %global, from = %old, to = %new, "route changed");
-                self.switch_route(global, new, scene);
-            }
-            (Some(_), Some(_)) => {}
-        }
-        self.sync_all_links(global, scene);
-    }
-
-    /// Whether the copy of `global` on `link` has a component object for
-    /// every component presented now (same type and name).
-    fn copy_covers(&self, global: GlobalId, link: LinkId, scene: &Scene) -> bool {
-        let (Some(tracked), Some(link)) = (self.tracked.get(&global), self.links.get(&link)) else {
-            return false;
-        };
-        let Some(copy) = link.mirror.copy_of(global) else {
-            return false;
-        };
-        let Some(entity) = scene.entity(tracked.scene()) else {
-            return true;
-        };
-        let presented: Vec<ComponentId> = if tracked.selected.is_none() {
-            // Handed over: the scene's own components.
-            entity.replicated_components().map(|c| c.id).collect()
-        } else {
-            tracked.components.values().copied().collect()
-        };
-        presented.iter().all(|id| {
-            let Some(presented) = entity.components.get(id) else {
-                return true;
-            };
-            copy.components().iter().any(|object| {
-                link.mirror.component(*object).is_some_and(|c| {
-                    c.kind.type_id() == presented.type_id && c.name == presented.name
-                })
-            })
-        })
-    }
-
-    /// Brings every link's export of `global` in line with `should_export`.
-    pub(super) fn sync_all_links(&mut self, global: GlobalId, scene: &Scene) {
-        let links: Vec<LinkId> = self.links.keys().copied().collect();
-        for link in links {
-            self.sync_entity_export(global, link, scene);
-            self.sync_component_exports(global, link, scene);
-        }
-    }
-
-    /// Removes a remote entity from the scene: no route left.
-    fn unpresent(&mut self, global: GlobalId, scene: &mut Scene) {
-        let Some(tracked) = self.tracked.remove(&global) else {
-            return;
-        };
-        let source = ChangeSource::Peer(tracked.selected.map_or(0, |l| l.0));
-        // Children are other entities with routes of their own: keep them.
-        let children: Vec<EntityId> = scene
-            .entities()
-            .filter(|e| e.parent == Some(tracked.scene()))
-            .map(|e| e.id)
-            .collect();
-        for child in children {
-            let orphaned = scene.set_parent(source, child, None);
-            self.stats
-                .scene(orphaned, "child of a withdrawn entity not detached");
-            if let Some(child) = self.tracked.global_of(child) {
-                self.awaiting_parent.insert(child);
-            }
-        }
-        let removed = scene.remove_entity(source, tracked.scene());
-        self.stats.scene(removed, "withdrawn entity not removed");
         for link in self.links.values_mut() {
-            super::export::unexport_entity(link, tracked.scene(), &mut self.stats);
+            link.refresh
+                .spend(rate, now, &mut link.session, &link.exported);
         }
-        debug!(entity = %global, "entity withdrawn");
     }
 }

@@ -1,70 +1,73 @@
 //! Federation: Tundra scenes across LESS peer links (docs/federation.md).
 //!
-//! Each node presents every entity of the federation once, from the copy with
-//! the shortest path; exports what it presents to links that do not already
-//! lie on the entity's path; and sends edits and actions of entities it does
-//! not simulate to their authority. The core is pure: it drives
+//! Each node presents every entity it receives once, from the best copy;
+//! exports what it presents to links that do not already lie on the
+//! entity's path; and sends edits and actions of entities it does not
+//! simulate to their authority. The core is pure: it drives
 //! [`crate::less::session::Session`]s and mutates the [`crate::scene::Scene`].
+//!
+//! One room per concern, each a directory; the files of a room hold either
+//! state and rules (no [`Federation`]) or behaviour (`impl Federation`):
+//!
+//! ```text
+//!  behaviour   routing/{links,route,present,import,export,accept}  authority/{edits,calls,handover,departure_link}
+//!              export_policy/enforce   flood/relay
+//!                  │ (impl Federation)
+//!  core.rs     the Federation struct: every room's state, and accessors
+//!                  │
+//!  state       routing/{tracked,mirror,exports,link,refresh}  authority/{handover_types,request,call_order,own_edits,departure,zones}
+//!              export_policy/{filter,origin_policy}  flood/memory  stats
+//!                  │
+//!  wire        wire/{mapping,values,schemas,encodings,interactions}   ids
+//! ```
+//!
+//! A file uses only files below it or beside it in its layer, never one
+//! above: the federation has no import cycle (`tests/architecture.rs`
+//! checks it). Where to look:
+//! - an update is **routed** in `routing/route.rs` (which copy is presented,
+//!   which links an entity goes on);
+//! - it is **filtered** in `export_policy/` (which components may go to
+//!   which node);
+//! - it is **applied** in `routing/import.rs` and `routing/present.rs` (a
+//!   peer's objects into the scene) and sent in `routing/export.rs` (the
+//!   scene's changes out);
+//! - an edit of someone else's entity travels in `authority/edits.rs`, a
+//!   call in `authority/calls.rs`, a hand-over in `authority/handover.rs`.
 //!
 //! Who keeps which state consistent (each behind methods, each with a
 //! `check_invariants` the tests call; [`Federation::check_invariants`] runs
-//! them all and the checks between them):
-//! - `tracked.rs`: federation identity <-> scene entity, one bijection;
-//! - [`mirror::Mirror`]: a link's view of the peer's objects, components
-//!   filed under their owner entity (or waiting for it), one object per
-//!   identity;
-//! - [`exports::Exports`]: what this node exports on a link and the reverse
-//!   index from object to scene entity;
-//! - `call_order.rs`: calls waiting for a route change;
-//! - `handover.rs`: authority hand-over (docs/federation.md §7): grants,
-//!   the epoch barrier, taking over, taking back; `take_authority.rs`, the
-//!   request's arguments and the reason it states;
-//! - `own_edits.rs`: this node's edits sent as tweaks, so that one coming
-//!   back after a later edit took another route is not applied over it.
+//! them all and the checks between them): `routing/tracked.rs` (federation
+//! identity <-> scene entity, one bijection), [`routing::mirror::Mirror`]
+//! (a link's view of the peer's objects, components filed under their
+//! owner entity or waiting for it), [`routing::exports::Exports`] (what
+//! this node exports on a link and the reverse index from object to scene
+//! entity).
 //!
 //! The federation takes its inputs through its own `handle_*` methods (a
 //! client's edit or removal of a remote entity, its actions); it does not
 //! know the Tundra server's events. Refusals it goes on from are counted in
-//! [`FederationStats`]. `read_ahead.rs` reads ahead along the update paths'
-//! own lookup chains.
+//! [`FederationStats`].
 
-mod accept;
-mod authority;
-mod call_order;
+pub mod authority;
 mod core;
-pub mod departure;
-mod departure_wire;
-pub mod encodings;
-mod export;
-pub mod exports;
+pub mod export_policy;
 mod flood;
-pub mod handover;
 pub mod ids;
-mod import;
-pub mod link;
-pub mod mapping;
-pub mod mirror;
-pub mod origin_policy;
-mod own_edits;
-mod read_ahead;
-pub mod refresh;
-pub mod schemas;
+pub mod routing;
 pub mod stats;
-pub mod take_authority;
-mod tracked;
-pub mod values;
-pub mod zones;
+pub mod wire;
 
+pub use self::authority::handover_types::{HandoverError, HandoverPolicy, HandoverReason};
+pub use self::authority::{departure, handover, take_authority, zones};
 pub use self::core::{Federation, FederationEvent};
-pub use handover::{HandoverError, HandoverPolicy, HandoverReason};
+pub use self::export_policy::filter::{LinkPolicy, TypeFilter};
+pub use self::export_policy::origin_policy;
+pub use self::routing::link::Link;
+pub use self::routing::{exports, link, mirror, refresh};
+pub use self::wire::{encodings, mapping, schemas, values};
 pub use ids::{GlobalId, LinkId};
-pub use link::{Link, LinkPolicy, TypeFilter};
 pub use stats::FederationStats;
 
-#[cfg(test)]
-mod mirror_tests;
-#[cfg(test)]
-mod read_ahead_tests;
 #[cfg(test)]
 mod test_pair;
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use super::schemas::schema_registry;
+use super::wire::schemas::schema_registry;
 use super::{Federation, GlobalId, Link, LinkId, LinkPolicy};
 use crate::clock::Time;
 use crate::less::schema::ConnectionSchema;

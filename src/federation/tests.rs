@@ -332,7 +332,7 @@ fn a_narrowed_accept_filter_drops_the_refused_types_on_the_live_link() {
 /// grants nothing (docs/federation.md §7.2).
 #[test]
 fn the_authority_reads_and_counts_the_reason_a_peer_states() {
-    use super::take_authority::take_authority_method;
+    use super::authority::take_authority::take_authority_method;
     use crate::less::message::MethodStatus;
     use crate::less::session::Event;
     use crate::less::value::Value;

@@ -13,8 +13,8 @@
 
 use std::collections::HashMap;
 
-use super::ids::{GlobalId, LinkId};
 use crate::clock::Time;
+use crate::federation::ids::{GlobalId, LinkId};
 use crate::tundra::{AttributeValue, ComponentId};
 
 /// Edits remembered per property; older ones are forgotten first.
@@ -22,10 +22,11 @@ pub const MAX_OWN_EDITS_PER_PROPERTY: usize = 32;
 
 /// How long a sent edit is remembered: an edit waiting at an old authority
 /// leaves it within the hand-over timeout (it is then taken back instead).
-pub const OWN_EDIT_MEMORY: std::time::Duration = super::handover::HANDOVER_TIMEOUT;
+pub const OWN_EDIT_MEMORY: std::time::Duration =
+    crate::federation::authority::handover_types::HANDOVER_TIMEOUT;
 
 /// One property of one entity.
-pub(super) type PropertyOf = (GlobalId, ComponentId, u8);
+pub(in crate::federation) type PropertyOf = (GlobalId, ComponentId, u8);
 
 /// Where an edit went: a link toward the authority, or applied here as the
 /// authority (`None`).
@@ -43,7 +44,7 @@ struct SentEdit {
 
 /// What a peer's tweak of a property is, seen from this node's own edits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Returning {
+pub(in crate::federation) enum Returning {
     /// Not one of this node's edits, or its latest: it applies.
     Apply,
     /// One of this node's edits that a later edit of it overtook.
@@ -52,7 +53,7 @@ pub(super) enum Returning {
 
 /// This node's own edits of remote entities that may still come back.
 #[derive(Debug, Default)]
-pub(super) struct OwnEdits {
+pub(in crate::federation) struct OwnEdits {
     by_property: HashMap<PropertyOf, Vec<SentEdit>>,
 }
 

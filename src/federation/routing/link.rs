@@ -6,47 +6,15 @@ use foldhash::{HashMap, HashMapExt};
 
 use uuid::Uuid;
 
-use super::exports::Exports;
-use super::ids::LinkId;
-use super::mirror::{ComponentKind, Mirror};
+use crate::federation::ids::LinkId;
+use crate::federation::routing::exports::Exports;
+use crate::federation::routing::mirror::{ComponentKind, Mirror};
+use crate::federation::stats::FederationStats;
 use crate::less::ids::{Local, ObjectId, Remote, RequestId, TypeId};
 use crate::less::session::Session;
 use crate::tundra::{ComponentId, EntityId};
 
-pub use crate::peering::peer_file::TypeFilter;
-
-/// What the operator allows on a link (the peer file's export/accept lists).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LinkPolicy {
-    pub export: TypeFilter,
-    pub accept: TypeFilter,
-}
-
-impl LinkPolicy {
-    /// Whether a component type (name without `EC_`) may be exported; peer
-    /// files may name types with or without the prefix.
-    pub fn exports(&self, type_name: &str) -> bool {
-        allows(&self.export, type_name)
-    }
-
-    /// Whether a component type from the peer is accepted.
-    pub fn accepts(&self, type_name: &str) -> bool {
-        allows(&self.accept, type_name)
-    }
-}
-
-fn allows(filter: &TypeFilter, type_name: &str) -> bool {
-    filter.allows(type_name) || filter.allows(&format!("EC_{type_name}"))
-}
-
-impl Default for LinkPolicy {
-    fn default() -> Self {
-        LinkPolicy {
-            export: TypeFilter::All,
-            accept: TypeFilter::All,
-        }
-    }
-}
+pub use crate::federation::export_policy::filter::{LinkPolicy, TypeFilter};
 
 /// A type the peer introduced, as this node understood it.
 #[derive(Debug, Clone, PartialEq)]
@@ -75,21 +43,21 @@ pub struct Link {
     /// `type_for`).
     local_types: HashMap<String, TypeId<Local>>,
     /// Types the peer introduced, as this node understood them.
-    pub(super) remote_types: HashMap<TypeId<Remote>, RemoteType>,
+    pub(in crate::federation) remote_types: HashMap<TypeId<Remote>, RemoteType>,
     /// What this node exports on the link.
     pub exported: Exports,
     /// What the peer presents on the link.
     pub mirror: Mirror,
     /// Calls this node invoked on the peer: the entity called, and whom to
     /// answer (none: one of this node's clients).
-    pub(super) forwarded_calls:
-        HashMap<RequestId<Local>, (super::ids::GlobalId, Option<ForwardedCall>)>,
+    pub(in crate::federation) forwarded_calls:
+        HashMap<RequestId<Local>, (crate::federation::ids::GlobalId, Option<ForwardedCall>)>,
     /// Background refresh position and budget (`refresh.rs`).
-    pub refresh: super::refresh::RefreshCursor,
+    pub refresh: crate::federation::routing::refresh::RefreshCursor,
     /// Entity objects whose new authority and epoch wait until every
     /// packet the peer sent before them has arrived, with the receive mark
     /// to wait for (`handover.rs`).
-    pub(super) epoch_barriers: Vec<(ObjectId<Remote>, u64)>,
+    pub(in crate::federation) epoch_barriers: Vec<(ObjectId<Remote>, u64)>,
     /// Both Hellos listed `handover:reason/1`: take-authority calls on the
     /// link state their reason (`take_authority.rs`). False, as for a peer
     /// that lists no features, until the driver says otherwise.
@@ -140,4 +108,23 @@ impl Link {
     ) -> Option<ObjectId<Local>> {
         self.exported.component_object(entity, component)
     }
+}
+
+/// Removes an entity's objects from a link: components first.
+pub fn unexport_entity(link: &mut Link, entity: EntityId, stats: &mut FederationStats) {
+    let Some(exported) = link.exported.remove_entity(entity) else {
+        return;
+    };
+    for object in exported.components().values() {
+        withdraw(link, *object, stats);
+    }
+    withdraw(link, exported.object, stats);
+}
+
+/// Removes one exported object from the peer. The session refuses only
+/// when it is closing or never had the object; either way nothing is left
+/// to withdraw, so the refusal is only counted.
+pub fn withdraw(link: &mut Link, object: ObjectId<Local>, stats: &mut FederationStats) {
+    let removed = link.session.remove_entity(object);
+    stats.session(removed, "exported object not withdrawn");
 }

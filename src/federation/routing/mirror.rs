@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
-use super::ids::GlobalId;
-use super::mapping::{component, entity};
-use super::origin_policy::OriginPolicy;
+use crate::federation::export_policy::origin_policy::OriginPolicy;
+use crate::federation::ids::GlobalId;
+use crate::federation::wire::mapping::{component, entity};
 use crate::less::ids::{ComponentId, ObjectId, PropertyId, PropertyKey, Remote};
 use crate::less::property_list::PropertyValue;
 use crate::less::property_map::PropertyMap;

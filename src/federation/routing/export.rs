@@ -1,15 +1,19 @@
 //! Exports: this node's view of an entity, sent as LESS objects on a link
 //! (docs/federation.md §2), kept current from the scene's journal.
 
-use tracing::{debug, info, warn};
+use tracing::{debug, warn};
 
-use super::core::Federation;
-use super::ids::{GlobalId, LinkId};
-use super::link::{Link, TypeFilter};
-use super::mapping::{self, attribute_key, component, entity};
-use super::origin_policy::OriginPolicy;
-use super::stats::FederationStats;
-use super::values::to_less;
+use crate::federation::core::Federation;
+use crate::federation::export_policy::filter::{may_export, TypeFilter};
+use crate::federation::export_policy::origin_policy::OriginPolicy;
+use crate::federation::ids::{GlobalId, LinkId};
+use crate::federation::routing::link::{unexport_entity, withdraw, Link};
+use crate::federation::routing::object_values::{
+    authority_values, component_type, component_values, dynamic_layout, parent_value, pv, type_name,
+};
+use crate::federation::routing::references::reference_out;
+use crate::federation::wire::mapping::{self, attribute_key, entity};
+use crate::federation::wire::values::to_less;
 use crate::less::ids::{Local, ObjectId, PropertyKey};
 use crate::less::property_list::PropertyValue;
 use crate::less::value::Value;
@@ -17,184 +21,6 @@ use crate::less::value_type::ValueType;
 use crate::logging::RemoteText;
 use crate::scene::{Change, ChangeKind, ChangeSource, Component, ComponentContent, Origin, Scene};
 use crate::tundra::{ComponentId, EntityId};
-
-fn pv(component: u64, property: u64, value: Value) -> PropertyValue {
-    PropertyValue {
-        key: PropertyKey::new(component, property),
-        value,
-    }
-}
-
-/// The entity object's `authority` and `epoch` (docs/federation.md §7.1),
-/// always sent together so a receiver sees them change at once.
-fn authority_values((authority, epoch): (uuid::Uuid, u64)) -> [PropertyValue; 2] {
-    [
-        pv(entity::COMPONENT, entity::AUTHORITY, Value::Uuid(authority)),
-        pv(
-            entity::COMPONENT,
-            entity::EPOCH,
-            Value::Integer(epoch as i64),
-        ),
-    ]
-}
-
-/// The value an EntityReference's text takes on `link`.
-pub(super) fn reference_out(link: &Link, text: &str) -> Value {
-    if text.is_empty() {
-        return Value::Null;
-    }
-    match text.trim().parse::<u32>() {
-        Ok(id) => link
-            .exported
-            .object_of(EntityId(id))
-            .map_or(Value::Null, |object| Value::ObjectId(object.get())),
-        // A name travels as it is.
-        Err(_) => Value::String(text.to_owned()),
-    }
-}
-
-fn parent_value(link: &Link, parent: Option<EntityId>) -> Value {
-    let object = parent.and_then(|p| link.exported.object_of(p));
-    Value::Standalone(Box::new(
-        object.map_or(Value::Null, |o| Value::ObjectId(o.get())),
-    ))
-}
-
-/// The URI and the Tundra type name of a component's LESS type.
-fn component_type(component: &Component) -> (String, String) {
-    match &component.content {
-        ComponentContent::Known { schema, .. } => {
-            (mapping::component_uri(schema), schema.name.clone())
-        }
-        ComponentContent::Opaque(_) => (
-            mapping::opaque_uri(component.type_id),
-            format!("opaque:{}", component.type_id),
-        ),
-    }
-}
-
-/// The Tundra type name of a component, as `component_type` gives it,
-/// without building the URI.
-pub(super) fn type_name(component: &Component) -> std::borrow::Cow<'_, str> {
-    match &component.content {
-        ComponentContent::Known { schema, .. } => schema.name.as_str().into(),
-        ComponentContent::Opaque(_) => format!("opaque:{}", component.type_id).into(),
-    }
-}
-
-/// Every value of a component object.
-fn component_values(
-    link: &Link,
-    entity_object: ObjectId<Local>,
-    component: &Component,
-) -> Vec<PropertyValue> {
-    let mut values = vec![
-        pv(
-            component::OWNER,
-            component::ENTITY,
-            Value::ObjectId(entity_object.get()),
-        ),
-        pv(
-            component::OWNER,
-            component::NAME,
-            Value::String(component.name.clone()),
-        ),
-    ];
-    let reference = |text: &str| reference_out(link, text);
-    match &component.content {
-        ComponentContent::Opaque(bytes) => values.push(pv(
-            component::ATTRIBUTES,
-            component::OPAQUE_BLOCK,
-            Value::VariableBinary(bytes.clone()),
-        )),
-        ComponentContent::Known { schema, slots } => {
-            if schema.dynamic_attributes {
-                values.extend(dynamic_layout(component));
-                for (index, slot) in slots.iter().enumerate() {
-                    if let Some(attribute) = slot {
-                        values.push(PropertyValue {
-                            key: attribute_key(index as u8),
-                            value: Value::Standalone(Box::new(to_less(
-                                &attribute.value,
-                                &reference,
-                            ))),
-                        });
-                    }
-                }
-            } else {
-                for (index, slot) in slots.iter().enumerate().take(schema.attributes.len()) {
-                    if let Some(attribute) = slot {
-                        values.push(PropertyValue {
-                            key: attribute_key(index as u8),
-                            value: to_less(&attribute.value, &reference),
-                        });
-                    }
-                }
-            }
-        }
-    }
-    values
-}
-
-/// The layout properties of a DynamicComponent.
-fn dynamic_layout(component: &Component) -> Vec<PropertyValue> {
-    let ComponentContent::Known { slots, .. } = &component.content else {
-        return Vec::new();
-    };
-    let types = slots
-        .iter()
-        .map(|s| Value::Integer(s.as_ref().map_or(0, |a| i64::from(a.ty().id()))))
-        .collect();
-    let names = slots
-        .iter()
-        .map(|s| {
-            Value::String(
-                s.as_ref()
-                    .and_then(|a| a.dynamic_name.clone())
-                    .unwrap_or_default(),
-            )
-        })
-        .collect();
-    vec![
-        pv(
-            component::LAYOUT,
-            component::LAYOUT_TYPES,
-            Value::List(ValueType::Integer, types),
-        ),
-        pv(
-            component::LAYOUT,
-            component::LAYOUT_NAMES,
-            Value::List(ValueType::String, names),
-        ),
-    ]
-}
-
-/// Removes an entity's objects from a link: components first.
-pub(super) fn unexport_entity(link: &mut Link, entity: EntityId, stats: &mut FederationStats) {
-    let Some(exported) = link.exported.remove_entity(entity) else {
-        return;
-    };
-    for object in exported.components().values() {
-        withdraw(link, *object, stats);
-    }
-    withdraw(link, exported.object, stats);
-}
-
-/// Removes one exported object from the peer. The session refuses only
-/// when it is closing or never had the object; either way nothing is left
-/// to withdraw, so the refusal is only counted.
-fn withdraw(link: &mut Link, object: ObjectId<Local>, stats: &mut FederationStats) {
-    let removed = link.session.remove_entity(object);
-    stats.session(removed, "exported object not withdrawn");
-}
-
-/// Whether a component of type `type_name` may go out on `link`: the link's
-/// export filter, and for a relayed entity its origin's policy for the
-/// link's peer (section 4.1).
-fn may_export(link: &Link, rule: Option<&OriginPolicy>, type_name: &str) -> bool {
-    link.policy.exports(type_name)
-        && rule.map_or(true, |policy| policy.allows(link.peer, type_name))
-}
 
 fn export_component(
     link: &mut Link,
@@ -206,7 +32,7 @@ fn export_component(
         return;
     }
     let (uri, type_name) = component_type(component);
-    if !may_export(link, rule, &type_name) {
+    if !may_export(&link.policy, link.peer, rule, &type_name) {
         return;
     }
     let Some(exported) = link.exported.get(&entity) else {
@@ -234,7 +60,12 @@ fn export_component(
 impl Federation {
     /// Adds or removes the entity object of `global` on `link`, and keeps its
     /// path current.
-    pub(super) fn sync_entity_export(&mut self, global: GlobalId, link_id: LinkId, scene: &Scene) {
+    pub(in crate::federation) fn sync_entity_export(
+        &mut self,
+        global: GlobalId,
+        link_id: LinkId,
+        scene: &Scene,
+    ) {
         let want = self.should_export(global, link_id);
         let path = self.outgoing_path(global);
         let policy = self.outgoing_policy(global);
@@ -338,65 +169,10 @@ impl Federation {
         }
     }
 
-    /// The operator changed what may go out on `link_id` (a reload of its
-    /// peer file): components the new filter refuses are withdrawn from
-    /// the peer, those it now allows are introduced, and this node's own
-    /// policy, which names every peer's filter (section 4.1), is sent
-    /// again where it changed. The link's session stays up.
-    pub fn set_link_export(&mut self, link_id: LinkId, export: TypeFilter, scene: &Scene) {
-        let Some(link) = self.links.get_mut(&link_id) else {
-            return;
-        };
-        if link.policy.export == export {
-            return;
-        }
-        info!(link = link_id.0, peer = %link.peer_name, "export filter changed");
-        link.policy.export = export.clone();
-        let peer = link.peer;
-        self.known_exports.insert(peer, export);
-        for global in self.export_order(scene) {
-            self.withdraw_refused_components(global, link_id, scene);
-            self.sync_component_exports(global, link_id, scene);
-        }
-        self.refresh_own_policy(scene);
-    }
-
-    /// Withdraws the components of `global` on `link_id` that the link's
-    /// export filter or the origin's policy refuses.
-    fn withdraw_refused_components(&mut self, global: GlobalId, link_id: LinkId, scene: &Scene) {
-        let Some(scene_id) = self.tracked.get(&global).map(|t| t.scene()) else {
-            return;
-        };
-        let rule = self.relay_rule(global);
-        let (Some(link), Some(target)) = (self.links.get_mut(&link_id), scene.entity(scene_id))
-        else {
-            return;
-        };
-        let Some(exported) = link.exported.get(&scene_id) else {
-            return;
-        };
-        let refused: Vec<ComponentId> = exported
-            .components()
-            .keys()
-            .filter(|id| {
-                target
-                    .components
-                    .get(id)
-                    .is_some_and(|c| !may_export(link, rule.as_deref(), &type_name(c)))
-            })
-            .copied()
-            .collect();
-        for id in refused {
-            if let Some(object) = link.exported.remove_component(scene_id, id) {
-                withdraw(link, object, &mut self.stats);
-            }
-        }
-    }
-
     /// Exports the components of an exported entity that are not yet on
     /// the link, and withdraws those the origin's policy no longer allows
     /// there.
-    pub(super) fn sync_component_exports(
+    pub(in crate::federation) fn sync_component_exports(
         &mut self,
         global: GlobalId,
         link_id: LinkId,
@@ -422,10 +198,9 @@ impl Federation {
                 .components()
                 .keys()
                 .filter(|id| {
-                    target
-                        .components
-                        .get(id)
-                        .is_some_and(|c| !may_export(link, Some(policy), &type_name(c)))
+                    target.components.get(id).is_some_and(|c| {
+                        !may_export(&link.policy, link.peer, Some(policy), &type_name(c))
+                    })
                 })
                 .copied()
                 .collect(),

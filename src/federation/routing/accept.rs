@@ -7,10 +7,10 @@
 
 use tracing::info;
 
-use super::core::Federation;
-use super::ids::LinkId;
-use super::link::{RemoteType, TypeFilter};
-use super::mirror::ComponentKind;
+use crate::federation::core::Federation;
+use crate::federation::ids::LinkId;
+use crate::federation::routing::link::{RemoteType, TypeFilter};
+use crate::federation::routing::mirror::ComponentKind;
 use crate::less::ids::{ObjectId, Remote, TypeId};
 use crate::peering::peer_file::OPAQUE_TYPE_PREFIX;
 use crate::scene::Scene;

@@ -12,7 +12,7 @@
 
 use uuid::Uuid;
 
-use super::handover::HandoverReason;
+use crate::federation::authority::handover_types::HandoverReason;
 use crate::less::ids::PropertyKey;
 use crate::less::value::Value;
 
@@ -27,7 +27,7 @@ pub const MAX_REASON_BYTES: usize = 32;
 
 /// A take-authority call as the authority (or a relay) reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct TakeAuthorityCall {
+pub(in crate::federation) struct TakeAuthorityCall {
     /// The node asking to become the authority.
     pub requester: Uuid,
     /// The epoch it saw: the call wins only if that is still the current one.
@@ -53,7 +53,9 @@ fn requested_reason(text: &str) -> Option<HandoverReason> {
 /// The arguments of the entity `take-authority` method: `requester`
 /// (UUID), `epoch` (INTEGER, not negative) and optionally `reason`
 /// (STRING). `None` for any other shape: the caller answers 400.
-pub(super) fn parse_take_authority(arguments: &[Value]) -> Option<TakeAuthorityCall> {
+pub(in crate::federation) fn parse_take_authority(
+    arguments: &[Value],
+) -> Option<TakeAuthorityCall> {
     let (requester, epoch, reason) = match arguments {
         [Value::Uuid(requester), Value::Integer(epoch)] => (requester, epoch, None),
         [Value::Uuid(requester), Value::Integer(epoch), Value::String(reason)] => {
@@ -79,7 +81,7 @@ pub(super) fn parse_take_authority(arguments: &[Value]) -> Option<TakeAuthorityC
 
 /// The arguments of a take-authority call on a link; `with_reason` when
 /// both ends listed [`REASON_FEATURE`].
-pub(super) fn take_authority_arguments(
+pub(in crate::federation) fn take_authority_arguments(
     requester: Uuid,
     epoch: u64,
     reason: HandoverReason,
@@ -95,10 +97,10 @@ pub(super) fn take_authority_arguments(
 }
 
 /// The method key of `take-authority`.
-pub(super) fn take_authority_method() -> PropertyKey {
+pub(in crate::federation) fn take_authority_method() -> PropertyKey {
     PropertyKey::new(
-        super::mapping::entity::COMPONENT,
-        super::mapping::entity::TAKE_AUTHORITY,
+        crate::federation::wire::mapping::entity::COMPONENT,
+        crate::federation::wire::mapping::entity::TAKE_AUTHORITY,
     )
 }
 

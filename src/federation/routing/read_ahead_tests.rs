@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use super::test_pair::TestPair;
+use crate::federation::test_pair::TestPair;
 use crate::less::session::Event;
 use crate::scene::{Change, ChangeKind, ChangeSource};
 use crate::tundra::{AttributeValue, ComponentId, EntityId};

@@ -9,17 +9,17 @@
 //! `Link::exported_component` for a change this node exports), and this
 //! file only walks them early.
 
-use super::core::Federation;
-use super::ids::LinkId;
-use super::link::Link;
-use super::mirror::MirrorComponent;
+use crate::federation::core::Federation;
+use crate::federation::ids::LinkId;
+use crate::federation::routing::link::Link;
+use crate::federation::routing::mirror::MirrorComponent;
 use crate::less::ids::{Local, ObjectId, Remote};
 use crate::less::session::Event;
 use crate::scene::Scene;
 use crate::tundra::{ComponentId, EntityId};
 
 /// Where a peer's update of one component object lands.
-pub(super) struct UpdateTarget<'a> {
+pub(in crate::federation) struct UpdateTarget<'a> {
     pub mirrored: &'a MirrorComponent,
     /// The presented scene entity and component, when the object's copy is
     /// the one presented and the component is in the scene.
@@ -32,7 +32,7 @@ impl Federation {
     /// scene component it presents. `None` when the object is not here;
     /// `scene` is `None` when this copy is not the presented one.
     #[inline]
-    pub(super) fn update_target<'a>(
+    pub(in crate::federation) fn update_target<'a>(
         &'a self,
         link: &'a Link,
         object: ObjectId<Remote>,
@@ -51,7 +51,7 @@ impl Federation {
     }
 
     /// Where the updates queued on `link`'s session will land, in order.
-    pub(super) fn pending_update_targets(
+    pub(in crate::federation) fn pending_update_targets(
         &self,
         link_id: LinkId,
     ) -> impl Iterator<Item = UpdateTarget<'_>> + '_ {
@@ -68,7 +68,7 @@ impl Federation {
 
     /// Reads every record the queued updates of a link will read, before
     /// any is applied.
-    pub(super) fn warm_updates(&self, link_id: LinkId, scene: &Scene) {
+    pub(in crate::federation) fn warm_updates(&self, link_id: LinkId, scene: &Scene) {
         for target in self.pending_update_targets(link_id) {
             if let Some((entity, component)) = target.scene {
                 scene.warm(entity, component);
@@ -79,7 +79,7 @@ impl Federation {
 
     /// The objects an edit of `component` of scene entity `entity` updates,
     /// per link (the export path's own lookup).
-    pub(super) fn export_targets(
+    pub(in crate::federation) fn export_targets(
         &self,
         entity: EntityId,
         component: ComponentId,

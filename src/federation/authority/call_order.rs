@@ -15,9 +15,9 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::authority::AuthorityRequest;
-use super::ids::{GlobalId, LinkId};
-use super::link::ForwardedCall;
+use crate::federation::authority::request::AuthorityRequest;
+use crate::federation::ids::{GlobalId, LinkId};
+use crate::federation::routing::link::ForwardedCall;
 use crate::tundra::EntityId;
 
 /// Calls to one entity that may wait for a route change to settle. A client
@@ -28,7 +28,7 @@ pub const MAX_WAITING_CALLS: usize = 1024;
 
 /// A call held back until the calls before it are answered.
 #[derive(Debug, Clone)]
-pub(super) struct WaitingCall {
+pub(in crate::federation) struct WaitingCall {
     pub entity: EntityId,
     pub request: AuthorityRequest,
     pub on_behalf_of: Option<ForwardedCall>,
@@ -36,7 +36,7 @@ pub(super) struct WaitingCall {
 
 /// Per entity: where its unanswered calls went, and the calls waiting.
 #[derive(Debug, Default)]
-pub(super) struct CallOrder {
+pub(in crate::federation) struct CallOrder {
     /// The link carrying an entity's unanswered calls, and how many.
     outstanding: HashMap<GlobalId, (LinkId, usize)>,
     waiting: HashMap<GlobalId, VecDeque<WaitingCall>>,
@@ -44,7 +44,7 @@ pub(super) struct CallOrder {
 
 /// What to do with a new call.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum Admission {
+pub(in crate::federation) enum Admission {
     Send,
     Wait,
     /// The waiting queue is full.

@@ -1,30 +1,29 @@
-//! Authority: edits and actions on entities another node simulates travel to
-//! that node as tweaks and method calls, hop by hop; only its answer changes
-//! state (docs/federation.md §5).
+//! Calls to the authority: actions, removals and take-authority requests on
+//! entities another node simulates travel to it as method calls, hop by
+//! hop, and their answers travel back the same way; only the authority's
+//! answer changes state (docs/federation.md §5, §7.2). The order of one
+//! entity's calls across route changes is `call_order.rs`'s.
 
 use tracing::{debug, info, warn};
 
-use super::call_order::{Admission, WaitingCall, MAX_WAITING_CALLS};
-use super::core::{Federation, FederationEvent};
-use super::export::reference_out;
-use super::handover::{HandoverReason, WaitingEdit, TAKE_AUTHORITY_ACTION};
-use super::ids::LinkId;
-use super::import::reference_in;
-use super::link::ForwardedCall;
-use super::mapping::{attribute_key, component, entity};
-use super::own_edits::Returning;
-use super::take_authority::{
+use crate::federation::authority::call_order::{Admission, WaitingCall, MAX_WAITING_CALLS};
+use crate::federation::authority::handover_types::{HandoverReason, TAKE_AUTHORITY_ACTION};
+use crate::federation::authority::request::{parse_action, AuthorityRequest};
+use crate::federation::authority::take_authority::{
     parse_take_authority, take_authority_arguments, take_authority_method, TakeAuthorityCall,
 };
-use super::values::{from_less, to_less};
+use crate::federation::core::{Federation, FederationEvent};
+use crate::federation::ids::LinkId;
+use crate::federation::routing::link::ForwardedCall;
+use crate::federation::wire::mapping::{component, entity};
 use crate::less::ids::{Local, ObjectId, PropertyKey, Remote, RequestId};
 use crate::less::message::MethodStatus;
 use crate::less::value::Value;
 use crate::less::value_type::ValueType;
 use crate::logging::RemoteText;
-use crate::scene::{ChangeSource, ComponentContent, Origin, Scene};
+use crate::scene::{ChangeSource, Origin, Scene};
 use crate::tundra::messages::EntityAction;
-use crate::tundra::{AttributeValue, ComponentId, EntityId};
+use crate::tundra::{ComponentId, EntityId};
 
 impl Federation {
     /// A client removed a remote entity (`component` none) or one of its
@@ -73,147 +72,10 @@ impl Federation {
         }
     }
 
-    /// A client edited an attribute of a remote entity: the edit travels
-    /// to its authority as a tweak (the scene keeps the old value until the
-    /// authority's update comes back).
-    pub fn handle_remote_edit(
-        &mut self,
-        entity: EntityId,
-        component: ComponentId,
-        index: u8,
-        value: AttributeValue,
-        scene: &Scene,
-    ) {
-        self.forward_edit(entity, component, index, value, true, scene);
-    }
-
-    /// Sends an edit of a remote entity toward its authority: this node's
-    /// own (`own`, remembered in `own_edits.rs`) or a peer's it relays.
-    pub(super) fn forward_edit(
-        &mut self,
-        entity: EntityId,
-        component: ComponentId,
-        index: u8,
-        value: AttributeValue,
-        own: bool,
-        scene: &Scene,
-    ) {
-        let Some(global) = self.tracked.global_of(entity) else {
-            return;
-        };
-        let Some(tracked) = self.tracked.get(&global) else {
-            return;
-        };
-        let Some(link_id) = tracked.selected else {
-            if tracked.handed_to.is_some() {
-                // Handed over, the new authority's copy not here yet.
-                self.wait_edit(
-                    global,
-                    WaitingEdit {
-                        component,
-                        index,
-                        value,
-                        own,
-                    },
-                );
-            }
-            return;
-        };
-        let Some(object) = tracked.object_of(component) else {
-            return;
-        };
-        let dynamic = scene
-            .entity(entity)
-            .and_then(|e| e.components.get(&component))
-            .is_some_and(|c| matches!(&c.content, ComponentContent::Known { schema, .. } if schema.dynamic_attributes));
-        let Some(link) = self.links.get_mut(&link_id) else {
-            return;
-        };
-        let reference = |text: &str| reference_out(link, text);
-        let mut less = to_less(&value, &reference);
-        if dynamic {
-            less = Value::Standalone(Box::new(less));
-        }
-        if let Err(error) = link
-            .session
-            .tweak_entity(object, attribute_key(index), less)
-        {
-            warn!(link = link_id.0, entity = %global, error = %RemoteText(&error), "cannot forward edit");
-        } else {
-            debug!(link = link_id.0, entity = %global, index, "edit forwarded to authority");
-            if own {
-                self.own_edits
-                    .sent((global, component, index), &value, link_id);
-            }
-        }
-    }
-
-    pub(super) fn handle_tweak(
-        &mut self,
-        link_id: LinkId,
-        object: ObjectId<Local>,
-        property: PropertyKey,
-        value: Value,
-        scene: &mut Scene,
-    ) {
-        let Some((entity, Some(component))) = self.exported_owner(link_id, object) else {
-            // Tweaks of entity objects change nothing a Tundra client can edit.
-            return;
-        };
-        if property.component.elements() != [crate::less::ids::ComponentId(component::ATTRIBUTES)] {
-            return;
-        }
-        let Ok(index) = u8::try_from(property.property.0) else {
-            return;
-        };
-        let Some(target) = scene.entity(entity) else {
-            return;
-        };
-        let Some(slot) = target.components.get(&component) else {
-            return;
-        };
-        let Some(attribute) = slot.attribute(index) else {
-            return;
-        };
-        let ty = attribute.ty();
-        let dynamic = matches!(&slot.content, ComponentContent::Known { schema, .. } if schema.dynamic_attributes);
-        let origin = target.origin;
-        let Some(link) = self.links.get(&link_id) else {
-            return;
-        };
-        let inner = match (&value, dynamic) {
-            (Value::Standalone(inner), true) => inner.as_ref().clone(),
-            (_, true) => return,
-            (v, false) => v.clone(),
-        };
-        let Some(value) = from_less(ty, &inner, &|v: &Value| reference_in(self, link, v)) else {
-            warn!(link = link_id.0, "tweak value does not fit its attribute");
-            return;
-        };
-        if let Some(global) = self.tracked.global_of(entity) {
-            let property = (global, component, index);
-            if self.own_edits.returning(property, &value, link_id) == Returning::Superseded {
-                // This node's own edit, back from an old authority after a
-                // later one took the new route (docs/federation.md §7.3).
-                self.stats.superseded_edits += 1;
-                debug!(link = link_id.0, entity = %global, index, "tweak dropped: this node's own edit, overtaken by its later one");
-                return;
-            }
-        }
-        match origin {
-            Origin::Local => {
-                let source = ChangeSource::Peer(link_id.0);
-                let edited = scene.edit_attribute(source, entity, component, index, value);
-                self.stats.scene(edited, "peer's tweak not applied");
-            }
-            Origin::Remote => self.forward_edit(entity, component, index, value, false, scene),
-        }
-    }
-
     /// Invokes the method that carries `request` on the copy of a remote
     /// entity (or of one of its components) this node presents, toward its
     /// authority. False when there is no route.
-    pub(super) fn forward_request(
+    pub(in crate::federation) fn forward_request(
         &mut self,
         entity: EntityId,
         request: AuthorityRequest,
@@ -333,7 +195,7 @@ impl Federation {
         }
     }
 
-    pub(super) fn handle_method(
+    pub(in crate::federation) fn handle_method(
         &mut self,
         link_id: LinkId,
         call: RequestId<Remote>,
@@ -470,7 +332,7 @@ impl Federation {
         }
     }
 
-    pub(super) fn handle_method_result(
+    pub(in crate::federation) fn handle_method_result(
         &mut self,
         link_id: LinkId,
         request: RequestId<Local>,
@@ -529,7 +391,11 @@ impl Federation {
 
     /// Sends calls that waited for a route change, in order; a call made
     /// on behalf of another link that finds no route is answered so.
-    pub(super) fn release_calls(&mut self, calls: Vec<WaitingCall>, scene: &mut Scene) {
+    pub(in crate::federation) fn release_calls(
+        &mut self,
+        calls: Vec<WaitingCall>,
+        scene: &mut Scene,
+    ) {
         for call in calls {
             let on_behalf_of = call.on_behalf_of;
             if scene.entity(call.entity).map(|e| e.origin) == Some(Origin::Local) {
@@ -609,41 +475,5 @@ impl Federation {
     fn handed_epoch(&self, entity: EntityId) -> Option<u64> {
         let tracked = self.tracked.get(&self.tracked.global_of(entity)?)?;
         tracked.handed_to.map(|_| tracked.epoch)
-    }
-}
-
-/// What a method call asks of an entity's authority.
-#[derive(Debug, Clone)]
-pub(super) enum AuthorityRequest {
-    Action(EntityAction),
-    RemoveEntity,
-    RemoveComponent(ComponentId),
-    /// Hand the entity to `requester`, if its epoch is still `epoch`;
-    /// counted under `reason` where it is granted.
-    TakeAuthority {
-        requester: uuid::Uuid,
-        epoch: u64,
-        reason: HandoverReason,
-    },
-}
-
-/// The arguments of the entity `action` method (docs/federation.md §2.1).
-fn parse_action(entity_id: EntityId, arguments: &[Value]) -> Option<EntityAction> {
-    match arguments {
-        [Value::String(name), Value::Integer(kind), Value::List(_, parameters)] => {
-            Some(EntityAction {
-                entity_id,
-                name: name.clone(),
-                execution_type: u8::try_from(*kind).unwrap_or(0),
-                parameters: parameters
-                    .iter()
-                    .filter_map(|p| match p {
-                        Value::String(s) => Some(s.clone()),
-                        _ => None,
-                    })
-                    .collect(),
-            })
-        }
-        _ => None,
     }
 }

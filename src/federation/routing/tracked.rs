@@ -4,7 +4,7 @@
 
 use foldhash::{HashMap, HashMapExt};
 
-use super::ids::{GlobalId, LinkId};
+use crate::federation::ids::{GlobalId, LinkId};
 use crate::less::ids::{ObjectId, Remote};
 use crate::tundra::{ComponentId, EntityId};
 
@@ -12,7 +12,7 @@ use crate::tundra::{ComponentId, EntityId};
 /// it is tracked; whether this node is its authority changes only by a
 /// hand-over (`handover.rs`).
 #[derive(Debug)]
-pub(super) struct Tracked {
+pub(in crate::federation) struct Tracked {
     scene: EntityId,
     local: bool,
     /// While this node is the authority or has just handed the entity
@@ -79,7 +79,7 @@ impl Tracked {
 
 /// Why a pairing was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(super) enum TrackError {
+pub(in crate::federation) enum TrackError {
     #[error("identity {0} is already tracked")]
     GlobalTaken(GlobalId),
     #[error("scene entity {0} already has an identity")]
@@ -89,7 +89,7 @@ pub(super) enum TrackError {
 /// Identity <-> scene entity, a bijection: a pair is inserted and removed
 /// together, and neither side is ever paired twice.
 #[derive(Debug, Default)]
-pub(super) struct TrackedEntities {
+pub(in crate::federation) struct TrackedEntities {
     globals: HashMap<GlobalId, Tracked>,
     by_scene: HashMap<EntityId, GlobalId>,
 }

@@ -9,7 +9,7 @@
 //! knows only `/1` falls back to it (the rotation arrives as the same
 //! orientation, possibly written with other angles).
 
-use super::mapping::{component, COMPONENT_URI, CUSTOM_URI};
+use crate::federation::wire::mapping::{component, COMPONENT_URI, CUSTOM_URI};
 use crate::less::encoding::transform::{self, Layout};
 use crate::less::encoding::{EncodingId, EncodingRule};
 use crate::less::ids::ComponentId;

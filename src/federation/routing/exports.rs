@@ -8,7 +8,7 @@ use foldhash::{HashMap, HashMapExt};
 use smallvec::SmallVec;
 use uuid::Uuid;
 
-use super::origin_policy::OriginPolicy;
+use crate::federation::export_policy::origin_policy::OriginPolicy;
 use crate::less::ids::{Local, ObjectId};
 use crate::tundra::{ComponentId, EntityId};
 

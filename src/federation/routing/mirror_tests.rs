@@ -8,9 +8,11 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use uuid::Uuid;
 
-use super::ids::GlobalId;
-use super::mapping::{self, component};
-use super::mirror::{entity_from_values, ComponentKind, Mirror, MirrorComponent, MirrorError};
+use crate::federation::ids::GlobalId;
+use crate::federation::routing::mirror::{
+    entity_from_values, ComponentKind, Mirror, MirrorComponent, MirrorError,
+};
+use crate::federation::wire::mapping::{self, component};
 use crate::less::ids::{ObjectId, PropertyKey, Remote};
 use crate::less::property_list::PropertyValue;
 use crate::less::value::Value;
@@ -28,7 +30,7 @@ fn global(serial: u64) -> GlobalId {
 }
 
 /// An entity object of identity `serial`, as introduced.
-fn entity(serial: u64) -> super::mirror::MirrorEntity {
+fn entity(serial: u64) -> crate::federation::routing::mirror::MirrorEntity {
     let values = [
         (mapping::entity::ORIGIN, Value::Uuid(Uuid::from_u128(0xa))),
         (mapping::entity::SERIAL, Value::Integer(serial as i64)),
@@ -58,7 +60,11 @@ fn name_component(owner: Option<u64>) -> MirrorComponent {
         Arc::new(mapping::component_type_schema(schema)),
     );
     if let Some(owner) = owner {
-        super::mirror::apply_component_values(&mut c, vec![owner_value(owner)]).unwrap();
+        crate::federation::routing::mirror::apply_component_values(
+            &mut c,
+            vec![owner_value(owner)],
+        )
+        .unwrap();
     }
     c
 }

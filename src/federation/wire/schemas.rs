@@ -1,7 +1,7 @@
 //! The LESS schema registry of a node: the entity type and one type per
 //! Tundra component type, with a resolver for self-describing custom URIs.
 
-use super::mapping::{self, UriKind};
+use crate::federation::wire::mapping::{self, UriKind};
 use crate::less::schema::{SchemaRegistry, TypeSchema};
 use crate::tundra::registry::Registry;
 
@@ -13,7 +13,7 @@ pub fn schema_registry(registry: &Registry) -> SchemaRegistry {
         schemas.insert(mapping::component_type_schema(component));
     }
     schemas.set_resolver(resolve);
-    schemas.set_encoding_rules(super::encodings::encoding_rules());
+    schemas.set_encoding_rules(crate::federation::wire::encodings::encoding_rules());
     schemas
 }
 

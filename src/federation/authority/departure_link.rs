@@ -7,24 +7,14 @@
 use tracing::warn;
 use uuid::Uuid;
 
-use super::core::{Federation, FederationEvent};
-use super::ids::LinkId;
-use crate::less::ids::{InteractionId, PropertyId};
+use crate::federation::core::{Federation, FederationEvent};
+use crate::federation::ids::LinkId;
+use crate::federation::wire::interactions::{
+    integer_field, integer_fields, DEPARTURE_ANSWER, DEPARTURE_OFFER,
+};
+use crate::less::ids::InteractionId;
 use crate::less::property_list::FieldValue;
-use crate::less::value::Value;
 use crate::logging::RemoteText;
-
-/// `departure-offer`: property 1 `entities` INTEGER.
-pub const DEPARTURE_OFFER: InteractionId = InteractionId(3);
-/// `departure-answer`: property 1 `accepted` INTEGER (0 or 1).
-pub const DEPARTURE_ANSWER: InteractionId = InteractionId(4);
-
-fn integer_field(values: &[FieldValue]) -> Option<i64> {
-    match values.iter().find(|f| f.id == PropertyId(1))?.value {
-        Value::Integer(value) => Some(value),
-        _ => None,
-    }
-}
 
 impl Federation {
     /// Offers `entities` persistent entities to the peer `to` on the link
@@ -33,10 +23,7 @@ impl Federation {
         let Some(link) = self.links.values_mut().find(|link| link.peer == to) else {
             return false;
         };
-        let values = vec![FieldValue {
-            id: PropertyId(1),
-            value: Value::Integer(i64::try_from(entities).unwrap_or(i64::MAX)),
-        }];
+        let values = integer_fields(i64::try_from(entities).unwrap_or(i64::MAX));
         match link.session.send_interaction(DEPARTURE_OFFER, values) {
             Ok(()) => true,
             Err(error) => {
@@ -51,10 +38,7 @@ impl Federation {
         let Some(link) = self.links.get_mut(&link) else {
             return;
         };
-        let values = vec![FieldValue {
-            id: PropertyId(1),
-            value: Value::Integer(i64::from(accepted)),
-        }];
+        let values = integer_fields(i64::from(accepted));
         if let Err(error) = link.session.send_interaction(DEPARTURE_ANSWER, values) {
             warn!(link = link.id.0, error = %RemoteText(&error), "cannot send departure answer");
         }
@@ -63,7 +47,7 @@ impl Federation {
     /// A `departure-offer` or `departure-answer` from a peer; a malformed
     /// one is logged and ignored (the offering node times out and asks its
     /// next peer).
-    pub(super) fn handle_departure_interaction(
+    pub(in crate::federation) fn handle_departure_interaction(
         &mut self,
         from: LinkId,
         interaction: InteractionId,
@@ -99,7 +83,10 @@ impl Federation {
 
 impl Federation {
     /// The scene entity presenting `global` here, if any.
-    pub fn scene_entity_of(&self, global: super::GlobalId) -> Option<crate::tundra::EntityId> {
+    pub fn scene_entity_of(
+        &self,
+        global: crate::federation::GlobalId,
+    ) -> Option<crate::tundra::EntityId> {
         self.tracked.get(&global).map(|tracked| tracked.scene())
     }
 }

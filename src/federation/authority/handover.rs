@@ -13,117 +13,23 @@
 //! as a relay would until the new authority's copy reaches it; edits and
 //! calls that reach it meanwhile wait and then travel to the new one.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use tracing::{debug, info, warn};
 use uuid::Uuid;
 
-use super::core::{Federation, FederationEvent};
-use super::ids::{GlobalId, LinkId};
-use super::link::TypeFilter;
+use crate::federation::authority::handover_types::{
+    HandoverError, HandoverPolicy, HandoverReason, WaitingEdit, HANDOVER_TIMEOUT,
+    MAX_WAITING_EDITS, PUSHED,
+};
+use crate::federation::core::{Federation, FederationEvent};
+use crate::federation::ids::{GlobalId, LinkId};
+use crate::federation::routing::link::TypeFilter;
 use crate::less::ids::{ObjectId, Remote};
 use crate::less::message::MethodStatus;
 use crate::less::value::Value;
 use crate::scene::{Origin, Scene};
-use crate::tundra::{AttributeValue, ComponentId, EntityId};
-
-/// The EntityAction a Tundra client sends (exec type Server, no
-/// parameters) to ask for the entity it names.
-pub const TAKE_AUTHORITY_ACTION: &str = "TakeAuthority";
-
-/// Edits of one entity that wait at a node that handed it over, until the
-/// new authority's copy arrives; beyond it an edit is refused and counted.
-pub const MAX_WAITING_EDITS: usize = 1024;
-
-/// How long a node that handed an entity over waits for the new
-/// authority's copy, from when every link acknowledged the packet carrying
-/// the grant, before it takes the entity back (the new authority died, or
-/// every route to it): six times a hand-over's p99 on a 20 % lossy link
-/// (BENCHMARKS.md, "Authority hand-over"), well below a user's patience.
-pub const HANDOVER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// How a node that took an entity over counts a grant it had not asked
-/// for (a departure, an operator's give, the authority's own choice).
-pub const PUSHED: &str = "push";
-
-/// Why authority moved (counted per peer in [`super::FederationStats`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum HandoverReason {
-    /// A take-authority call from a client's TakeAuthority, or one that
-    /// stated no reason (or one this node does not know).
-    Request,
-    /// The entity settled in the zone of the node it was handed to, which
-    /// asked for it.
-    Zone,
-    /// This node left the federation and handed its entities on.
-    Departure,
-    /// This node took back an entity whose new authority never took it (the
-    /// link to it failed first).
-    Reclaim,
-    /// An operator handed it at the authority, or asked for it at the
-    /// node it was handed to.
-    Operator,
-}
-
-impl HandoverReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            HandoverReason::Request => "request",
-            HandoverReason::Zone => "zone",
-            HandoverReason::Departure => "departure",
-            HandoverReason::Reclaim => "reclaim",
-            HandoverReason::Operator => "operator",
-        }
-    }
-}
-
-/// Which take-authority calls this node grants for its entities.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HandoverPolicy {
-    /// Grants at all (default: yes).
-    pub grant: bool,
-    /// Entities with at least one component of these types (default: all).
-    pub types: TypeFilter,
-    /// Requesting nodes (default: `None`, every node).
-    pub peers: Option<BTreeSet<Uuid>>,
-}
-
-impl Default for HandoverPolicy {
-    fn default() -> HandoverPolicy {
-        HandoverPolicy {
-            grant: true,
-            types: TypeFilter::All,
-            peers: None,
-        }
-    }
-}
-
-/// Why a request or hand-over was not started.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum HandoverError {
-    #[error("entity {0} is not federated")]
-    Unknown(EntityId),
-    #[error("this node is already the authority of entity {0}")]
-    AlreadyAuthority(EntityId),
-    #[error("this node is not the authority of entity {0}")]
-    NotAuthority(EntityId),
-    #[error("no route to the authority of entity {0}")]
-    NoRoute(EntityId),
-    #[error("entity {0} cannot be handed to this node itself")]
-    ToSelf(EntityId),
-    #[error("entity {0} belongs to this node's world server and cannot leave it now: {1}")]
-    WorldServer(EntityId, &'static str),
-}
-
-/// An edit that waits for the new authority's copy.
-#[derive(Debug, Clone)]
-pub(super) struct WaitingEdit {
-    pub component: ComponentId,
-    pub index: u8,
-    pub value: AttributeValue,
-    /// This node's own edit (a client's), not one it relays.
-    pub own: bool,
-}
+use crate::tundra::EntityId;
 
 impl Federation {
     /// Which take-authority calls this node grants.
@@ -159,7 +65,7 @@ impl Federation {
     /// The authority and epoch this node states for `global`: its own while
     /// it is the authority or has handed the entity over, else the
     /// presented copy's.
-    pub(super) fn outgoing_authority(&self, global: GlobalId) -> (Uuid, u64) {
+    pub(in crate::federation) fn outgoing_authority(&self, global: GlobalId) -> (Uuid, u64) {
         let Some(tracked) = self.tracked.get(&global) else {
             return (global.origin, 0);
         };
@@ -195,7 +101,7 @@ impl Federation {
             return Err(HandoverError::AlreadyAuthority(entity));
         }
         let (_, epoch) = self.outgoing_authority(global);
-        let request = super::authority::AuthorityRequest::TakeAuthority {
+        let request = crate::federation::authority::request::AuthorityRequest::TakeAuthority {
             requester: self.node,
             epoch,
             reason,
@@ -271,7 +177,7 @@ impl Federation {
     /// A take-authority call reached this node, the entity's authority:
     /// grants the first of an epoch that the policy allows, counted under
     /// the reason the request states; refuses others.
-    pub(super) fn answer_take_authority(
+    pub(in crate::federation) fn answer_take_authority(
         &mut self,
         entity: EntityId,
         requester: Uuid,
@@ -344,15 +250,20 @@ impl Federation {
         match &policy.types {
             TypeFilter::All => true,
             filter => scene.entity(entity).is_some_and(|e| {
-                e.replicated_components()
-                    .any(|c| filter.allows(&super::export::type_name(c)))
+                e.replicated_components().any(|c| {
+                    filter.allows(&crate::federation::routing::object_values::type_name(c))
+                })
             }),
         }
     }
 
     /// An entity object update carried an authority or epoch: a newer epoch
     /// waits for the packets before it; an older one is refused.
-    pub(super) fn note_announced(&mut self, link_id: LinkId, object: ObjectId<Remote>) {
+    pub(in crate::federation) fn note_announced(
+        &mut self,
+        link_id: LinkId,
+        object: ObjectId<Remote>,
+    ) {
         let Some(link) = self.links.get_mut(&link_id) else {
             return;
         };
@@ -377,7 +288,11 @@ impl Federation {
 
     /// Makes each announced epoch of `link_id` whose earlier packets have
     /// all arrived the copy's own, and re-chooses the route.
-    pub(super) fn pass_epoch_barriers(&mut self, link_id: LinkId, scene: &mut Scene) {
+    pub(in crate::federation) fn pass_epoch_barriers(
+        &mut self,
+        link_id: LinkId,
+        scene: &mut Scene,
+    ) {
         let Some(link) = self.links.get_mut(&link_id) else {
             return;
         };
@@ -402,7 +317,11 @@ impl Federation {
     /// A link went down with epochs still waiting for its earlier packets,
     /// which will not come: a grant to this node is taken with the state
     /// that did arrive (docs/federation.md §7.5).
-    pub(super) fn take_orphaned_grants(&mut self, link: &mut super::link::Link, scene: &mut Scene) {
+    pub(in crate::federation) fn take_orphaned_grants(
+        &mut self,
+        link: &mut crate::federation::routing::link::Link,
+        scene: &mut Scene,
+    ) {
         for (object, _) in std::mem::take(&mut link.epoch_barriers) {
             let Some(global) = link.mirror.accept_announced(object) else {
                 continue;
@@ -423,7 +342,7 @@ impl Federation {
 
     /// This node becomes the authority of `global` at `epoch`, from the
     /// state its scene presents.
-    pub(super) fn take_over(
+    pub(in crate::federation) fn take_over(
         &mut self,
         global: GlobalId,
         epoch: u64,
@@ -461,7 +380,13 @@ impl Federation {
     /// naming another node (it reclaimed an entity that its new authority
     /// had taken after all): it stops being the authority and presents
     /// that copy.
-    pub(super) fn step_down(&mut self, global: GlobalId, to: Uuid, epoch: u64, scene: &mut Scene) {
+    pub(in crate::federation) fn step_down(
+        &mut self,
+        global: GlobalId,
+        to: Uuid,
+        epoch: u64,
+        scene: &mut Scene,
+    ) {
         let Some(tracked) = self.tracked.get_mut(&global) else {
             return;
         };
@@ -529,7 +454,7 @@ impl Federation {
 
     /// The link to the node an entity was handed to failed before its copy
     /// arrived: this node takes the entity back (docs/federation.md §7.5).
-    pub(super) fn reclaim_unanswered(&mut self, peer: Uuid, scene: &mut Scene) {
+    pub(in crate::federation) fn reclaim_unanswered(&mut self, peer: Uuid, scene: &mut Scene) {
         let stranded: Vec<GlobalId> = self
             .tracked
             .iter()
@@ -582,7 +507,7 @@ impl Federation {
 
     /// Holds a client's or peer's edit of an entity this node handed over
     /// until the new authority's copy arrives. False when the queue is full.
-    pub(super) fn wait_edit(&mut self, global: GlobalId, edit: WaitingEdit) -> bool {
+    pub(in crate::federation) fn wait_edit(&mut self, global: GlobalId, edit: WaitingEdit) -> bool {
         let queue = self.waiting_edits.entry(global).or_default();
         if queue.len() >= MAX_WAITING_EDITS {
             self.stats.handover_refusals_edit += 1;
@@ -594,7 +519,11 @@ impl Federation {
     }
 
     /// Sends (or, as the authority now, applies) the edits that waited.
-    pub(super) fn flush_waiting_edits(&mut self, global: GlobalId, scene: &mut Scene) {
+    pub(in crate::federation) fn flush_waiting_edits(
+        &mut self,
+        global: GlobalId,
+        scene: &mut Scene,
+    ) {
         let Some(edits) = self.waiting_edits.remove(&global) else {
             return;
         };
@@ -627,7 +556,7 @@ impl Federation {
 
     /// The new authority's copy is presented at a node that handed the
     /// entity over: what waited for it leaves.
-    pub(super) fn adopted(&mut self, global: GlobalId, scene: &mut Scene) {
+    pub(in crate::federation) fn adopted(&mut self, global: GlobalId, scene: &mut Scene) {
         let calls = self.calls.take_waiting(global);
         self.release_calls(calls, scene);
         self.flush_waiting_edits(global, scene);
