@@ -508,11 +508,16 @@ fn stale_and_pointless_requests_are_refused() {
 /// where `reasons[i]` says so for the link i - i+1 (docs/federation.md
 /// §7.2). Which reason is counted does not depend on loss.
 fn chain_with_reasons(reasons: [bool; 2], seed: u64) -> (Sim, Vec<(usize, ClientId)>) {
-    let feature = vec![REASON_FEATURE.to_owned()];
+    let all = sim::with_federation_features(&[]);
+    let without: Vec<String> = all
+        .iter()
+        .filter(|f| f.as_str() != REASON_FEATURE)
+        .cloned()
+        .collect();
     let mut sim = Sim::new(3, seed);
     for (link, agreed) in reasons.into_iter().enumerate() {
-        let offered: &[String] = if agreed { &feature } else { &[] };
-        sim.connect_with(link, link + 1, LinkModel::CLEAN, offered, &feature);
+        let offered: &[String] = if agreed { &all } else { &without };
+        sim.connect_hellos(link, link + 1, LinkModel::CLEAN, offered, &all);
     }
     let clients = (0..3).map(|n| (n, sim.add_client(n))).collect();
     (sim, clients)

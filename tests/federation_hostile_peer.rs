@@ -38,7 +38,8 @@ const LIMIT: Duration = Duration::from_secs(20);
 /// number in between, making ours a duplicate).
 const ATTEMPT: Duration = Duration::from_secs(3);
 const ATTEMPTS: usize = 3;
-const ENTITY_TYPE: &str = "urn:lessgate:tundra:entity:1";
+/// Two lessgate nodes of this version agree on version 2 of the entity type.
+const ENTITY_TYPE: &str = lessgate::federation::mapping::ENTITY_URI;
 
 /// The key log of this test binary, set before any node starts.
 fn keylog() -> &'static PathBuf {

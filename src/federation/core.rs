@@ -101,6 +101,14 @@ pub struct Federation {
         std::collections::HashMap<GlobalId, Vec<super::authority::handover_types::WaitingEdit>>,
     /// When this node takes back entities it handed over (`handover.rs`).
     pub(super) handover_deadlines: std::collections::HashMap<GlobalId, crate::clock::Time>,
+    /// Entities this node handed over whose new authority's copy arrived
+    /// without a component this node presents, with the time after which
+    /// that copy is presented anyway (set by the first tick that sees it;
+    /// `handover.rs`).
+    pub(super) incomplete_copies: std::collections::HashMap<GlobalId, Option<crate::clock::Time>>,
+    /// Of those, the ones whose wait is over: the next route choice takes
+    /// the new authority's copy as it is.
+    pub(super) overdue_copies: HashSet<GlobalId>,
     /// Per entity handed over, the links whose packet carrying the grant is
     /// not acknowledged yet, with the send mark it is at or above: the
     /// take-back clock starts once none is left.
@@ -140,6 +148,8 @@ impl Federation {
             world_server_ready: false,
             waiting_edits: Default::default(),
             handover_deadlines: Default::default(),
+            incomplete_copies: Default::default(),
+            overdue_copies: HashSet::new(),
             grant_marks: Default::default(),
             own_edits: Default::default(),
             authority_requests: Default::default(),

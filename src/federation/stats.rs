@@ -10,6 +10,10 @@ use crate::scene::SceneError;
 /// Counters of one node's federation.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FederationStats {
+    /// Hand-overs whose new authority's copy this node presented without
+    /// components it lacked, once [`crate::federation::authority::handover_types::INCOMPLETE_COPY_WAIT`]
+    /// had passed (docs/federation.md §7.3).
+    pub incomplete_handovers: u64,
     /// Changes a peer's objects or requests asked of the scene that the
     /// scene refused (an attribute that does not fit, a component already
     /// gone): the scene is left as it was.

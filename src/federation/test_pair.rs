@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
+use super::wire::features::LinkFeatures;
 use super::wire::schemas::schema_registry;
 use super::{Federation, GlobalId, Link, LinkId, LinkPolicy};
 use crate::clock::Time;
-use crate::less::schema::ConnectionSchema;
+use crate::less::schema::{ConnectionSchema, SchemaRegistry};
 use crate::less::session::{Path, Session, SessionConfig};
 use crate::less::signature::{LinkRole, SessionKeys};
 use crate::scene::{Change, ChangeSource, Origin, Scene};
@@ -115,17 +116,28 @@ impl TestPair {
         TestPair::with_policies(LinkPolicy::default(), LinkPolicy::default())
     }
 
-    /// A pair whose links have the given policies (A's, B's).
+    /// A pair whose links have the given policies (A's, B's), both nodes of
+    /// this version (every federation feature agreed).
     pub fn with_policies(a: LinkPolicy, b: LinkPolicy) -> TestPair {
+        TestPair::build([a, b], LinkFeatures::all(), [None, None])
+    }
+
+    /// A pair on a link that agreed `features`, node `i` reading the peer
+    /// with `schemas[i]` when given (a peer of another version).
+    pub fn build(
+        policies: [LinkPolicy; 2],
+        features: LinkFeatures,
+        schemas: [Option<SchemaRegistry>; 2],
+    ) -> TestPair {
         let ids = [Uuid::from_u128(0xa), Uuid::from_u128(0xb)];
         let secret = [7u8; 32];
         let now = Time::ZERO;
-        let session = |scene: &Scene, role, local, remote| {
+        let session = |scene: &Scene, schemas: Option<SchemaRegistry>, role, local, remote| {
             let config = SessionConfig::new(
                 SessionKeys::derive(&secret, role),
                 local,
                 remote,
-                Arc::new(schema_registry(scene.registry())),
+                Arc::new(schemas.unwrap_or_else(|| schema_registry(scene.registry()))),
                 Arc::new(ConnectionSchema::builtin()),
             );
             Session::new(config, now).expect("valid session config")
@@ -136,13 +148,13 @@ impl TestPair {
             link: LinkId(index as u64 + 1),
         });
         let roles = [LinkRole::Initiator, LinkRole::Acceptor];
-        let policies = [a, b];
-        for (index, policy) in policies.into_iter().enumerate() {
+        for (index, (policy, schemas)) in policies.into_iter().zip(schemas).enumerate() {
             let node = &mut nodes[index];
             let sequences = if index == 0 { (3, 5) } else { (5, 3) };
-            let session = session(&node.scene, roles[index], sequences.0, sequences.1);
+            let session = session(&node.scene, schemas, roles[index], sequences.0, sequences.1);
             let peer = ids[1 - index];
-            let link = Link::new(node.link, peer, format!("n{}", 1 - index), policy, session);
+            let mut link = Link::new(node.link, peer, format!("n{}", 1 - index), policy, session);
+            link.features = features;
             node.federation.add_link(link, &node.scene);
         }
         TestPair {
@@ -162,6 +174,10 @@ impl TestPair {
                 let to = &mut self.nodes[1 - from];
                 let closed = to.federation.handle_link_events(to.link, &mut to.scene);
                 assert!(closed.is_none(), "session closed: {closed:?}");
+                to.settle();
+                // The node's tick: hand-over clocks.
+                to.federation
+                    .handle_handover_deadlines(self.now, &mut to.scene);
                 to.settle();
             }
         }

@@ -402,3 +402,179 @@ fn the_authority_reads_and_counts_the_reason_a_peer_states() {
         assert_eq!(given, expected);
     }
 }
+
+/// The entity type URI node `index` introduced on its link, as its peer
+/// saw it.
+fn entity_uri_from(pair: &TestPair, index: usize) -> Option<String> {
+    let peer = &pair.nodes[1 - index];
+    let link = peer.federation.link(peer.link)?;
+    link.remote_types
+        .iter()
+        .filter(|(_, kind)| **kind == super::routing::link::RemoteType::Entity)
+        .find_map(|(type_id, _)| Some(link.session.remote_type(*type_id)?.0.to_owned()))
+}
+
+#[test]
+fn a_link_without_the_version_2_feature_carries_entity_type_1() {
+    use super::wire::features::LinkFeatures;
+    use super::wire::mapping::{ENTITY_URI, ENTITY_URI_V1};
+    let mut old = TestPair::build(
+        [LinkPolicy::default(), LinkPolicy::default()],
+        LinkFeatures::default(),
+        [None, None],
+    );
+    let (_, global) = shared_from_a(&mut old, &["Name"]);
+    old.check();
+    assert!(old.nodes[1].presented(global).is_some());
+    assert_eq!(entity_uri_from(&old, 0).as_deref(), Some(ENTITY_URI_V1));
+
+    let mut new = TestPair::new();
+    let (_, global) = shared_from_a(&mut new, &["Name"]);
+    assert!(new.nodes[1].presented(global).is_some());
+    assert_eq!(entity_uri_from(&new, 0).as_deref(), Some(ENTITY_URI));
+}
+
+/// A peer built when version 1 of the entity type was documented with
+/// properties 6-8 subscribes them: the link stays up and the peer is sent
+/// what version 1 declares (docs/less-wire.md §10: undeclared ids in a
+/// subscription are ignored).
+#[test]
+fn a_peer_subscribing_properties_version_1_lacks_keeps_its_link() {
+    use super::wire::features::LinkFeatures;
+    use super::wire::mapping::{entity_schemas, ENTITY_URI_V1};
+    use super::wire::schemas::schema_registry;
+    let [_, v2] = entity_schemas();
+    let mut later = schema_registry(&crate::tundra::Registry::builtin());
+    later.insert(crate::less::schema::TypeSchema::new(
+        ENTITY_URI_V1,
+        v2.components.clone(),
+    ));
+    let mut pair = TestPair::build(
+        [LinkPolicy::default(), LinkPolicy::default()],
+        LinkFeatures::default(),
+        [None, Some(later)],
+    );
+    let (entity, global) = shared_from_a(&mut pair, &["Name", "Placeable"]);
+    // `run` fails the test if either session closed.
+    pair.run(SETTLE_MS);
+    pair.check();
+    let presented = pair.nodes[1].presented(global).expect("B presents it");
+    assert_eq!(
+        pair.nodes[1].component_types(presented),
+        ["Name", "Placeable"]
+    );
+    let a = &mut pair.nodes[0];
+    assert!(a.federation.exported_objects(a.link, entity).is_some());
+    let link = a.federation.link_mut(a.link).unwrap();
+    let entity_type = link.type_for(ENTITY_URI_V1).unwrap();
+    let subscribed: Vec<u64> = link
+        .session
+        .peer_subscription(entity_type)
+        .unwrap()
+        .iter()
+        .map(|key| key.property.0)
+        .collect();
+    assert_eq!(subscribed, [1, 2, 3, 4, 5], "6-8 ignored, the rest kept");
+}
+
+#[test]
+fn take_authority_is_not_sent_on_a_version_1_route() {
+    use super::wire::features::LinkFeatures;
+    let mut pair = TestPair::build(
+        [LinkPolicy::default(), LinkPolicy::default()],
+        LinkFeatures::default(),
+        [None, None],
+    );
+    let (_, global) = shared_from_a(&mut pair, &["Name"]);
+    let b = &mut pair.nodes[1];
+    let presented = b.presented(global).unwrap();
+    let asked = b
+        .federation
+        .request_authority(presented, super::HandoverReason::Request, &b.scene);
+    assert_eq!(
+        asked,
+        Err(super::HandoverError::NoRoute(presented)),
+        "version 1 has no take-authority method"
+    );
+    pair.run(SETTLE_MS);
+    pair.check();
+    let a = &pair.nodes[0];
+    assert!(a.federation.tracked.get(&global).unwrap().is_local());
+}
+
+/// The placeable's transform of an entity in node `index`'s scene.
+fn transform_at(
+    pair: &TestPair,
+    index: usize,
+    entity: crate::tundra::EntityId,
+) -> Option<AttributeValue> {
+    let scene = &pair.nodes[index].scene;
+    let placeable = scene.registry().get_by_name("Placeable")?.type_id;
+    let component = scene.entity(entity)?.component_of_type(placeable)?;
+    Some(component.attribute(0)?.value.clone())
+}
+
+/// A hand-over to a node that cannot hold one of the entity's components
+/// (its accept list refuses it): the old authority presents the new
+/// authority's copy without it once the wait is over, instead of freezing
+/// the entity at its last state (docs/federation.md §7.3).
+#[test]
+fn a_handover_to_a_node_lacking_a_component_does_not_freeze_the_entity() {
+    use super::wire::features::LinkFeatures;
+    let accepting_placeable_only = LinkPolicy {
+        export: TypeFilter::All,
+        accept: only(&["Placeable"]),
+    };
+    let mut pair = TestPair::build(
+        [LinkPolicy::default(), accepting_placeable_only],
+        LinkFeatures::all(),
+        [None, None],
+    );
+    let (entity, global) = shared_from_a(&mut pair, &["Name", "Placeable"]);
+    let at_b = pair.nodes[1].presented(global).expect("B presents it");
+    assert_eq!(pair.nodes[1].component_types(at_b), ["Placeable"]);
+    let b_id = pair.nodes[1].federation.node_id();
+    let a = &mut pair.nodes[0];
+    a.federation
+        .hand_over(entity, b_id, super::HandoverReason::Operator, &mut a.scene)
+        .unwrap();
+    pair.run(SETTLE_MS);
+    assert!(pair.nodes[1]
+        .federation
+        .tracked
+        .get(&global)
+        .unwrap()
+        .is_local());
+
+    // B, the authority now, moves the entity.
+    let moved = AttributeValue::Transform(crate::tundra::values::Transform {
+        pos: crate::tundra::values::Float3::new(4.0, 5.0, 6.0),
+        ..Default::default()
+    });
+    let b = &mut pair.nodes[1];
+    let placeable = b.scene.registry().get_by_name("Placeable").unwrap().type_id;
+    let component = b
+        .scene
+        .entity(at_b)
+        .unwrap()
+        .component_of_type(placeable)
+        .unwrap()
+        .id;
+    b.scene
+        .edit_attribute(ChangeSource::Node, at_b, component, 0, moved.clone())
+        .unwrap();
+    b.settle();
+    let wait = super::authority::handover_types::INCOMPLETE_COPY_WAIT.as_millis() as u64;
+    pair.run(wait + SETTLE_MS);
+    pair.check();
+    assert_eq!(transform_at(&pair, 0, entity), Some(moved), "A follows B");
+    assert_eq!(pair.nodes[0].component_types(entity), ["Placeable"]);
+    assert_eq!(pair.nodes[0].federation.stats().incomplete_handovers, 1);
+    assert_eq!(
+        pair.nodes[0]
+            .federation
+            .authority_of(entity)
+            .map(|(a, _)| a),
+        Some(b_id)
+    );
+}

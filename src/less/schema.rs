@@ -308,6 +308,9 @@ pub struct InteractionSchema {
     pub id: InteractionId,
     pub name: String,
     pub properties: Vec<FieldSchema>,
+    /// The Hello feature of the extension that declares it (docs/less-wire.md
+    /// §12); `None` in the base schema.
+    pub feature: Option<String>,
 }
 
 /// The connection schema (docs/less-wire.md §12): what connection-control messages
@@ -324,8 +327,27 @@ pub struct ConnectionSchema {
 /// (INTEGER, 0 = no limit). See docs/less-wire.md "Connection control".
 pub const UPDATE_RATE: PropertyId = PropertyId(1);
 
+/// Interactions (and control properties) a Hello feature adds to a base
+/// connection schema (docs/less-wire.md §12): a node sends them only on a
+/// link whose two Hellos list the feature.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConnectionExtension {
+    /// The URI of the base schema it extends.
+    pub extends: String,
+    /// The Hello feature that turns it on.
+    pub feature: String,
+    pub control: Vec<FieldSchema>,
+    pub interactions: Vec<InteractionSchema>,
+}
+
 /// The connection schema this project ships (schemas/less/connection.toml).
 pub const BUILTIN_CONNECTION_SCHEMA: &str = include_str!("../../schemas/less/connection.toml");
+
+/// The extensions of it this project ships, one file each.
+pub const BUILTIN_CONNECTION_EXTENSIONS: &[&str] = &[
+    include_str!("../../schemas/less/connection-departure.toml"),
+    include_str!("../../schemas/less/connection-interest.toml"),
+];
 
 impl ConnectionSchema {
     /// The control property with id `id`.
@@ -340,11 +362,67 @@ impl ConnectionSchema {
             .find(|interaction| interaction.id == id)
     }
 
-    /// The shipped connection schema.
-    pub fn builtin() -> ConnectionSchema {
+    /// The shipped base schema, without extensions: what a peer of version
+    /// 1 knows.
+    pub fn base() -> ConnectionSchema {
         // The shipped file is parsed by a unit test, so this cannot fail.
         super::schema_toml::connection_from_toml(BUILTIN_CONNECTION_SCHEMA)
             .expect("schemas/less/connection.toml is valid (checked by tests)")
+    }
+
+    /// The shipped schema with every shipped extension: what a lessgate
+    /// session decodes (it sends an extension's interactions only where
+    /// the link agreed its feature).
+    pub fn builtin() -> ConnectionSchema {
+        let mut schema = ConnectionSchema::base();
+        for text in BUILTIN_CONNECTION_EXTENSIONS {
+            // Parsed and merged by a unit test, so neither can fail.
+            let extension = super::schema_toml::connection_extension_from_toml(text)
+                .expect("shipped connection extensions are valid (checked by tests)");
+            schema
+                .extend(&extension)
+                .expect("shipped connection extensions fit the base (checked by tests)");
+        }
+        schema
+    }
+
+    /// Adds an extension's control properties and interactions. Refused
+    /// when it extends another schema or reuses an id.
+    pub fn extend(&mut self, extension: &ConnectionExtension) -> Result<(), String> {
+        if extension.extends != self.uri {
+            return Err(format!(
+                "extension {} extends {}, not {}",
+                extension.feature, extension.extends, self.uri
+            ));
+        }
+        if let Some(field) = extension
+            .control
+            .iter()
+            .find(|field| self.control(field.id).is_some())
+        {
+            return Err(format!(
+                "extension {}: control {} already declared",
+                extension.feature, field.id
+            ));
+        }
+        if let Some(interaction) = extension
+            .interactions
+            .iter()
+            .find(|interaction| self.interaction(interaction.id).is_some())
+        {
+            return Err(format!(
+                "extension {}: interaction {} already declared",
+                extension.feature, interaction.id.0
+            ));
+        }
+        self.control.extend(extension.control.iter().cloned());
+        self.interactions
+            .extend(extension.interactions.iter().map(|i| {
+                let mut interaction = i.clone();
+                interaction.feature = Some(extension.feature.clone());
+                interaction
+            }));
+        Ok(())
     }
 }
 
@@ -358,6 +436,46 @@ impl InteractionSchema {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_base_connection_schema_is_version_1_as_first_published() {
+        let base = ConnectionSchema::base();
+        assert_eq!(base.uri, "urn:lessgate:less:connection:1");
+        let ids: Vec<u64> = base.interactions.iter().map(|i| i.id.0).collect();
+        assert_eq!(ids, [1, 2]);
+        assert!(base.control(UPDATE_RATE).is_some());
+    }
+
+    #[test]
+    fn shipped_extensions_add_their_interactions_under_their_features() {
+        let schema = ConnectionSchema::builtin();
+        let feature = |id: u64| {
+            schema
+                .interaction(InteractionId(id))
+                .map(|i| i.feature.clone())
+        };
+        assert_eq!(feature(2), Some(None));
+        assert_eq!(feature(3), Some(Some("handover:departure/1".to_owned())));
+        assert_eq!(feature(4), Some(Some("handover:departure/1".to_owned())));
+        assert_eq!(feature(5), Some(Some("interest:regions/1".to_owned())));
+        assert_eq!(schema.uri, ConnectionSchema::base().uri);
+    }
+
+    #[test]
+    fn an_extension_that_reuses_an_id_or_extends_another_schema_is_refused() {
+        let mut schema = ConnectionSchema::base();
+        let clash = crate::less::schema_toml::connection_extension_from_toml(
+            "extends = \"urn:lessgate:less:connection:1\"\nfeature = \"x/1\"\n[[interaction]]\nid = 2\nname = \"again\"\n",
+        )
+        .unwrap();
+        assert!(schema.extend(&clash).unwrap_err().contains("interaction 2"));
+        let elsewhere = crate::less::schema_toml::connection_extension_from_toml(
+            "extends = \"urn:other\"\nfeature = \"x/1\"\n",
+        )
+        .unwrap();
+        assert!(schema.extend(&elsewhere).is_err());
+        assert_eq!(schema, ConnectionSchema::base());
+    }
 
     fn sample() -> TypeSchema {
         TypeSchema::new(

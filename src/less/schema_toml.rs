@@ -12,8 +12,8 @@ use serde::Deserialize;
 use super::ids::{ComponentId, InteractionId, PropertyId};
 use super::limits::MAX_PATH_LEN;
 use super::schema::{
-    ComponentSchema, ConnectionSchema, FieldSchema, InteractionSchema, Member, MemberKind,
-    MethodSchema, SchemaRegistry, TypeSchema,
+    ComponentSchema, ConnectionExtension, ConnectionSchema, FieldSchema, InteractionSchema, Member,
+    MemberKind, MethodSchema, SchemaRegistry, TypeSchema,
 };
 use super::value_type::ValueType;
 
@@ -76,6 +76,17 @@ struct MethodDef {
 #[serde(deny_unknown_fields)]
 struct ConnectionFile {
     uri: String,
+    #[serde(default)]
+    control: Vec<FieldDef>,
+    #[serde(default)]
+    interaction: Vec<InteractionDef>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExtensionFile {
+    extends: String,
+    feature: String,
     #[serde(default)]
     control: Vec<FieldDef>,
     #[serde(default)]
@@ -217,38 +228,68 @@ pub fn types_from_toml(text: &str) -> Result<SchemaRegistry, SchemaError> {
 pub fn connection_from_toml(text: &str) -> Result<ConnectionSchema, SchemaError> {
     let file: ConnectionFile = toml::from_str(text)?;
     let context = Context { uri: &file.uri };
-    let control = file
-        .control
-        .iter()
-        .map(|def| context.field("control", def))
-        .collect::<Result<Vec<_>, _>>()?;
-    unique(control.iter().map(|f| f.id.0), || {
-        context.error("duplicate control id".into())
-    })?;
-    let mut interactions = Vec::new();
-    for def in &file.interaction {
-        let properties = def
-            .property
-            .iter()
-            .map(|field| context.field(&def.name, field))
-            .collect::<Result<Vec<_>, _>>()?;
-        unique(properties.iter().map(|f| f.id.0), || {
-            context.error(format!("interaction {}: duplicate property id", def.name))
-        })?;
-        interactions.push(InteractionSchema {
-            id: InteractionId(def.id),
-            name: def.name.clone(),
-            properties,
-        });
-    }
-    unique(interactions.iter().map(|i| i.id.0), || {
-        context.error("duplicate interaction id".into())
-    })?;
+    let (control, interactions) = context.connection_parts(&file.control, &file.interaction)?;
     Ok(ConnectionSchema {
         uri: file.uri,
         control,
         interactions,
     })
+}
+
+/// Parses a connection schema extension (docs/less-wire.md §12): the base
+/// URI it `extends`, the Hello `feature` that turns it on, and its control
+/// properties and interactions, in the connection schema's format.
+pub fn connection_extension_from_toml(text: &str) -> Result<ConnectionExtension, SchemaError> {
+    let file: ExtensionFile = toml::from_str(text)?;
+    let context = Context { uri: &file.extends };
+    if file.feature.is_empty() {
+        return Err(context.error("extension without a feature".into()));
+    }
+    let (control, interactions) = context.connection_parts(&file.control, &file.interaction)?;
+    Ok(ConnectionExtension {
+        extends: file.extends,
+        feature: file.feature,
+        control,
+        interactions,
+    })
+}
+
+impl Context<'_> {
+    /// Control properties and interactions, ids unique within each.
+    fn connection_parts(
+        &self,
+        control: &[FieldDef],
+        interaction: &[InteractionDef],
+    ) -> Result<(Vec<FieldSchema>, Vec<InteractionSchema>), SchemaError> {
+        let control = control
+            .iter()
+            .map(|def| self.field("control", def))
+            .collect::<Result<Vec<_>, _>>()?;
+        unique(control.iter().map(|f| f.id.0), || {
+            self.error("duplicate control id".into())
+        })?;
+        let mut interactions = Vec::new();
+        for def in interaction {
+            let properties = def
+                .property
+                .iter()
+                .map(|field| self.field(&def.name, field))
+                .collect::<Result<Vec<_>, _>>()?;
+            unique(properties.iter().map(|f| f.id.0), || {
+                self.error(format!("interaction {}: duplicate property id", def.name))
+            })?;
+            interactions.push(InteractionSchema {
+                id: InteractionId(def.id),
+                name: def.name.clone(),
+                properties,
+                feature: None,
+            });
+        }
+        unique(interactions.iter().map(|i| i.id.0), || {
+            self.error("duplicate interaction id".into())
+        })?;
+        Ok((control, interactions))
+    }
 }
 
 #[cfg(test)]

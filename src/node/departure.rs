@@ -41,7 +41,8 @@ impl Node {
 
     /// Starts handing this node's persistent entities (its own, not
     /// temporary) to the first of `candidates` (peer-file names, in order
-    /// of preference; those not linked now are skipped) that accepts them,
+    /// of preference; those not linked now, or linked without the departure
+    /// hand-off and entity type version 2, are skipped) that accepts them,
     /// within `wait`. Returns how many entities it offers. The driver keeps
     /// running the node until [`Node::departure_outcome`] is `Some`.
     pub fn begin_departure(&mut self, now: Time, candidates: &[PeerName], wait: Duration) -> usize {
@@ -50,7 +51,11 @@ impl Node {
             .filter_map(|name| {
                 self.federation
                     .links()
-                    .find(|link| link.peer_name == name.as_str())
+                    .find(|link| {
+                        link.peer_name == name.as_str()
+                            && link.features.departure
+                            && link.features.entity_v2
+                    })
                     .map(|link| link.peer)
             })
             .collect();

@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use super::{Event, Node, Transmit};
 use crate::clock::Time;
+use crate::federation::wire::features::LinkFeatures;
 use crate::federation::{Link, LinkPolicy, TypeFilter};
 use crate::less::session::{ConfigError, Session, SessionConfig};
 use crate::link_id::LinkId;
@@ -26,9 +27,8 @@ pub struct LinkUp {
     pub policy: LinkPolicy,
     /// The LESS session's settings, from the link's handshake.
     pub session: SessionConfig,
-    /// Both Hellos listed the take-authority reason feature
-    /// (`crate::federation::take_authority::REASON_FEATURE`).
-    pub take_authority_reason: bool,
+    /// The federation features both Hellos listed.
+    pub features: LinkFeatures,
 }
 
 impl Node {
@@ -38,7 +38,7 @@ impl Node {
     pub fn handle_link_up(&mut self, now: Time, link: LinkUp) -> Result<(), ConfigError> {
         let session = Session::new(link.session, now)?;
         let mut federated = Link::new(link.id, link.peer, link.peer_name, link.policy, session);
-        federated.take_authority_reason = link.take_authority_reason;
+        federated.features = link.features;
         self.federation.add_link(federated, &self.scene);
         self.settle();
         Ok(())

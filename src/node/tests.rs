@@ -85,7 +85,7 @@ fn link(a: &mut Node, b: &mut Node, now: Time) -> (LinkId, LinkId) {
         peer_name: "b".into(),
         policy: LinkPolicy::default(),
         session: session(a, LinkRole::Initiator, 3, 9),
-        take_authority_reason: true,
+        features: crate::federation::wire::features::LinkFeatures::all(),
     };
     let up_b = LinkUp {
         id: lb,
@@ -93,7 +93,7 @@ fn link(a: &mut Node, b: &mut Node, now: Time) -> (LinkId, LinkId) {
         peer_name: "a".into(),
         policy: LinkPolicy::default(),
         session: session(b, LinkRole::Acceptor, 9, 3),
-        take_authority_reason: true,
+        features: crate::federation::wire::features::LinkFeatures::all(),
     };
     a.handle_link_up(now, up_a).unwrap();
     b.handle_link_up(now, up_b).unwrap();

@@ -99,6 +99,18 @@ pub struct Sim {
     pub dead: Vec<usize>,
 }
 
+/// `features` and the federation's own (docs/peer-link.md §5.2), as a
+/// lessgate node's Hello lists them.
+pub fn with_federation_features(features: &[String]) -> Vec<String> {
+    let mut all = features.to_vec();
+    all.extend(
+        lessgate::federation::wire::features::LinkFeatures::offered()
+            .into_iter()
+            .map(str::to_owned),
+    );
+    all
+}
+
 /// The built-in registry, parsed once per test binary.
 fn registry() -> Registry {
     tundra_values::builtin().clone()
@@ -141,13 +153,15 @@ impl Sim {
         }
     }
 
-    /// Peers two nodes; returns each side's link id.
+    /// Peers two lessgate nodes (the federation's features agreed, no
+    /// compact encodings); returns each side's link id.
     pub fn connect(&mut self, a: usize, b: usize, model: LinkModel) -> (LinkId, LinkId) {
         self.connect_with(a, b, model, &[], &[])
     }
 
     /// Peers two nodes whose Hellos offer these features (docs/peer-link.md
-    /// 6.2: the link uses those both offer, e.g. compact encodings).
+    /// 6.2: the link uses those both offer, e.g. compact encodings) beside
+    /// the federation's own, which a lessgate node always offers.
     pub fn connect_with(
         &mut self,
         a: usize,
@@ -156,11 +170,30 @@ impl Sim {
         features_a: &[String],
         features_b: &[String],
     ) -> (LinkId, LinkId) {
+        self.connect_hellos(
+            a,
+            b,
+            model,
+            &with_federation_features(features_a),
+            &with_federation_features(features_b),
+        )
+    }
+
+    /// Peers two nodes whose Hellos list exactly these features: a peer of
+    /// another version, which lacks some of the federation's own.
+    pub fn connect_hellos(
+        &mut self,
+        a: usize,
+        b: usize,
+        model: LinkModel,
+        hello_a: &[String],
+        hello_b: &[String],
+    ) -> (LinkId, LinkId) {
         self.connect_full(
             a,
             b,
             model,
-            (features_a, features_b),
+            (hello_a, hello_b),
             (LinkPolicy::default(), LinkPolicy::default()),
         )
     }
@@ -175,7 +208,14 @@ impl Sim {
         policy_a: LinkPolicy,
         policy_b: LinkPolicy,
     ) -> (LinkId, LinkId) {
-        self.connect_full(a, b, model, (&[], &[]), (policy_a, policy_b))
+        let federation = with_federation_features(&[]);
+        self.connect_full(
+            a,
+            b,
+            model,
+            (&federation, &federation),
+            (policy_a, policy_b),
+        )
     }
 
     fn connect_full(
@@ -224,17 +264,15 @@ impl Sim {
             self.nodes[b].federation().node_id(),
         );
         let now = self.now;
-        // As the peer driver does: the reason travels if both offered it.
-        let take_authority_reason = agreed
-            .iter()
-            .any(|f| f == lessgate::federation::take_authority::REASON_FEATURE);
+        // As the peer driver does: what both offered.
+        let features = lessgate::federation::wire::features::LinkFeatures::from_agreed(&agreed);
         let up = |id, peer, name, policy, session| LinkUp {
             id,
             peer,
             peer_name: name,
             policy,
             session,
-            take_authority_reason,
+            features,
         };
         self.nodes[a]
             .handle_link_up(now, up(la, idb, format!("n{b}"), policy_a, session_a))

@@ -136,6 +136,12 @@ impl Federation {
         let Some(link) = self.links.get_mut(&link_id) else {
             return false;
         };
+        if matches!(request, AuthorityRequest::TakeAuthority { .. }) && !link.features.entity_v2 {
+            // Version 1 of the entity type has no take-authority method
+            // (docs/federation.md §2.1): nothing on this route can grant.
+            info!(link = link_id.0, entity = %global, "take-authority not sent: the route to the authority carries entity type version 1, without hand-over");
+            return false;
+        }
         let Some(entity_object) = link.mirror.object_of(global) else {
             return false;
         };
@@ -174,7 +180,12 @@ impl Federation {
             } => (
                 entity_object,
                 take_authority_method(),
-                take_authority_arguments(*requester, *epoch, *reason, link.take_authority_reason),
+                take_authority_arguments(
+                    *requester,
+                    *epoch,
+                    *reason,
+                    link.features.take_authority_reason,
+                ),
             ),
         };
         let take = matches!(request, AuthorityRequest::TakeAuthority { .. });

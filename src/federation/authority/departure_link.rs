@@ -18,9 +18,14 @@ use crate::logging::RemoteText;
 
 impl Federation {
     /// Offers `entities` persistent entities to the peer `to` on the link
-    /// to it; false without a link to that peer.
+    /// to it; false without a link to that peer that agreed the departure
+    /// hand-off (`handover:departure/1`).
     pub fn send_departure_offer(&mut self, to: Uuid, entities: usize) -> bool {
-        let Some(link) = self.links.values_mut().find(|link| link.peer == to) else {
+        let Some(link) = self
+            .links
+            .values_mut()
+            .find(|link| link.peer == to && link.features.departure)
+        else {
             return false;
         };
         let values = integer_fields(i64::try_from(entities).unwrap_or(i64::MAX));

@@ -20,7 +20,7 @@ use uuid::Uuid;
 
 use crate::federation::authority::handover_types::{
     HandoverError, HandoverPolicy, HandoverReason, WaitingEdit, HANDOVER_TIMEOUT,
-    MAX_WAITING_EDITS, PUSHED,
+    INCOMPLETE_COPY_WAIT, MAX_WAITING_EDITS, PUSHED,
 };
 use crate::federation::core::{Federation, FederationEvent};
 use crate::federation::ids::{GlobalId, LinkId};
@@ -408,6 +408,7 @@ impl Federation {
     /// tick; the first tick that sees a hand-over starts its clock).
     pub fn handle_handover_deadlines(&mut self, now: crate::clock::Time, scene: &mut Scene) {
         self.own_edits.tick(now);
+        self.present_incomplete_copies(now, scene);
         // Requests for entities gone, or already this node's, wait for no grant.
         let tracked = &self.tracked;
         self.pending_takes
@@ -560,5 +561,33 @@ impl Federation {
         let calls = self.calls.take_waiting(global);
         self.release_calls(calls, scene);
         self.flush_waiting_edits(global, scene);
+    }
+
+    /// A new authority's copy that has not brought every component this
+    /// node presents within [`INCOMPLETE_COPY_WAIT`] is presented as it is
+    /// (docs/federation.md §7.3): waiting longer would leave the entity
+    /// frozen here while its authority moves it.
+    fn present_incomplete_copies(&mut self, now: crate::clock::Time, scene: &mut Scene) {
+        if self.incomplete_copies.is_empty() {
+            return;
+        }
+        let tracked = &self.tracked;
+        self.incomplete_copies.retain(|global, _| {
+            tracked
+                .get(global)
+                .is_some_and(|t| t.handed_to.is_some() && t.selected.is_none())
+        });
+        let mut overdue = Vec::new();
+        for (global, deadline) in self.incomplete_copies.iter_mut() {
+            let deadline = *deadline.get_or_insert(now + INCOMPLETE_COPY_WAIT);
+            if deadline <= now {
+                overdue.push(*global);
+            }
+        }
+        for global in overdue {
+            self.overdue_copies.insert(global);
+            self.reroute(global, scene);
+            self.overdue_copies.remove(&global);
+        }
     }
 }

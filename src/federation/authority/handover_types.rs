@@ -25,6 +25,13 @@ pub const MAX_WAITING_EDITS: usize = 1024;
 /// (BENCHMARKS.md, "Authority hand-over"), well below a user's patience.
 pub const HANDOVER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// How long a node that handed an entity over waits for the new
+/// authority's copy to bring every component it presents, from the first
+/// tick that sees the copy, before it presents that copy as it is: the
+/// component objects follow their entity object within a few re-sends,
+/// and a component the new authority cannot hold never comes.
+pub const INCOMPLETE_COPY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// How a node that took an entity over counts a grant it had not asked
 /// for (a departure, an operator's give, the authority's own choice).
 pub const PUSHED: &str = "push";

@@ -18,7 +18,7 @@ use crate::less::value::Value;
 
 /// The Hello feature (docs/peer-link.md §5.2) saying that the sender reads
 /// and sends the `reason` argument of `take-authority`.
-pub const REASON_FEATURE: &str = "handover:reason/1";
+pub use crate::federation::wire::features::REASON_FEATURE;
 
 /// The longest reason text kept from a call: the known reasons are short
 /// words, so a longer one names none of them and only its start is worth

@@ -78,6 +78,9 @@ impl Federation {
             return;
         };
         let have = link.exported.contains(&scene_id);
+        // Version 1 of the entity type has no policy, authority or epoch
+        // (docs/federation.md §2.1): they are noted as sent, and not sent.
+        let version_2 = link.features.entity_v2;
         let path_value = Value::List(
             ValueType::Uuid,
             path.iter().map(|u| Value::Uuid(*u)).collect(),
@@ -93,7 +96,9 @@ impl Federation {
                 let moved = exported.path != path;
                 let stale = exported.policy.as_deref() != Some(&*policy);
                 let handed = exported.authority != Some(authority);
-                if handed {
+                if handed && !version_2 {
+                    link.exported.set_authority(scene_id, authority);
+                } else if handed {
                     // One message: a receiver sees authority and epoch change
                     // together.
                     let sent = link
@@ -113,7 +118,9 @@ impl Federation {
                         link.exported.set_path(scene_id, path);
                     }
                 }
-                if stale {
+                if stale && !version_2 {
+                    link.exported.set_policy(scene_id, policy);
+                } else if stale {
                     let sent = link.session.set_property(
                         object,
                         PropertyKey::new(entity::COMPONENT, entity::EXPORT),
@@ -128,7 +135,7 @@ impl Federation {
                 let Some(target) = scene.entity(scene_id) else {
                     return;
                 };
-                let Some(type_id) = link.type_for(mapping::ENTITY_URI) else {
+                let Some(type_id) = link.type_for(mapping::entity_uri(version_2)) else {
                     return;
                 };
                 let object = link.session.allocate_object_id();
@@ -154,9 +161,11 @@ impl Federation {
                         entity::PARENT,
                         parent_value(link, target.parent),
                     ),
-                    pv(entity::COMPONENT, entity::EXPORT, policy.to_value()),
                 ];
-                values.extend(authority_values(authority));
+                if version_2 {
+                    values.push(pv(entity::COMPONENT, entity::EXPORT, policy.to_value()));
+                    values.extend(authority_values(authority));
+                }
                 if let Err(error) = link.session.introduce_entity(object, type_id, values) {
                     warn!(link = link_id.0, entity = %global, error = %RemoteText(&error), "cannot export entity");
                     return;

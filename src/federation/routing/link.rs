@@ -10,6 +10,7 @@ use crate::federation::ids::LinkId;
 use crate::federation::routing::exports::Exports;
 use crate::federation::routing::mirror::{ComponentKind, Mirror};
 use crate::federation::stats::FederationStats;
+use crate::federation::wire::features::LinkFeatures;
 use crate::less::ids::{Local, ObjectId, Remote, RequestId, TypeId};
 use crate::less::session::Session;
 use crate::tundra::{ComponentId, EntityId};
@@ -58,10 +59,9 @@ pub struct Link {
     /// packet the peer sent before them has arrived, with the receive mark
     /// to wait for (`handover.rs`).
     pub(in crate::federation) epoch_barriers: Vec<(ObjectId<Remote>, u64)>,
-    /// Both Hellos listed `handover:reason/1`: take-authority calls on the
-    /// link state their reason (`take_authority.rs`). False, as for a peer
+    /// The federation features both Hellos listed: none, as for a peer
     /// that lists no features, until the driver says otherwise.
-    pub take_authority_reason: bool,
+    pub features: LinkFeatures,
 }
 
 impl Link {
@@ -85,7 +85,7 @@ impl Link {
             forwarded_calls: HashMap::new(),
             refresh: Default::default(),
             epoch_barriers: Vec::new(),
-            take_authority_reason: false,
+            features: LinkFeatures::default(),
         }
     }
 

@@ -3,7 +3,7 @@
 //! (split horizon, never to a node already on its path)
 //! (docs/federation.md §4, §7.3).
 
-use tracing::debug;
+use tracing::{debug, info};
 use uuid::Uuid;
 
 use crate::federation::core::Federation;
@@ -154,8 +154,19 @@ impl Federation {
             (None, None) => {}
             (Some(_), None) => self.unpresent(global, scene),
             (None, Some(link)) if handed => {
-                if self.copy_covers(global, link, scene) {
-                    debug!(entity = %global, link = link.0, "new authority's copy presented");
+                let overdue = self.overdue_copies.remove(&global);
+                if self.copy_covers(global, link, scene) || overdue {
+                    if overdue {
+                        // The new authority does not hold every component
+                        // (it cannot read one, or an export list kept it
+                        // back): its copy is the entity now, and what it
+                        // lacks leaves here too (docs/federation.md §7.3).
+                        self.stats.incomplete_handovers += 1;
+                        info!(entity = %global, link = link.0, "new authority's copy presented without the components it lacks");
+                    } else {
+                        debug!(entity = %global, link = link.0, "new authority's copy presented");
+                    }
+                    self.incomplete_copies.remove(&global);
                     if let Some(t) = self.tracked.get_mut(&global) {
                         t.handed_to = None;
                     }
@@ -163,6 +174,7 @@ impl Federation {
                     self.adopted(global, scene);
                 } else {
                     debug!(entity = %global, "handed entity waits for the new copy's components");
+                    self.incomplete_copies.entry(global).or_insert(None);
                 }
             }
             (None, Some(link)) => self.present(global, link, scene),

@@ -1,5 +1,6 @@
-//! The interactions of the connection schema (schemas/less/connection.toml,
-//! docs/federation.md §5 and §7.8): their ids, and their fields written and
+//! The interactions of the connection schema and its extensions
+//! (schemas/less/connection*.toml, docs/less-wire.md §12; docs/federation.md
+//! §5 and §7.8): their ids, and their fields written and
 //! read. What the federation does with one is its rooms' business.
 
 use uuid::Uuid;

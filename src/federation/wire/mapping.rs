@@ -11,8 +11,17 @@ use crate::less::value_type::ValueType;
 use crate::tundra::registry::{CustomAttribute, DYNAMIC_COMPONENT_TYPE_ID};
 use crate::tundra::{AttributeType, ComponentSchema};
 
-/// The entity type (section 2.1).
-pub const ENTITY_URI: &str = "urn:lessgate:tundra:entity:1";
+/// The entity type, version 1 as first published (section 2.1): origin,
+/// serial, path, temporary, parent; methods action and remove.
+pub const ENTITY_URI_V1: &str = "urn:lessgate:tundra:entity:1";
+/// The entity type, version 2: version 1 with the export policy, authority
+/// and epoch, and the take-authority method.
+pub const ENTITY_URI: &str = "urn:lessgate:tundra:entity:2";
+/// The Hello feature both ends list to use version 2 on a link
+/// (docs/peer-link.md §5.2); without it a link carries version 1.
+pub const ENTITY_V2_FEATURE: &str = "schema:tundra-entity/2";
+/// Both versions, as shipped.
+const ENTITY_TYPES: &str = include_str!("../../../schemas/less/tundra-entity.toml");
 /// Prefix of the URIs of static Tundra component types.
 pub const COMPONENT_URI: &str = "urn:lessgate:tundra:component:";
 /// Prefix of the self-describing URIs of custom component types.
@@ -107,57 +116,28 @@ pub fn attribute_value_type(ty: AttributeType) -> ValueType {
     }
 }
 
-/// The entity type's schema.
-pub fn entity_schema() -> TypeSchema {
-    TypeSchema::new(
-        ENTITY_URI,
-        vec![component_schema(
-            entity::COMPONENT,
-            "entity",
-            vec![
-                property(entity::ORIGIN, "origin", ValueType::Uuid),
-                property(entity::SERIAL, "serial", ValueType::Integer),
-                property(
-                    entity::PATH,
-                    "path",
-                    ValueType::List(Box::new(ValueType::Uuid)),
-                ),
-                property(entity::TEMPORARY, "temporary", ValueType::Integer),
-                property(entity::PARENT, "parent", ValueType::StandaloneVariant),
-                property(
-                    entity::EXPORT,
-                    "export",
-                    ValueType::List(Box::new(ValueType::String)),
-                ),
-                property(entity::AUTHORITY, "authority", ValueType::Uuid),
-                property(entity::EPOCH, "epoch", ValueType::Integer),
-                Member {
-                    id: PropertyId(entity::ACTION),
-                    name: "action".to_owned(),
-                    kind: MemberKind::Method(MethodSchema {
-                        arguments: Some(vec![
-                            ValueType::String,
-                            ValueType::Integer,
-                            ValueType::List(Box::new(ValueType::String)),
-                        ]),
-                        returns: None,
-                    }),
-                },
-                remove_method(entity::REMOVE),
-                Member {
-                    id: PropertyId(entity::TAKE_AUTHORITY),
-                    name: "take-authority".to_owned(),
-                    // UUID, INTEGER and an optional STRING: a signature
-                    // fixes one count, so the session checks none and
-                    // `take_authority.rs` reads both forms (section 7.2).
-                    kind: MemberKind::Method(MethodSchema {
-                        arguments: None,
-                        returns: None,
-                    }),
-                },
-            ],
-        )],
-    )
+/// The entity type's schemas, versions 1 and 2
+/// (schemas/less/tundra-entity.toml).
+pub fn entity_schemas() -> [TypeSchema; 2] {
+    // The shipped file is parsed by a unit test, so this cannot fail.
+    let types = crate::less::schema_toml::types_from_toml(ENTITY_TYPES)
+        .expect("schemas/less/tundra-entity.toml is valid (checked by tests)");
+    [ENTITY_URI_V1, ENTITY_URI].map(|uri| {
+        types
+            .get(uri)
+            .map(|schema| schema.as_ref().clone())
+            .expect("schemas/less/tundra-entity.toml declares both versions (checked by tests)")
+    })
+}
+
+/// The entity type a link carries: version 2 where both Hellos listed
+/// [`ENTITY_V2_FEATURE`].
+pub fn entity_uri(version_2: bool) -> &'static str {
+    if version_2 {
+        ENTITY_URI
+    } else {
+        ENTITY_URI_V1
+    }
 }
 
 /// A method without arguments that removes its object at the authority.
@@ -278,7 +258,7 @@ pub fn opaque_schema(type_id: u32) -> TypeSchema {
 
 /// Reads a URI of section 2; `None` for URIs this mapping does not define.
 pub fn parse_uri(uri: &str) -> Option<UriKind> {
-    if uri == ENTITY_URI {
+    if uri == ENTITY_URI || uri == ENTITY_URI_V1 {
         return Some(UriKind::Entity);
     }
     if let Some(name) = uri.strip_prefix(COMPONENT_URI) {
@@ -363,6 +343,44 @@ mod tests {
                 assert_eq!(attributes.len(), schema.attributes.len(), "{}", schema.name);
             }
         }
+    }
+
+    #[test]
+    fn the_entity_schema_file_matches_the_property_ids_the_code_uses() {
+        let [v1, v2] = entity_schemas();
+        assert_eq!(
+            (v1.uri.as_str(), v2.uri.as_str()),
+            (ENTITY_URI_V1, ENTITY_URI)
+        );
+        let key = |id| PropertyKey::new(entity::COMPONENT, id);
+        let names = [
+            (entity::ORIGIN, "origin"),
+            (entity::SERIAL, "serial"),
+            (entity::PATH, "path"),
+            (entity::TEMPORARY, "temporary"),
+            (entity::PARENT, "parent"),
+            (entity::ACTION, "action"),
+            (entity::REMOVE, "remove"),
+        ];
+        let later = [
+            (entity::EXPORT, "export"),
+            (entity::AUTHORITY, "authority"),
+            (entity::EPOCH, "epoch"),
+            (entity::TAKE_AUTHORITY, "take-authority"),
+        ];
+        for (id, name) in names {
+            assert_eq!(v1.member(&key(id)).map(|m| m.name.as_str()), Some(name));
+            assert_eq!(v2.member(&key(id)).map(|m| m.name.as_str()), Some(name));
+        }
+        for (id, name) in later {
+            assert!(v1.member(&key(id)).is_none(), "{name} is not in version 1");
+            assert_eq!(v2.member(&key(id)).map(|m| m.name.as_str()), Some(name));
+        }
+        // Version 1's properties, unchanged since first published.
+        let v1_properties: Vec<u64> = v1.properties().iter().map(|(k, _)| k.property.0).collect();
+        assert_eq!(v1_properties, [1, 2, 3, 4, 5]);
+        assert_eq!(parse_uri(ENTITY_URI_V1), Some(UriKind::Entity));
+        assert_eq!(parse_uri(ENTITY_URI), Some(UriKind::Entity));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! interactions. Rules over data, no state: every other room builds on it.
 
 pub mod encodings;
+pub mod features;
 pub mod interactions;
 pub mod mapping;
 pub mod schemas;

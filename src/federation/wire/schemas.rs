@@ -8,7 +8,9 @@ use crate::tundra::registry::Registry;
 /// Every type this node can introduce or understand.
 pub fn schema_registry(registry: &Registry) -> SchemaRegistry {
     let mut schemas = SchemaRegistry::new();
-    schemas.insert(mapping::entity_schema());
+    for entity in mapping::entity_schemas() {
+        schemas.insert(entity);
+    }
     for component in registry.iter() {
         schemas.insert(mapping::component_type_schema(component));
     }

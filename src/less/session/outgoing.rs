@@ -418,15 +418,12 @@ impl LocalState {
             .ok_or_else(|| format!("subscription to unknown type {type_id}"))?;
         let mut keys = BTreeSet::new();
         for subscription in components {
-            let component = local_type
-                .schema
-                .component(&subscription.component)
-                .ok_or_else(|| {
-                    format!(
-                        "subscription to unknown component {}",
-                        subscription.component
-                    )
-                })?;
+            // Ids this URI's schema does not declare are ignored, not
+            // refused (docs/less-wire.md §10): a peer that knows a later
+            // version of a type may ask for what this one never sends.
+            let Some(component) = local_type.schema.component(&subscription.component) else {
+                continue;
+            };
             for property in &subscription.properties {
                 let key = PropertyKey {
                     component: subscription.component.clone(),
@@ -434,7 +431,10 @@ impl LocalState {
                 };
                 match component.member(*property).map(|m| &m.kind) {
                     Some(crate::less::schema::MemberKind::Property(_)) => keys.insert(key),
-                    _ => return Err(format!("subscription to {key}, which is not a property")),
+                    None => false,
+                    Some(_) => {
+                        return Err(format!("subscription to {key}, which is not a property"))
+                    }
                 };
             }
         }

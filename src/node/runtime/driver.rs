@@ -291,14 +291,12 @@ impl Running {
                         accept: peer.peer_config().accept.clone(),
                     },
                     session,
-                    // This node always offers the feature
-                    // (`transport::peer::node_config`), so the link has it
+                    // This node always offers them
+                    // (`transport::peer::node_config`), so the link has one
                     // when the peer's Hello lists it.
-                    take_authority_reason: peer
-                        .peer_hello()
-                        .features
-                        .iter()
-                        .any(|f| f == crate::federation::take_authority::REASON_FEATURE),
+                    features: crate::federation::wire::features::LinkFeatures::from_agreed(
+                        &peer.peer_hello().features,
+                    ),
                 };
                 match self.node.handle_link_up(clock.now(), up) {
                     Ok(()) => {

@@ -119,7 +119,9 @@ impl PeerNodeConfig {
 /// The Hello features this node offers: every compact encoding it knows
 /// unless `[peering] compact_encodings = false` (docs/less-wire.md §16.1),
 /// bulk packets unless `[peering] bulk_introductions = false` (16.5), and
-/// always the take-authority reason (docs/federation.md §7.2).
+/// always the federation's own (the take-authority reason, the entity
+/// type's version 2, departure and interest: docs/federation.md §2.1, §7,
+/// and "Interest").
 fn offered_features(peering: &crate::config::PeeringSection) -> Vec<String> {
     let mut features = if peering.compact_encodings {
         crate::less::encoding::link::offered_features()
@@ -129,7 +131,11 @@ fn offered_features(peering: &crate::config::PeeringSection) -> Vec<String> {
     if peering.bulk_introductions {
         features.push(crate::less::bulk::BULK_FEATURE.to_owned());
     }
-    features.push(crate::federation::take_authority::REASON_FEATURE.to_owned());
+    features.extend(
+        crate::federation::wire::features::LinkFeatures::offered()
+            .into_iter()
+            .map(str::to_owned),
+    );
     features
 }
 
@@ -140,11 +146,20 @@ mod tests {
 
     #[test]
     fn features_follow_the_peering_switches() {
-        let reason = || vec!["handover:reason/1".to_owned()];
+        let reason = || {
+            [
+                "handover:reason/1",
+                "schema:tundra-entity/2",
+                "handover:departure/1",
+                "interest:regions/1",
+            ]
+            .map(str::to_owned)
+            .to_vec()
+        };
         let mut peering = PeeringSection::default();
         let all = offered_features(&peering);
         assert!(all.iter().any(|f| f == "enc:tundra-transform/1"));
-        assert_eq!(all.last().map(String::as_str), Some("handover:reason/1"));
+        assert_eq!(all.last().map(String::as_str), Some("interest:regions/1"));
         peering.bulk_introductions = false;
         assert!(!offered_features(&peering)
             .iter()
@@ -159,7 +174,7 @@ mod tests {
     }
 
     #[test]
-    fn the_default_features_are_the_documented_eight_in_170_bytes() {
+    fn the_default_features_are_the_documented_eleven_in_233_bytes() {
         // docs/peer-link.md §5.2: the order, and the count byte plus each
         // length-prefixed string.
         let all = offered_features(&PeeringSection::default());
@@ -174,9 +189,12 @@ mod tests {
                 "msg:update-property/1",
                 "bulk:zstd/1",
                 "handover:reason/1",
+                "schema:tundra-entity/2",
+                "handover:departure/1",
+                "interest:regions/1",
             ]
         );
         let bytes = 1 + all.iter().map(|f| 1 + f.len()).sum::<usize>();
-        assert_eq!(bytes, 170);
+        assert_eq!(bytes, 233);
     }
 }
