@@ -109,6 +109,9 @@ pub struct Federation {
     /// Of those, the ones whose wait is over: the next route choice takes
     /// the new authority's copy as it is.
     pub(super) overdue_copies: HashSet<GlobalId>,
+    /// Where this node's world lies in the federation's space
+    /// (`space/placement.rs`).
+    pub(super) placement: super::space::placement::Placement,
     /// Per entity handed over, the links whose packet carrying the grant is
     /// not acknowledged yet, with the send mark it is at or above: the
     /// take-back clock starts once none is left.
@@ -150,6 +153,7 @@ impl Federation {
             handover_deadlines: Default::default(),
             incomplete_copies: Default::default(),
             overdue_copies: HashSet::new(),
+            placement: super::space::placement::Placement::ORIGIN,
             grant_marks: Default::default(),
             own_edits: Default::default(),
             authority_requests: Default::default(),

@@ -54,6 +54,7 @@ pub mod export_policy;
 mod flood;
 pub mod ids;
 pub mod routing;
+pub mod space;
 pub mod stats;
 pub mod wire;
 

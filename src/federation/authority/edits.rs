@@ -9,11 +9,16 @@ use tracing::{debug, warn};
 use crate::federation::authority::handover_types::WaitingEdit;
 use crate::federation::authority::own_edits::Returning;
 use crate::federation::core::Federation;
-use crate::federation::ids::LinkId;
+use crate::federation::ids::{GlobalId, LinkId};
+use crate::federation::routing::link::Link;
+use crate::federation::routing::positions::{
+    copy_in_world, exported_in_world, is_placeable, placed,
+};
 use crate::federation::routing::references::{reference_in, reference_out};
+use crate::federation::space::position::is_transform;
 use crate::federation::wire::mapping::{attribute_key, component};
 use crate::federation::wire::values::{from_less, to_less};
-use crate::less::ids::{Local, ObjectId, PropertyKey};
+use crate::less::ids::{Local, ObjectId, PropertyKey, Remote};
 use crate::less::value::Value;
 use crate::logging::RemoteText;
 use crate::scene::{ChangeSource, ComponentContent, Origin, Scene};
@@ -35,7 +40,9 @@ impl Federation {
     }
 
     /// Sends an edit of a remote entity toward its authority: this node's
-    /// own (`own`, remembered in `own_edits.rs`) or a peer's it relays.
+    /// own (`own`, remembered in `own_edits.rs`, its value in this world's
+    /// coordinates) or a peer's it relays (its value as it arrived, in
+    /// federation coordinates: a relay passes it on unchanged).
     pub(in crate::federation) fn forward_edit(
         &mut self,
         entity: EntityId,
@@ -73,6 +80,13 @@ impl Federation {
             .entity(entity)
             .and_then(|e| e.components.get(&component))
             .is_some_and(|c| matches!(&c.content, ComponentContent::Known { schema, .. } if schema.dynamic_attributes));
+        let placement = self.placement;
+        let value = match self.links.get(&link_id) {
+            Some(link) if own && !placement.is_origin() && placed_on(link, global, object) => {
+                placed(value, |t| placement.transform_to_federation(t))
+            }
+            _ => value,
+        };
         let Some(link) = self.links.get_mut(&link_id) else {
             return;
         };
@@ -123,6 +137,7 @@ impl Federation {
             return;
         };
         let ty = attribute.ty();
+        let slot_type = slot.type_id;
         let dynamic = matches!(&slot.content, ComponentContent::Known { schema, .. } if schema.dynamic_attributes);
         let origin = target.origin;
         let Some(link) = self.links.get(&link_id) else {
@@ -151,6 +166,21 @@ impl Federation {
         }
         match origin {
             Origin::Local => {
+                // A placed transform arrives in federation coordinates.
+                let placement = self.placement;
+                let value = match (self.links.get(&link_id), scene.entity(entity)) {
+                    (Some(link), Some(target))
+                        if !placement.is_origin()
+                            && is_transform(slot_type, index)
+                            && target
+                                .components
+                                .get(&component)
+                                .is_some_and(|c| exported_in_world(link, target, c)) =>
+                    {
+                        placed(value, |t| placement.transform_to_local(t))
+                    }
+                    _ => value,
+                };
                 let source = ChangeSource::Peer(link_id.0);
                 let edited = scene.edit_attribute(source, entity, component, index, value);
                 self.stats.scene(edited, "peer's tweak not applied");
@@ -158,4 +188,14 @@ impl Federation {
             Origin::Remote => self.forward_edit(entity, component, index, value, false, scene),
         }
     }
+}
+
+/// Whether the presented copy's component object `object` on `link` is a
+/// Placeable whose transform travels placed in the world (`positions.rs`).
+fn placed_on(link: &Link, global: GlobalId, object: ObjectId<Remote>) -> bool {
+    let (Some(copy), Some(mirrored)) = (link.mirror.copy_of(global), link.mirror.component(object))
+    else {
+        return false;
+    };
+    is_placeable(mirrored) && copy_in_world(copy, mirrored)
 }

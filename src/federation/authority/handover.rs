@@ -25,6 +25,8 @@ use crate::federation::authority::handover_types::{
 use crate::federation::core::{Federation, FederationEvent};
 use crate::federation::ids::{GlobalId, LinkId};
 use crate::federation::routing::link::TypeFilter;
+use crate::federation::routing::positions::{in_world_here, placed};
+use crate::federation::space::position::is_transform;
 use crate::less::ids::{ObjectId, Remote};
 use crate::less::message::MethodStatus;
 use crate::less::value::Value;
@@ -538,9 +540,24 @@ impl Federation {
                     self.own_edits
                         .edited_here((global, edit.component, edit.index));
                 }
+                // A relayed edit's placed transform is in federation
+                // coordinates (`routing/positions.rs`).
+                let placement = self.placement;
+                let arrived_placed = !edit.own
+                    && !placement.is_origin()
+                    && scene.entity(entity).is_some_and(|e| {
+                        e.components.get(&edit.component).is_some_and(|c| {
+                            is_transform(c.type_id, edit.index) && in_world_here(e, c)
+                        })
+                    });
+                let value = if arrived_placed {
+                    placed(edit.value, |t| placement.transform_to_local(t))
+                } else {
+                    edit.value
+                };
                 let source = crate::scene::ChangeSource::Node;
                 let applied =
-                    scene.edit_attribute(source, entity, edit.component, edit.index, edit.value);
+                    scene.edit_attribute(source, entity, edit.component, edit.index, value);
                 self.stats.scene(applied, "waiting edit not applied");
             } else {
                 self.forward_edit(

@@ -12,6 +12,7 @@ use crate::federation::routing::object_values::{
     authority_values, component_type, component_values, dynamic_layout, parent_value, pv, type_name,
 };
 use crate::federation::routing::references::reference_out;
+use crate::federation::space::position::{is_transform, moves_reference};
 use crate::federation::wire::mapping::{self, attribute_key, entity};
 use crate::federation::wire::values::to_less;
 use crate::less::ids::{Local, ObjectId, PropertyKey};
@@ -22,11 +23,15 @@ use crate::logging::RemoteText;
 use crate::scene::{Change, ChangeKind, ChangeSource, Component, ComponentContent, Origin, Scene};
 use crate::tundra::{ComponentId, EntityId};
 
+/// Introduces one component object on `link`; `transform` is its
+/// attribute 0 in federation coordinates where it is a placed transform
+/// (`positions.rs`).
 fn export_component(
     link: &mut Link,
     entity: EntityId,
     component: &Component,
     rule: Option<&OriginPolicy>,
+    transform: Option<Value>,
 ) {
     if !component.is_replicated() {
         return;
@@ -49,7 +54,7 @@ fn export_component(
         return;
     };
     let object = link.session.allocate_object_id();
-    let values = component_values(link, entity_object, component);
+    let values = component_values(link, entity_object, component, transform);
     if let Err(error) = link.session.introduce_entity(object, type_id, values) {
         warn!(link = link.id.0, %entity, component = %component.id, error = %RemoteText(&error), "cannot export component");
         return;
@@ -191,13 +196,14 @@ impl Federation {
             return;
         };
         let rule = self.relay_rule(global);
+        let Some(target) = scene.entity(scene_id) else {
+            return;
+        };
+        let transforms = self.placed_transforms(link_id, target);
         let Some(link) = self.links.get_mut(&link_id) else {
             return;
         };
         let Some(exported) = link.exported.get(&scene_id) else {
-            return;
-        };
-        let Some(target) = scene.entity(scene_id) else {
             return;
         };
         // Only a relayed entity's policy changes while it is exported, and
@@ -225,7 +231,8 @@ impl Federation {
             }
         }
         for component in missing {
-            export_component(link, scene_id, component, rule.as_deref());
+            let transform = placed_for(&transforms, component.id);
+            export_component(link, scene_id, component, rule.as_deref(), transform);
         }
     }
 
@@ -263,13 +270,20 @@ impl Federation {
                         .tracked
                         .global_of(id)
                         .and_then(|global| self.relay_rule(global));
-                    for link in self.links.values_mut() {
+                    let Some(target) = scene.entity(id) else {
+                        continue;
+                    };
+                    let Some(component) = target.components.get(&c) else {
+                        continue;
+                    };
+                    let links: Vec<LinkId> = self.links.keys().copied().collect();
+                    for link_id in links {
+                        let transform = placed_for(&self.placed_transforms(link_id, target), c);
+                        let Some(link) = self.links.get_mut(&link_id) else {
+                            continue;
+                        };
                         if link.exported.contains(&id) {
-                            if let Some(component) =
-                                scene.entity(id).and_then(|e| e.components.get(&c))
-                            {
-                                export_component(link, id, component, rule.as_deref());
-                            }
+                            export_component(link, id, component, rule.as_deref(), transform);
                         }
                     }
                 }
@@ -296,6 +310,16 @@ impl Federation {
                         if let Some(global) = self.tracked.global_of(id) {
                             self.own_edits.edited_here((global, c, index));
                         }
+                    }
+                    let placed = !self.placement.is_origin();
+                    if placed && is_transform(component.type_id, index) {
+                        // Per link, in federation coordinates (`positions.rs`).
+                        self.resend_transforms(id, scene);
+                        continue;
+                    }
+                    if placed && moves_reference(component.type_id, index) {
+                        // Whether the transform is placed in the world changes.
+                        self.resend_transforms(id, scene);
                     }
                     for link in self.links.values_mut() {
                         // The lookup the read-ahead walks too (`export_targets`).
@@ -358,6 +382,12 @@ impl Federation {
                         self.stats
                             .session(sent, "temporary flag or parent not exported");
                     }
+                    if matches!(change.kind, ChangeKind::ParentChanged(_))
+                        && !self.placement.is_origin()
+                    {
+                        // A child's transform is relative, a root's placed.
+                        self.resend_transforms(id, scene);
+                    }
                 }
             }
         }
@@ -375,4 +405,12 @@ impl Federation {
             exported.components().keys().copied().collect(),
         ))
     }
+}
+
+/// The placed transform of component `id` among `transforms`.
+fn placed_for(transforms: &[(ComponentId, Value)], id: ComponentId) -> Option<Value> {
+    transforms
+        .iter()
+        .find(|(component, _)| *component == id)
+        .map(|(_, value)| value.clone())
 }

@@ -11,10 +11,12 @@ use crate::federation::core::{Federation, FederationEvent};
 use crate::federation::ids::LinkId;
 use crate::federation::routing::link::{Link, RemoteType};
 use crate::federation::routing::mirror::{self, ComponentKind, MirrorComponent};
+use crate::federation::routing::positions::{copy_in_world, is_placeable, placed};
 use crate::federation::routing::references::reference_in;
 use crate::federation::routing::scene_values::{
     attribute_index, dynamic_attributes, reconcile_dynamic,
 };
+use crate::federation::space::position::{PARENT_REF, TRANSFORM};
 use crate::federation::wire::interactions::{DEPARTURE_ANSWER, DEPARTURE_OFFER, ENTITY_ACTION};
 use crate::federation::wire::mapping::{self, attribute_key, UriKind};
 use crate::federation::wire::values::from_less;
@@ -340,7 +342,21 @@ impl Federation {
                     return;
                 };
                 let mut edits: SmallVec<[_; 4]> = SmallVec::new();
-                for &index in attributes {
+                // A placed transform comes into this world's coordinates,
+                // and a new parentRef may place it anew (`positions.rs`).
+                let placement = self.placement;
+                let placed_in_world = (!placement.is_origin() && is_placeable(mirrored))
+                    .then(|| link.mirror.owner_of(mirrored))
+                    .flatten()
+                    .map(|copy| copy_in_world(copy, mirrored));
+                let mut indices: SmallVec<[u8; 8]> = SmallVec::from_slice(attributes);
+                if placed_in_world.is_some()
+                    && indices.contains(&PARENT_REF)
+                    && !indices.contains(&TRANSFORM)
+                {
+                    indices.push(TRANSFORM);
+                }
+                for &index in &indices {
                     let Some(ty) = component.attribute(index).map(|a| a.ty()) else {
                         continue;
                     };
@@ -349,6 +365,9 @@ impl Federation {
                         continue;
                     };
                     match from_less(ty, value, &reference) {
+                        Some(value) if index == TRANSFORM && placed_in_world == Some(true) => {
+                            edits.push((index, placed(value, |t| placement.transform_to_local(t))))
+                        }
                         Some(value) => edits.push((index, value)),
                         None => {
                             warn!(link = link_id.0, property = %key, "value does not fit its attribute")

@@ -19,6 +19,7 @@ pub mod link;
 pub mod links;
 pub mod mirror;
 pub mod object_values;
+pub mod positions;
 pub mod present;
 pub mod read_ahead;
 pub mod references;

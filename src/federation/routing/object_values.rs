@@ -63,11 +63,14 @@ pub(in crate::federation) fn type_name(component: &Component) -> std::borrow::Co
     }
 }
 
-/// Every value of a component object.
+/// Every value of a component object; `transform`, when given, is the
+/// value of attribute 0 (a Placeable's transform in federation
+/// coordinates, `positions.rs`).
 pub(in crate::federation) fn component_values(
     link: &Link,
     entity_object: ObjectId<Local>,
     component: &Component,
+    transform: Option<Value>,
 ) -> Vec<PropertyValue> {
     let mut values = vec![
         pv(
@@ -103,11 +106,19 @@ pub(in crate::federation) fn component_values(
                     }
                 }
             } else {
+                let mut transform = transform;
                 for (index, slot) in slots.iter().enumerate().take(schema.attributes.len()) {
                     if let Some(attribute) = slot {
+                        let value = match (index, transform.take()) {
+                            (0, Some(placed)) => placed,
+                            (_, unused) => {
+                                transform = unused;
+                                to_less(&attribute.value, &reference)
+                            }
+                        };
                         values.push(PropertyValue {
                             key: attribute_key(index as u8),
-                            value: to_less(&attribute.value, &reference),
+                            value,
                         });
                     }
                 }

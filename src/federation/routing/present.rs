@@ -40,7 +40,7 @@ impl Federation {
             if let Some(c) = link
                 .mirror
                 .component(id)
-                .and_then(|c| component_data(&self.tracked, link, scene, c))
+                .and_then(|c| component_data(&self.tracked, link, scene, c, &self.placement))
             {
                 data.push(c);
                 objects.push(id);
@@ -99,7 +99,8 @@ impl Federation {
         let Some(mirrored) = link.mirror.component(object) else {
             return;
         };
-        let Some(data) = component_data(&self.tracked, link, scene, mirrored) else {
+        let Some(data) = component_data(&self.tracked, link, scene, mirrored, &self.placement)
+        else {
             return;
         };
         let entity = tracked.scene();
@@ -215,7 +216,8 @@ impl Federation {
             return;
         };
         let dynamic = matches!(mirrored.kind, ComponentKind::Dynamic { .. });
-        let Some(data) = component_data(&self.tracked, link, scene, mirrored) else {
+        let Some(data) = component_data(&self.tracked, link, scene, mirrored, &self.placement)
+        else {
             return;
         };
         let entity = tracked.scene();
@@ -278,6 +280,10 @@ impl Federation {
             .scene(temporary, "peer's temporary flag not applied");
         let parented = scene.set_parent(source, tracked.scene(), parent);
         self.stats.scene(parented, "peer's parent not applied");
+        if !self.placement.is_origin() {
+            // A parent given or taken places the transform anew.
+            self.apply_received_transforms(link_id, global, scene);
+        }
     }
 
     /// Re-applies entity properties whose references may have become

@@ -4,8 +4,11 @@
 
 use crate::federation::routing::link::Link;
 use crate::federation::routing::mirror::{ComponentKind, MirrorComponent};
+use crate::federation::routing::positions::{copy_in_world, is_placeable, placed};
 use crate::federation::routing::references::reference_in;
 use crate::federation::routing::tracked::TrackedEntities;
+use crate::federation::space::placement::Placement;
+use crate::federation::space::position::TRANSFORM;
 use crate::federation::stats::FederationStats;
 use crate::federation::wire::mapping::{attribute_key, component};
 use crate::federation::wire::values::from_less;
@@ -18,14 +21,23 @@ use crate::tundra::{
 };
 
 /// The ComponentData of a mirrored component object, or `None` when the
-/// type is not known here.
+/// type is not known here. A Placeable's transform placed in the world
+/// comes into this world's coordinates by `placement`
+/// (`positions.rs`).
 pub(in crate::federation) fn component_data(
     tracked: &TrackedEntities,
     link: &Link,
     scene: &Scene,
     object: &MirrorComponent,
+    placement: &Placement,
 ) -> Option<ComponentData> {
     let reference = |value: &Value| reference_in(tracked, link, value);
+    let placed_in_world = !placement.is_origin()
+        && is_placeable(object)
+        && link
+            .mirror
+            .owner_of(object)
+            .is_some_and(|copy| copy_in_world(copy, object));
     let body = match &object.kind {
         ComponentKind::Opaque { .. } => {
             match object.value(&attribute_key(component::OPAQUE_BLOCK as u8)) {
@@ -40,10 +52,15 @@ pub(in crate::federation) fn component_data(
                 .iter()
                 .enumerate()
                 .map(|(index, attribute)| {
-                    object
+                    let value = object
                         .value(&attribute_key(index as u8))
                         .and_then(|v| from_less(attribute.ty, v, &reference))
-                        .unwrap_or_else(|| attribute.default.clone())
+                        .unwrap_or_else(|| attribute.default.clone());
+                    if placed_in_world && index == usize::from(TRANSFORM) {
+                        placed(value, |t| placement.transform_to_local(t))
+                    } else {
+                        value
+                    }
                 })
                 .collect();
             ComponentBody::Attributes(AttributeBlock {
