@@ -9,7 +9,7 @@
 //!
 //! ```text
 //!  Tundra clients ──ws, knet──┐
-//!  world server ────ws, knet──┼─ transport ◀─▶ node::runtime ──snapshots──▶ http
+//!  world server ────ws, knet──┼─ transport ◀─▶ runtime ──snapshots──▶ http
 //!  peer nodes ─────quic, udp──┘  (sockets)          │ frames, datagrams, now in
 //!                                                   ▼ frames, timeouts, events out
 //!                                node::Node ─┬─ server ──── tundra
@@ -46,7 +46,7 @@
 //! - `transport`: the sockets, TLS and timers of clients, peer links and the
 //!   upstream connection; it drives the `knet` connections and the `peering`
 //!   handshake, and moves frames and events to and from the node;
-//! - `node::runtime`: the tokio driver that owns a `Node` and the one clock,
+//! - `runtime`: the tokio driver that owns a `Node` and the one clock,
 //!   sleeps until the node's next deadline or input, feeds it what the
 //!   transports receive, and hands its output back;
 //! - `http`: the operator endpoint (web viewer, `/status`, `/metrics`), fed
@@ -78,6 +78,7 @@ pub mod logging;
 pub mod node;
 pub mod peering;
 pub mod proc_stats;
+pub mod runtime;
 pub mod scene;
 pub mod server;
 pub mod transport;

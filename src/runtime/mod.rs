@@ -3,8 +3,11 @@
 //! outputs. All protocol decisions are in the core.
 
 mod driver;
+pub mod loop_lag;
+pub mod peer_health;
 mod reload;
 mod start;
+pub mod status;
 
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -12,18 +15,18 @@ use std::time::Instant;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 
-use super::loop_lag::LoopLag;
-use super::peer_health::PeerHealth;
-use super::status::{LinkEnds, NodeStatus};
-use super::Node;
 use crate::clock::Time;
 use crate::config::NodeConfig;
 use crate::http;
+use crate::node::Node;
 use crate::scene::Scene;
 use crate::transport::knet::listener::KnetListener;
 use crate::transport::peer::{PeerEvent, PeerNode, PeerStartError};
+use loop_lag::LoopLag;
+use peer_health::PeerHealth;
+use status::{LinkEnds, NodeStatus};
 
-pub use super::TickHook;
+pub use crate::node::TickHook;
 pub use reload::{ConfigLoader, ReloadSource};
 pub use start::start;
 
