@@ -7,15 +7,14 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
+use super::peer_health::PeerHealth;
+use super::status::NodeStatus;
 use super::{Running, StartError};
 use crate::config::NodeConfig;
 use crate::federation::schemas::schema_registry;
 use crate::http;
 use crate::less::schema::ConnectionSchema;
 use crate::node::Node;
-use crate::runtime::loop_lag::LoopLag;
-use crate::runtime::peer_health::PeerHealth;
-use crate::runtime::status::{LinkEnds, NodeStatus};
 use crate::scene::Scene;
 use crate::server::{ServerConfig, TundraServer};
 use crate::transport::address_limits::AddressLimits;
@@ -137,9 +136,7 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
         http,
         http_addr,
         view: watch::Sender::new(http::ViewSnapshot::default()),
-        link_ends: LinkEnds::default(),
         peer_health,
-        loop_lag: LoopLag::default(),
         reload: None,
     })
 }
