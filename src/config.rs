@@ -25,7 +25,7 @@ pub use handover::HandoverSection;
 mod peer_files;
 pub mod reload;
 mod upstream;
-pub use authority::{AuthoritySection, PeerChoice};
+pub use authority::AuthoritySection;
 pub use upstream::{UpstreamSection, UpstreamTransport};
 
 /// Tundra's own default port for its WebSocket and kNet servers.

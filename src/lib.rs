@@ -9,7 +9,7 @@
 //!
 //! ```text
 //!  Tundra clients ──ws, knet──┐
-//!  world server ────ws, knet──┼─ transport ◀─▶ node::runtime ──snapshots──▶ http
+//!  world server ────ws, knet──┼─ transport ◀─▶ runtime ──snapshots──▶ http
 //!  peer nodes ─────quic, udp──┘  (sockets)          │ frames, datagrams, now in
 //!                                                   ▼ frames, timeouts, events out
 //!                                node::Node ─┬─ server ──── tundra
@@ -46,9 +46,12 @@
 //! - `transport`: the sockets, TLS and timers of clients, peer links and the
 //!   upstream connection; it drives the `knet` connections and the `peering`
 //!   handshake, and moves frames and events to and from the node;
-//! - `node::runtime`: the tokio driver that owns a `Node` and the one clock,
-//!   sleeps until the node's next deadline or input, feeds it what the
-//!   transports receive, and hands its output back;
+//! - `runtime`: the tokio driver of a `Node` (as quinn drives quinn-proto):
+//!   one `Driver` value owns the node, the connections' handles and the one
+//!   clock (the only place process time becomes protocol time), sleeps
+//!   until the node's next deadline or input, feeds it what the transports
+//!   receive, hands its output back, and publishes the status snapshot
+//!   (`runtime::status`, with peer health and loop lag);
 //! - `http`: the operator endpoint (web viewer, `/status`, `/metrics`), fed
 //!   snapshots by the runtime;
 //! - `config`: the node file and the peer files, read and validated at
@@ -78,6 +81,7 @@ pub mod logging;
 pub mod node;
 pub mod peering;
 pub mod proc_stats;
+pub mod runtime;
 pub mod scene;
 pub mod server;
 pub mod transport;

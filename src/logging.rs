@@ -18,7 +18,7 @@ use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{reload, EnvFilter, Layer, Registry};
 
 use crate::config::LogFormat;
-use crate::node::status::{LinkStatus, NodeStatus};
+use crate::runtime::status::{LinkStatus, NodeStatus};
 
 mod remote_text;
 pub use remote_text::{ControlEscaped, RemoteText, MAX_REMOTE_TEXT_CHARS};
@@ -225,7 +225,7 @@ pub fn log_node_stats(status: &NodeStatus) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::node::status::OriginStatus;
+    use crate::runtime::status::OriginStatus;
     use std::collections::BTreeMap;
     use uuid::Uuid;
 

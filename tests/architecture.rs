@@ -1,10 +1,11 @@
-//! The architecture, checked: the protocol cores (sans-IO, explicit time)
-//! depend on no driver, on no async runtime and only on the cores below
-//! them, and the Tundra and LESS wire types never depend on their JSON
-//! forms, which are built on top of them.
+//! The architecture, checked: the protocol cores (sans-IO, explicit time),
+//! the node that joins them included, depend on no driver, on no async
+//! runtime and only on the cores below them, and reach no file, socket,
+//! clock, thread or entropy; the Tundra and LESS wire types never depend on
+//! their JSON forms, which are built on top of them.
 //!
 //! Every file under `src/` is parsed as Rust (syn); every path that starts
-//! with `crate`, `self`, `super` or `tokio`, in `use` items, types,
+//! with `crate`, `self`, `super`, `tokio`, `std` or `rand`, in `use` items, types,
 //! expressions and attributes, is resolved to the module it names. Paths
 //! written inside macro bodies are tokens, not paths, and are not seen.
 //!
@@ -31,6 +32,7 @@ const CORES: &[&str] = &[
     "federation",
     "peering",
     "upstream",
+    "node",
 ];
 
 /// Modules that do I/O or read the operator's files, and build on the cores.
@@ -38,7 +40,7 @@ const DRIVERS: &[&str] = &[
     "config",
     "transport",
     "http",
-    "node",
+    "runtime",
     "cli",
     "loadgen",
     "demo",
@@ -56,7 +58,45 @@ const CORE_DEPENDENCIES: &[(&str, &[&str])] = &[
     ("server", &["tundra", "scene"]),
     ("federation", &["tundra", "less", "scene", "peering"]),
     ("upstream", &["tundra", "scene", "federation"]),
+    (
+        "node",
+        &[
+            "tundra",
+            "less",
+            "scene",
+            "peering",
+            "server",
+            "federation",
+            "upstream",
+        ],
+    ),
 ];
+
+/// What touches the world outside the process's memory: files, sockets,
+/// the clock, threads, the environment, entropy. A core takes time as an
+/// argument and randomness as a seed, so it names none of these.
+const IO_PATHS: &[&[&str]] = &[
+    &["std", "fs"],
+    &["std", "net", "TcpStream"],
+    &["std", "net", "TcpListener"],
+    &["std", "net", "UdpSocket"],
+    &["std", "time", "Instant"],
+    &["std", "time", "SystemTime"],
+    &["std", "thread"],
+    &["std", "process"],
+    &["std", "env"],
+    &["std", "io", "stdin"],
+    &["std", "io", "stdout"],
+    &["std", "io", "stderr"],
+    &["rand", "thread_rng"],
+    &["rand", "random"],
+    &["rand", "rngs", "OsRng"],
+    &["rand", "rngs", "ThreadRng"],
+];
+
+/// Core files allowed to read a file, and why: the two loaders the drivers
+/// call at start-up (the codecs behind them take text).
+const CORE_FILE_READERS: &[&str] = &["src/tundra/txml.rs", "src/tundra/schema_file.rs"];
 
 /// One source file: its module path in the crate and the module paths it
 /// names.
@@ -114,7 +154,9 @@ struct PathCollector {
 
 impl PathCollector {
     /// The absolute module path `segments` names, if it starts with a
-    /// keyword that can leave the current module or names `tokio`.
+    /// keyword that can leave the current module or names `tokio`, `std`
+    /// or `rand` (whose clocks, files, sockets and entropy the cores must
+    /// not reach).
     fn resolve(&self, segments: &[String]) -> Option<Vec<String>> {
         let first = segments.first()?;
         match first.as_str() {
@@ -125,7 +167,7 @@ impl PathCollector {
                 let kept = self.module.len().checked_sub(ups)?;
                 Some([&self.module[..kept], &segments[ups..]].concat())
             }
-            "tokio" => Some(segments.to_vec()),
+            "tokio" | "std" | "rand" => Some(segments.to_vec()),
             _ => None,
         }
     }
@@ -255,6 +297,25 @@ fn cores_depend_on_no_driver_and_no_runtime() {
     for file in core_sources() {
         for driver in DRIVERS.iter().chain(&["tokio"]) {
             for used in file.uses_under(&[driver]) {
+                breaks.push(format!("{}: {used}", file.path.display()));
+            }
+        }
+    }
+    assert!(breaks.is_empty(), "{}", report(&breaks));
+}
+
+#[test]
+fn cores_do_no_io() {
+    let mut breaks = Vec::new();
+    for file in core_sources() {
+        let reader = CORE_FILE_READERS
+            .iter()
+            .any(|allowed| file.path == Path::new(allowed));
+        for io in IO_PATHS {
+            if reader && io == &["std", "fs"] {
+                continue;
+            }
+            for used in file.uses_under(io) {
                 breaks.push(format!("{}: {used}", file.path.display()));
             }
         }
@@ -434,6 +495,8 @@ fn paths_resolve_against_the_module_of_the_file() {
         use super::limits::ServerLimits;
         use crate::{clock::Time, tundra::{json, Message}};
         use tokio::sync::mpsc;
+        use std::time::Instant;
+        fn read() { let _ = std::fs::read(path); let _ = rand::thread_rng(); }
         #[tokio::test]
         async fn a() { let _ = crate::config::DEFAULT_TICK_HZ; }
         mod tests { use super::super::json::f32_exact; use self::inner::Thing; }
@@ -447,6 +510,9 @@ fn paths_resolve_against_the_module_of_the_file() {
         "tundra::json",
         "tundra::Message",
         "tokio::sync::mpsc",
+        "std::time::Instant",
+        "std::fs::read",
+        "rand::thread_rng",
         "tokio::test",
         "config::DEFAULT_TICK_HZ",
         "server::json::f32_exact",

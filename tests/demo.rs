@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::TundraClient;
 use lessgate::demo::{quiet, Demo, DemoOptions, DemoPorts};
-use lessgate::node::status::NodeStatus;
+use lessgate::runtime::status::NodeStatus;
 use lessgate::tundra::{AttributeValue, ComponentBody, EntityId, Message};
 
 /// Bounded patience for the federation to settle: failing past it, never

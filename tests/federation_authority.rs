@@ -96,7 +96,7 @@ fn request_in_chain(model: LinkModel, settle: Duration, seed: u64) {
 /// `/status` and `/metrics` of the old authority show the hand-over by
 /// peer and reason, and entities by authority beside origin.
 fn operators_see_the_hand_over(sim: &Sim, old: usize, new: usize) {
-    use lessgate::node::status::NodeStatus;
+    use lessgate::runtime::status::NodeStatus;
     let status = NodeStatus::collect(&sim.nodes[old], "a", "", Duration::ZERO);
     let (old_id, new_id) = (node_id(sim, old), node_id(sim, new));
     assert_eq!(
@@ -335,7 +335,7 @@ fn an_edit_during_the_hand_over_then_one_after(model: LinkModel, settle: Duratio
         sim.nodes[*node].federation().check_invariants().unwrap();
     }
     let status =
-        lessgate::node::status::NodeStatus::collect(&sim.nodes[c], "c", "", Duration::ZERO);
+        lessgate::runtime::status::NodeStatus::collect(&sim.nodes[c], "c", "", Duration::ZERO);
     let metrics =
         lessgate::http::metrics::render(&status, &lessgate::proc_stats::ProcessSample::default());
     let dropped = format!(
@@ -592,7 +592,7 @@ fn an_operator_take_is_counted_as_operator_where_granted_and_where_taken() {
         assert_everywhere_at(&sim, &clients, "ball", 1.0);
         assert_no_flicker(&sim, &clients, 1);
 
-        use lessgate::node::status::NodeStatus;
+        use lessgate::runtime::status::NodeStatus;
         let status = NodeStatus::collect(&sim.nodes[c], "c", "", Duration::ZERO);
         let taken: Vec<_> = status
             .handovers

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use common::tundra_values::move_to;
-use lessgate::node::status::NodeStatus;
+use lessgate::runtime::status::NodeStatus;
 use lessgate::tundra::messages::{exec_type, EntityAction};
 use lessgate::tundra::Message;
 use net_common::star::{Star, A, B};

@@ -26,7 +26,7 @@ use lessgate::less::json::{decode_frame, Framing, Schemas, SignatureCheck, Space
 use lessgate::less::packet::{seal_datagram, DatagramFraming};
 use lessgate::less::schema::ConnectionSchema;
 use lessgate::less::signature::MacKey;
-use lessgate::node::status::NodeStatus;
+use lessgate::runtime::status::NodeStatus;
 use lessgate::tundra::Registry;
 use net_common::star::{has_link, Star, A, B};
 use net_common::{wait_observers, wait_status};

@@ -15,10 +15,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use lessgate::clock::Time;
-use lessgate::config::PeerChoice;
 use lessgate::federation::departure::DepartureOutcome;
 use lessgate::federation::take_authority::REASON_FEATURE;
 use lessgate::federation::zones::{Hysteresis, Zone, ZoneSet};
+use lessgate::peering::peer_file::PeerChoice;
 use lessgate::peering::peer_file::PeerName;
 use lessgate::scene::ClientId;
 use lessgate::tundra::messages::CreateEntity;
@@ -194,7 +194,7 @@ fn an_entity_walked_across_a_border_changes_hands_once_per_crossing_under_loss()
     }
     // Operators see the zone requests in /status and /metrics.
     let status =
-        lessgate::node::status::NodeStatus::collect(&sim.nodes[1], "b", "", Duration::ZERO);
+        lessgate::runtime::status::NodeStatus::collect(&sim.nodes[1], "b", "", Duration::ZERO);
     assert_eq!(status.zones.sent, 4);
     assert_eq!(status.zones.not_sent + status.zones.refused, 0);
     let metrics =

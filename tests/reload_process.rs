@@ -174,7 +174,7 @@ async fn a_reload_changes_the_peers_while_clients_stay_connected() {
     edit(
         &alpha_config,
         "filter = \"info\"",
-        "filter = \"info,lessgate::node::runtime=debug\"",
+        "filter = \"info,lessgate::runtime=debug\"",
     );
     edit(&alpha_config, "tick_hz = 20", "tick_hz = 25");
     reload(&pid_file);

@@ -22,7 +22,7 @@ async fn wss_login_with_configured_certificate() {
     config.tundra.listen = "127.0.0.1:0".parse().unwrap();
     config.tundra.tls_cert = Some(cert_path);
     config.tundra.tls_key = Some(key_path);
-    let running = lessgate::node::runtime::start(config).await.unwrap();
+    let running = lessgate::runtime::start(config).await.unwrap();
     let url = running.tundra_url();
     assert!(url.starts_with("wss://"), "{url}");
     let addr = running.tundra_addr;

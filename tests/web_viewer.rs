@@ -67,9 +67,7 @@ async fn start(name: &str) -> Node {
 }
 
 async fn start_with(config: NodeConfig) -> Node {
-    let running = lessgate::node::runtime::start(config)
-        .await
-        .expect("node starts");
+    let running = lessgate::runtime::start(config).await.expect("node starts");
     let tundra = running.tundra_url();
     let http = running.http_addr().expect("http is configured");
     let (stop, stopped) = oneshot::channel::<()>();

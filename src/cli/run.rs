@@ -71,11 +71,11 @@ pub fn run(args: RunArgs) -> Result<(), Box<dyn std::error::Error>> {
     config.check_files()?;
     crate::logging::init(config.log.format, &config.log.filter)?;
     crate::transport::open_files::raise_open_file_limit();
-    let runtime = crate::node::runtime::tokio_runtime(config.node.threads)?;
+    let runtime = crate::runtime::tokio_runtime(config.node.threads)?;
     runtime.block_on(async move {
         // Taken before anything starts: SIGHUP's default would end the node.
         let reload_requests = reload_requests()?;
-        let mut running = crate::node::runtime::start(config).await?;
+        let mut running = crate::runtime::start(config).await?;
         println!(
             "lessgate: Tundra clients connect to {}",
             running.tundra_url()
@@ -103,7 +103,7 @@ pub fn run(args: RunArgs) -> Result<(), Box<dyn std::error::Error>> {
                 config.check_files().map_err(|error| error.to_string())?;
                 Ok(config)
             };
-            running.set_reload(crate::node::runtime::ReloadSource {
+            running.set_reload(crate::runtime::ReloadSource {
                 requests,
                 load: Box::new(load),
             });

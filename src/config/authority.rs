@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 use super::ConfigError;
 use crate::federation::zones::{Hysteresis, Position, Zone, ZoneSet, MAX_ZONES};
-use crate::peering::peer_file::PeerName;
+use crate::peering::peer_file::{PeerChoice, PeerName};
 
 /// The default hysteresis time: a walking avatar (1.5 m/s) is 1.5 m past
 /// the border when its zone's owner asks for it.
@@ -63,23 +63,6 @@ impl Default for RawAuthority {
             departure_to: Vec::new(),
             departure_wait_ms: DEFAULT_DEPARTURE_WAIT_MS,
             accept_departures: None,
-        }
-    }
-}
-
-/// Which peers' departures this node takes entities from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PeerChoice {
-    All,
-    /// Only these peers (by peer-file name); empty: none.
-    Only(BTreeSet<PeerName>),
-}
-
-impl PeerChoice {
-    pub fn admits(&self, peer: &PeerName) -> bool {
-        match self {
-            PeerChoice::All => true,
-            PeerChoice::Only(names) => names.contains(peer),
         }
     }
 }

@@ -3,7 +3,7 @@
 //! each hosting a bundled Tundra world plus a few simulated movers.
 //!
 //! Nothing here is a shortcut around the real system: every node is started
-//! by [`crate::node::runtime::start`] from a `node.toml` written to a
+//! by [`crate::runtime::start`] from a `node.toml` written to a
 //! temporary directory, links are real QUIC/UDP peer links pinned by
 //! fingerprint, and clients connect over real WebSockets. This module owns
 //! only the orchestration (files, start order, progress, shutdown); it must
@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::node::runtime::{self, StartError};
-use crate::node::status::NodeStatus;
+use crate::runtime::status::NodeStatus;
+use crate::runtime::{self, StartError};
 pub use setup::DemoPorts;
 use simulator::Simulator;
 use worlds::WORLDS;

@@ -276,7 +276,7 @@ fn unauthorised(why: &str) -> Response {
 mod tests {
     use super::*;
     use crate::http::server::{bind, serve, ViewSnapshot};
-    use crate::node::status::NodeStatus;
+    use crate::runtime::status::NodeStatus;
     use crate::transport::address_limits::AddressLimits;
     use crate::transport::guarded_listener::GuardedListener;
     use tokio::sync::watch;

@@ -8,9 +8,9 @@
 
 use std::fmt::Write;
 
-use crate::node::loop_lag::{LoopLag, BUCKETS};
-use crate::node::status::{LinkStatus, NodeStatus};
 use crate::proc_stats::ProcessSample;
+use crate::runtime::loop_lag::{LoopLag, BUCKETS};
+use crate::runtime::status::{LinkStatus, NodeStatus};
 
 /// The `Content-Type` of the text format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -541,7 +541,7 @@ mod tests {
     use uuid::Uuid;
 
     use super::*;
-    use crate::node::status::{OriginStatus, ServerCounters};
+    use crate::runtime::status::{OriginStatus, ServerCounters};
 
     fn status() -> NodeStatus {
         NodeStatus {
@@ -665,8 +665,8 @@ mod tests {
 
     #[test]
     fn build_process_loop_lag_and_peer_health_series() {
-        use crate::node::peer_health::PeerHealth;
-        use crate::node::status::LinkEnd;
+        use crate::runtime::peer_health::PeerHealth;
+        use crate::runtime::status::LinkEnd;
         let mut s = status();
         s.version = "0.1.0".into();
         s.commit = "1a2b3c".into();

@@ -28,8 +28,8 @@ use super::deadline_io::DeadlineIo;
 use super::metrics;
 use super::origins::OriginsDoc;
 use super::schema::SchemaDoc;
-use crate::node::status::NodeStatus;
 use crate::proc_stats::ProcessSample;
+use crate::runtime::status::NodeStatus;
 use crate::transport::guarded_listener::{EventLog, GuardedListener};
 
 /// What the viewer needs besides the status: refreshed with it.

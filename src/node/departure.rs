@@ -14,9 +14,9 @@ use uuid::Uuid;
 
 use super::Node;
 use crate::clock::Time;
-use crate::config::PeerChoice;
 use crate::federation::departure::{Departure, DepartureOutcome, DepartureStep};
 use crate::federation::{GlobalId, HandoverReason, LinkId};
+use crate::peering::peer_file::PeerChoice;
 use crate::peering::peer_file::PeerName;
 use crate::scene::Origin;
 

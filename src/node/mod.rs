@@ -6,8 +6,9 @@
 //! with an explicit `now`; outputs are [`Node::poll_transmit`] (frames, each
 //! naming the client, link or world server it is for), [`Node::poll_event`]
 //! (closes, commands, actions) and [`Node::poll_timeout`] (when to call
-//! [`Node::handle_timeout`] next). [`runtime`] drives it with sockets and one
-//! clock; the simulation tests drive the same calls under fake time.
+//! [`Node::handle_timeout`] next). The tokio driver (`crate::runtime`) drives
+//! it with sockets and one clock; the simulation tests drive the same calls
+//! under fake time.
 //!
 //! ```text
 //!  client frames ─┐                         ┌─> Transmit::Client
@@ -18,13 +19,9 @@
 
 mod departure;
 mod links;
-pub mod loop_lag;
 pub mod operator;
 pub mod output;
-pub mod peer_health;
-pub mod runtime;
 mod settle;
-pub mod status;
 mod zones;
 
 use std::collections::VecDeque;
@@ -39,8 +36,8 @@ use crate::link_id::LinkId;
 use crate::peering::peer_file::TypeFilter;
 use crate::scene::{ClientId, Scene};
 use crate::server::TundraServer;
-use crate::transport::client::ClientTransport;
 use crate::tundra::messages::edit_attributes_target;
+use crate::tundra::ClientTransport;
 use crate::upstream::Bridge;
 
 pub use links::LinkUp;
@@ -103,7 +100,7 @@ pub struct Node {
     /// The departure under way, once this node started leaving.
     leaving: Option<Box<departure::Leaving>>,
     /// Whose departing entities this node accepts.
-    accept_departures: crate::config::PeerChoice,
+    accept_departures: crate::peering::peer_file::PeerChoice,
 }
 
 impl fmt::Debug for Node {
@@ -138,7 +135,7 @@ impl Node {
             last_timeout: None,
             zones: None,
             leaving: None,
-            accept_departures: crate::config::PeerChoice::All,
+            accept_departures: crate::peering::peer_file::PeerChoice::All,
         }
     }
 

@@ -15,8 +15,8 @@ use crate::less::signature::{LinkRole, SessionKeys};
 use crate::link_id::LinkId;
 use crate::scene::{ClientId, Scene};
 use crate::server::{ServerConfig, TundraServer};
-use crate::transport::client::ClientTransport;
 use crate::tundra::messages::{CreateEntity, Login};
+use crate::tundra::ClientTransport;
 use crate::tundra::{ComponentData, ComponentId, EntityId, Message, ProtocolVersion, Registry};
 
 const TICK: Duration = Duration::from_millis(50);

@@ -45,6 +45,24 @@ impl fmt::Display for PeerName {
     }
 }
 
+/// Some of the configured peers, by peer-file name (for example whose
+/// departing entities a node accepts).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PeerChoice {
+    All,
+    /// Only these peers; empty: none.
+    Only(BTreeSet<PeerName>),
+}
+
+impl PeerChoice {
+    pub fn admits(&self, peer: &PeerName) -> bool {
+        match self {
+            PeerChoice::All => true,
+            PeerChoice::Only(names) => names.contains(peer),
+        }
+    }
+}
+
 /// Which component types may cross the link in one direction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TypeFilter {

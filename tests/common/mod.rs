@@ -30,7 +30,7 @@ pub use patience::PATIENCE;
 pub struct TestNode {
     pub url: String,
     /// The node's status, as its HTTP `/status` would show it.
-    pub status: tokio::sync::watch::Receiver<lessgate::node::status::NodeStatus>,
+    pub status: tokio::sync::watch::Receiver<lessgate::runtime::status::NodeStatus>,
     stop: Option<oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -44,9 +44,7 @@ impl TestNode {
 
     /// Starts `config` on the addresses it names.
     pub async fn start_as_configured(config: NodeConfig) -> TestNode {
-        let running = lessgate::node::runtime::start(config)
-            .await
-            .expect("node starts");
+        let running = lessgate::runtime::start(config).await.expect("node starts");
         let url = running.tundra_url();
         let status = running.status();
         let (stop, stopped) = oneshot::channel::<()>();

@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lessgate::config::NodeConfig;
-use lessgate::node::status::NodeStatus;
+use lessgate::runtime::status::NodeStatus;
 use lessgate::tundra::{AttributeValue, ComponentData, ComponentId, EntityId, Message, Registry};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -341,9 +341,7 @@ impl LiveNode {
 
     /// Starts a node from a config built by the test.
     pub async fn start_config(name: &str, config: NodeConfig) -> LiveNode {
-        let running = lessgate::node::runtime::start(config)
-            .await
-            .expect("node starts");
+        let running = lessgate::runtime::start(config).await.expect("node starts");
         let url = running.tundra_url();
         let knet = running.knet_addr();
         let knet_tcp = running.knet_tcp();

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use lessgate::node::status::NodeStatus;
+use lessgate::runtime::status::NodeStatus;
 use lessgate::tundra::{ComponentId, EntityId};
 
 use super::{

@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::loop_lag::LoopLag;
 use super::peer_health::PeerState;
-use super::Node;
+use crate::node::Node;
 
 /// How often the runtime refreshes the published snapshot.
 pub const STATUS_PERIOD: Duration = Duration::from_millis(500);
@@ -43,7 +43,7 @@ pub struct NodeStatus {
     /// Hand-overs of authority this node took part in.
     pub handovers: HandoverCounters,
     /// This node's zone requests (docs/federation.md §7.7).
-    pub zones: super::ZoneRequestCounts,
+    pub zones: crate::node::ZoneRequestCounts,
     pub server: ServerCounters,
     /// Peer links that are up now.
     pub links: Vec<LinkStatus>,
@@ -262,7 +262,7 @@ impl NodeStatus {
     pub fn collect(node: &Node, name: &str, tundra_url: &str, uptime: Duration) -> NodeStatus {
         let own = node.federation().node_id();
         let peer_names: BTreeMap<Uuid, &str> = node
-            .federation
+            .federation()
             .links()
             .map(|l| (l.peer, l.peer_name.as_str()))
             .collect();
@@ -453,7 +453,7 @@ mod tests {
 
     #[test]
     fn ready_only_when_listening_with_every_peer_linked() {
-        use crate::node::peer_health::PeerHealth;
+        use crate::runtime::peer_health::PeerHealth;
         let mut health = PeerHealth::new([("beta", true), ("gamma", true)]);
         health.failed("gamma", "dial failed: no answer in time", 3.0);
         let mut status = NodeStatus::default();

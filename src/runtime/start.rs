@@ -7,14 +7,13 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
+use super::peer_health::PeerHealth;
+use super::status::NodeStatus;
 use super::{Running, StartError};
 use crate::config::NodeConfig;
 use crate::federation::schemas::schema_registry;
 use crate::http;
 use crate::less::schema::ConnectionSchema;
-use crate::node::loop_lag::LoopLag;
-use crate::node::peer_health::PeerHealth;
-use crate::node::status::{LinkEnds, NodeStatus};
 use crate::node::Node;
 use crate::scene::Scene;
 use crate::server::{ServerConfig, TundraServer};
@@ -137,9 +136,7 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
         http,
         http_addr,
         view: watch::Sender::new(http::ViewSnapshot::default()),
-        link_ends: LinkEnds::default(),
         peer_health,
-        loop_lag: LoopLag::default(),
         reload: None,
     })
 }

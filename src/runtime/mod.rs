@@ -1,29 +1,46 @@
-//! The tokio driver of one node: [`start`] binds the sockets and builds the
-//! [`Node`]; [`Running::run`] is the loop that feeds it inputs and sends its
-//! outputs. All protocol decisions are in the core.
+//! The tokio driver of one node, as quinn drives quinn-proto: [`start`]
+//! binds the sockets and builds the [`Node`] core; [`Running::run`] hands
+//! the loop to a [`driver::Driver`], which owns the loop's state and the one
+//! [`Clock`], feeds the node its inputs and sends its outputs. All protocol
+//! decisions are in the core.
+//!
+//! ```text
+//!  inputs.rs ── one Input per wake-up ─▶ driver.rs: turn(input, now)
+//!   client, peer, upstream events         ├─ clients.rs, peers.rs: inputs to the node
+//!   the node's deadline, timers,          ├─ output.rs: frames and events out
+//!   admin, reload, shutdown               └─ report.rs: status, /metrics, stats lines
+//! ```
 
+mod clients;
+mod clock;
 mod driver;
+mod inputs;
+mod listeners;
+pub mod loop_lag;
+mod output;
+pub mod peer_health;
+mod peers;
 mod reload;
+mod report;
 mod start;
+pub mod status;
 
 use std::net::SocketAddr;
-use std::time::Instant;
 
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 
-use super::loop_lag::LoopLag;
-use super::peer_health::PeerHealth;
-use super::status::{LinkEnds, NodeStatus};
-use super::Node;
-use crate::clock::Time;
 use crate::config::NodeConfig;
 use crate::http;
+use crate::node::Node;
 use crate::scene::Scene;
 use crate::transport::knet::listener::KnetListener;
 use crate::transport::peer::{PeerEvent, PeerNode, PeerStartError};
+use peer_health::PeerHealth;
+use status::NodeStatus;
 
-pub use super::TickHook;
+pub use crate::node::TickHook;
+pub use clock::Clock;
 pub use reload::{ConfigLoader, ReloadSource};
 pub use start::start;
 
@@ -69,35 +86,6 @@ pub fn tokio_runtime(threads: usize) -> std::io::Result<tokio::runtime::Runtime>
     }
 }
 
-/// Maps the process clock onto protocol time.
-#[derive(Debug, Clone, Copy)]
-pub struct Clock(Instant);
-
-impl Clock {
-    pub fn start() -> Clock {
-        Clock(Instant::now())
-    }
-
-    /// Time since the node started.
-    pub fn elapsed(&self) -> std::time::Duration {
-        self.0.elapsed()
-    }
-
-    pub fn now(&self) -> Time {
-        Time::from_micros(u64::try_from(self.0.elapsed().as_micros()).unwrap_or(u64::MAX))
-    }
-
-    /// The instant a protocol time falls on, for the driver's timer; a
-    /// time beyond what the platform's clock holds is a year away.
-    pub fn instant(&self, at: Time) -> tokio::time::Instant {
-        let since_start = std::time::Duration::from_micros(at.as_micros());
-        match self.0.checked_add(since_start) {
-            Some(instant) => tokio::time::Instant::from_std(instant),
-            None => tokio::time::Instant::now() + std::time::Duration::from_secs(365 * 86_400),
-        }
-    }
-}
-
 /// A node that has bound its sockets and is ready to run.
 pub struct Running {
     pub tundra_addr: SocketAddr,
@@ -117,12 +105,9 @@ pub struct Running {
     http: Option<TcpListener>,
     http_addr: Option<SocketAddr>,
     view: watch::Sender<http::ViewSnapshot>,
-    /// Why peer links ended, for the status.
-    link_ends: LinkEnds,
-    /// The configured peers' last failures, for the status and `/readyz`.
+    /// The configured peers (the peer files at start), for the status and
+    /// `/readyz`.
     peer_health: PeerHealth,
-    /// How late the loop served its timers, for the status and `/metrics`.
-    loop_lag: LoopLag,
     /// Reload requests and how to read the configuration again.
     reload: Option<ReloadSource>,
 }
@@ -145,7 +130,8 @@ impl Running {
         format!("{scheme}://{}", self.tundra_addr)
     }
 
-    /// The node's status, refreshed every [`STATUS_PERIOD`] while it runs.
+    /// The node's status, refreshed every [`status::STATUS_PERIOD`] while
+    /// it runs.
     pub fn status(&self) -> watch::Receiver<NodeStatus> {
         self.status.subscribe()
     }
@@ -190,16 +176,6 @@ mod tests {
             let workers = tokio::runtime::Handle::current().metrics().num_workers();
             (here == there, workers)
         })
-    }
-
-    #[test]
-    fn protocol_times_fall_on_instants_from_the_start() {
-        let clock = Clock::start();
-        let start = tokio::time::Instant::from_std(clock.0);
-        let at = clock.instant(Time::from_millis(5));
-        assert_eq!(at - start, std::time::Duration::from_millis(5));
-        // A deadline past any real clock is far away, not a panic.
-        assert!(clock.instant(Time::MAX) > start + std::time::Duration::from_secs(86_400));
     }
 
     #[test]

@@ -8,19 +8,17 @@
 //! Keys only a restart applies are named, one warning each. A file that
 //! does not load changes nothing.
 
-use std::collections::HashMap;
-
 use tokio::sync::mpsc;
 use tracing::{error, info, warn};
 
+use super::driver::Driver;
 use super::Running;
 use crate::config::reload::restart_keys;
 use crate::config::NodeConfig;
-use crate::link_id::LinkId;
 use crate::logging::{self, FilterReload, RemoteText};
 use crate::peering::peer_diff::{diff, PeerChange};
 use crate::peering::reason::{Reason, ReasonCode};
-use crate::transport::peer::{PeerLink, PeerNode};
+use crate::transport::peer::PeerLink;
 
 /// Reads the node file again (with the command line's overrides); the
 /// error is the message to log.
@@ -38,14 +36,11 @@ impl Running {
     pub fn set_reload(&mut self, source: ReloadSource) {
         self.reload = Some(source);
     }
+}
 
+impl Driver {
     /// One reload: reads, compares and applies, or changes nothing.
-    pub(super) fn reload(
-        &mut self,
-        load: &ConfigLoader,
-        peer_node: Option<&mut PeerNode>,
-        links: &HashMap<LinkId, PeerLink>,
-    ) {
+    pub(super) fn reload(&mut self, load: &ConfigLoader) {
         info!("reloading the configuration");
         let new = match load() {
             Ok(config) => config,
@@ -59,8 +54,8 @@ impl Running {
             warn!(%key, "changed in the configuration, but only a restart applies it; the running value stays");
         }
         // Everything that can fail is done before anything changes.
-        let changes = match (peer_node, &new.peering) {
-            (Some(peer_node), Some(_)) => match self.reload_peers(&new, peer_node) {
+        let changes = match (self.peer_node.is_some(), &new.peering) {
+            (true, Some(_)) => match self.reload_peers(&new) {
                 Ok(changes) => changes,
                 Err(message) => {
                     error!(error = %message, "reload refused: the peer files do not load; nothing changed");
@@ -70,7 +65,7 @@ impl Running {
             _ => Vec::new(),
         };
         for change in &changes {
-            self.apply_peer_change(change, links);
+            self.apply_peer_change(change);
         }
         if let (Some(running), Some(new)) = (&mut self.config.peering, &new.peering) {
             running.peers_dir = new.peers_dir.clone();
@@ -95,11 +90,10 @@ impl Running {
 
     /// Reads the new peer set and hands it to the peer-link driver; returns
     /// what changed.
-    fn reload_peers(
-        &mut self,
-        new: &NodeConfig,
-        peer_node: &mut PeerNode,
-    ) -> Result<Vec<PeerChange>, String> {
+    fn reload_peers(&mut self, new: &NodeConfig) -> Result<Vec<PeerChange>, String> {
+        let Some(peer_node) = self.peer_node.as_mut() else {
+            return Ok(Vec::new());
+        };
         let peers = new
             .peer_set(peer_node.identity())
             .map_err(|error| error.to_string())?;
@@ -114,7 +108,7 @@ impl Running {
             .map_err(|error| error.to_string())?;
         self.node.set_configured_exports(exports);
         // `/readyz` and `lessgate_peer_up` follow the new peer files.
-        self.peer_health.reconfigure(
+        self.report.peer_health.reconfigure(
             health
                 .iter()
                 .map(|(name, dialled)| (name.as_str(), *dialled)),
@@ -123,9 +117,9 @@ impl Running {
     }
 
     /// Ends, keeps or updates the links of one changed peer.
-    fn apply_peer_change(&mut self, change: &PeerChange, links: &HashMap<LinkId, PeerLink>) {
+    fn apply_peer_change(&mut self, change: &PeerChange) {
         let peer = change.peer();
-        let live: Vec<&PeerLink> = links.values().filter(|l| l.peer() == peer).collect();
+        let live: Vec<&PeerLink> = self.links.values().filter(|l| l.peer() == peer).collect();
         let goodbye = match change {
             PeerChange::Removed(_) => {
                 info!(%peer, links = live.len(), "peer removed: its link ends with a goodbye");
