@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 mod authority;
 pub mod check;
+mod check_placement;
 mod files;
 #[doc(hidden)]
 pub mod fuzz;
@@ -106,6 +107,10 @@ pub struct NodeSection {
     /// between threads: less CPU per update, at most one core); N, the
     /// node's thread and N - 1 socket workers.
     pub threads: usize,
+    /// Where this node's own world's origin lies in the federation's
+    /// shared space, in metres (docs/federation.md §2.7); `[0, 0, 0]`, the
+    /// default, translates nothing. A reload applies it.
+    pub placement: [f64; 3],
 }
 
 impl Default for NodeSection {
@@ -115,6 +120,7 @@ impl Default for NodeSection {
             tick_hz: DEFAULT_TICK_HZ,
             uuid: None,
             threads: 0,
+            placement: [0.0; 3],
         }
     }
 }
@@ -575,6 +581,10 @@ impl NodeConfig {
         if raw.node.threads > MAX_THREADS {
             return Err(invalid("node.threads", "must be between 0 and 256"));
         }
+        if let Err(error) = crate::federation::space::placement::Placement::new(raw.node.placement)
+        {
+            return Err(invalid("node.placement", &error.to_string()));
+        }
         if raw.tundra.tls_cert.is_some() != raw.tundra.tls_key.is_some() {
             return Err(invalid(
                 "tundra.tls_cert",
@@ -832,6 +842,33 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("threads"), "{error}");
+    }
+
+    #[test]
+    fn a_placement_is_metres_whole_or_not_and_must_be_finite_and_bounded() {
+        assert_eq!(NodeConfig::default().node.placement, [0.0; 3]);
+        let placed = NodeConfig::parse(
+            Path::new("n.toml"),
+            "[node]\nplacement = [1000, 0.5, -25]\n",
+        )
+        .unwrap();
+        assert_eq!(placed.node.placement, [1000.0, 0.5, -25.0]);
+        for bad in ["[nan, 0, 0]", "[0, inf, 0]", "[1e8, 0, 0]"] {
+            let error =
+                NodeConfig::parse(Path::new("n.toml"), &format!("[node]\nplacement = {bad}\n"))
+                    .unwrap_err()
+                    .to_string();
+            assert!(
+                error.starts_with(
+                    "n.toml: key `node.placement`: placement coordinates must be finite"
+                ),
+                "{bad}: {error}"
+            );
+        }
+        let error = NodeConfig::parse(Path::new("n.toml"), "[node]\nplacement = [1, 2]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("placement"), "{error}");
     }
 
     #[test]

@@ -152,6 +152,16 @@ impl Node {
         self.tick_hook = Some(hook);
     }
 
+    /// Where this node's world lies in the federation's space
+    /// (docs/federation.md §2.7): its own entities' positions leave, and
+    /// every other world's arrive, translated by it. A change moves every
+    /// other world for this node's clients, and this one for every other
+    /// node's, as updates.
+    pub fn set_placement(&mut self, placement: crate::federation::space::placement::Placement) {
+        self.federation.set_placement(placement, &mut self.scene);
+        self.settle();
+    }
+
     /// The background refresh budget of every link, in bytes per second.
     pub fn set_refresh_rate(&mut self, bytes_per_sec: u32) {
         self.federation.set_refresh_rate(bytes_per_sec);

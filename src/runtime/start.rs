@@ -1,6 +1,7 @@
 //! Starting a node: the scene loaded, every listener bound, the peer node
 //! started, each failure said with what to fix.
 
+use crate::federation::space::placement::Placement;
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
@@ -113,6 +114,10 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
         node.attach_upstream(crate::upstream::Bridge::new(upstream.bridge_settings()));
     }
     node.set_handover_policy(config.handover.clone());
+    // Checked when the file was read.
+    if let Ok(placement) = Placement::new(config.node.placement) {
+        node.set_placement(placement);
+    }
     if let Some(peering) = &config.peering {
         node.set_refresh_rate(peering.refresh_bytes_per_sec);
         node.set_configured_exports(peer_exports);

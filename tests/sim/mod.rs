@@ -341,11 +341,26 @@ impl Sim {
 
     /// Logs a protocol 3 client into a node.
     pub fn add_client(&mut self, node: usize) -> ClientId {
+        self.add_client_over(node, ClientTransport::WebSocket)
+    }
+
+    /// Logs a native viewer into a node over kNet UDP: its login data is
+    /// XML, and it takes moves as RigidBodyUpdate (119).
+    pub fn add_native_client(&mut self, node: usize) -> ClientId {
+        self.add_client_over(node, ClientTransport::KnetUdp)
+    }
+
+    fn add_client_over(&mut self, node: usize, transport: ClientTransport) -> ClientId {
         let id = ClientId(self.next_client);
         self.next_client += 1;
-        self.nodes[node].handle_client_connect(id, self.now, ClientTransport::WebSocket);
+        self.nodes[node].handle_client_connect(id, self.now, transport);
+        let login_data = match transport {
+            ClientTransport::WebSocket => "{\"username\":\"sim\"}".to_owned(),
+            _ => "<?xml version=\"1.0\"?>\n<login>\n\t<username value=\"sim\" />\n</login>\n"
+                .to_owned(),
+        };
         let login = Message::Login(Login {
-            login_data: "{\"username\":\"sim\"}".into(),
+            login_data,
             protocol_version: Some(3),
         });
         self.nodes[node].handle_client_frame(
@@ -411,6 +426,29 @@ impl Sim {
             entity_id: EntityId(0x4000_0000 | tag),
             temporary: false,
             parent: None,
+            components,
+        });
+        self.send(node, client, &message);
+    }
+
+    /// A client creates an entity of `components` (under unacked component
+    /// ids), the child of `parent` (an id the client sees) if given.
+    pub fn create_entity(
+        &mut self,
+        node: usize,
+        client: ClientId,
+        tag: u32,
+        components: Vec<ComponentData>,
+        parent: Option<EntityId>,
+    ) {
+        if let Some(state) = self.clients[node].get_mut(&client) {
+            state.pending.insert(tag, components.clone());
+        }
+        let message = Message::CreateEntity(CreateEntity {
+            scene_id: 0,
+            entity_id: EntityId(0x4000_0000 | tag),
+            temporary: false,
+            parent,
             components,
         });
         self.send(node, client, &message);
@@ -770,6 +808,25 @@ fn apply(client: &mut SimClient, message: Message) {
                             *slot = e.value;
                         }
                     }
+                }
+            }
+        }
+        Message::RigidBodyUpdate(update) => {
+            // As a native viewer reads it: each record onto the Placeable
+            // transform it holds (tundra `HandleRigidBodyChanges`).
+            for record in update.entities {
+                let Some(entity) = view.entities.get_mut(&record.entity_id) else {
+                    continue;
+                };
+                let Some((_, values)) = entity.values_mut().find(|(t, _)| *t == 20) else {
+                    continue;
+                };
+                let Some(AttributeValue::Transform(current)) = values.first().cloned() else {
+                    continue;
+                };
+                let received = lessgate::tundra::rigid_body_receiver::receive(&record, current);
+                if let Some(transform) = received.transform {
+                    values[0] = AttributeValue::Transform(transform);
                 }
             }
         }
