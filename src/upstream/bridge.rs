@@ -268,15 +268,17 @@ impl Bridge {
     /// entities stay for the grace period. One INFO line per outage: the
     /// redials that fail while the world server is away are DEBUG, and the
     /// next successful login ends the outage.
+    ///
+    /// The grace period starts when a logged-in session is lost, and only
+    /// then: a redial that fails keeps the outage's start, or none once the
+    /// grace period is over and the world's entities have left (a failed
+    /// login is no new session to wait for).
     pub fn handle_disconnected(&mut self, now: Time, reason: &str) {
         self.last_now = now;
         let since = match self.state {
             LinkState::Down { since } => since,
-            LinkState::LoggingIn {
-                down_since: Some(since),
-                ..
-            } => Some(since),
-            _ => Some(now),
+            LinkState::LoggingIn { down_since, .. } => down_since,
+            LinkState::Syncing { .. } | LinkState::Ready { .. } => Some(now),
         };
         if self.outage_reported {
             debug!(reason = %RemoteText(reason), "world server still unreachable");
