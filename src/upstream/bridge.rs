@@ -152,6 +152,9 @@ pub struct Bridge {
     /// The latest `now` the bridge was given (the scene's journal comes
     /// without one).
     pub(super) last_now: Time,
+    /// When each exported entity's forwarded world edits are given up on
+    /// (`super::forwarded`): it is brought up to date then.
+    pub(super) forwarding: BTreeSet<(Time, EntityId)>,
     /// Set while a peer link is being removed: removals are held.
     pub(super) holding: bool,
     /// The current outage has had its INFO line (cleared by a login).
@@ -190,6 +193,7 @@ impl Bridge {
             outage_reported: false,
             world_storages: AssetStorages::none(),
             last_now: Time::ZERO,
+            forwarding: BTreeSet::new(),
             commands: VecDeque::new(),
             announced: HashSet::new(),
             transmits: VecDeque::new(),
