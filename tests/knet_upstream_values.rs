@@ -11,6 +11,10 @@
 //!   window).
 //! - The world's physics answering F's rotation with a quantized 119 does
 //!   not replace F's value: F's clients keep exactly what F's driver set.
+//! - An entity reaches the native clients of F, and the world server, in
+//!   one CreateEntity even when its DynamicComponent is large (its LESS
+//!   objects then span several packets); a native client's echoed
+//!   CreateAttributes of what it was sent is not refused.
 
 mod common;
 mod net_common;
@@ -20,11 +24,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::tundra_values::{
-    attribute_edit, builtin, move_to, named_box_with, transform, NAME, PLACEABLE,
+    attribute_edit, builtin, move_to, name_component, named_box_with, placeable_component,
+    transform, NAME, PLACEABLE,
 };
 use lessgate::config::NodeConfig;
+use lessgate::tundra::messages::{CreateAttributes, NewAttribute};
 use lessgate::tundra::values::{Float3, Transform};
-use lessgate::tundra::{AttributeValue, ComponentData, ComponentId, EntityId, Message};
+use lessgate::tundra::{
+    AttributeBlock, AttributeValue, ComponentBody, ComponentData, ComponentId, DynamicAttribute,
+    EntityId, Message,
+};
 use net_common::knet_world::{KnetWorld, Transport};
 use net_common::{capture, wait_observers, write_mesh, LinkModel, LiveNode, Observer, Proxy};
 
@@ -32,6 +41,7 @@ use net_common::{capture, wait_observers, write_mesh, LinkModel, LiveNode, Obser
 const BOUND: Duration = Duration::from_secs(60);
 
 const RIGID_BODY: u32 = 23;
+const DYNAMIC: u32 = 25;
 
 /// The scripted world, bridge node U and its peer F (which also serves
 /// native clients). With `latency`, the peer link between U and F goes
@@ -279,4 +289,206 @@ async fn a_physics_echo_does_not_replace_the_owners_value_over_knet_udp() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_physics_echo_does_not_replace_the_owners_value_over_knet_tcp() {
     physics_echoes(Transport::Tcp).await;
+}
+
+/// A DynamicComponent (unacked id `id`) with `count` string attributes of
+/// some 60 bytes: large ones make an entity's LESS objects span packets.
+fn settings(id: u32, count: u8) -> ComponentData {
+    ComponentData {
+        id: ComponentId(0x4000_0000 | id),
+        type_id: DYNAMIC,
+        name: "settings".into(),
+        body: ComponentBody::Attributes(AttributeBlock {
+            values: Vec::new(),
+            dynamic: (0..count)
+                .map(|i| DynamicAttribute {
+                    index: i,
+                    name: format!("setting{i}"),
+                    value: AttributeValue::String(format!("value of setting {i}, ").repeat(3)),
+                })
+                .collect(),
+            trailing: Vec::new(),
+        }),
+    }
+}
+
+/// The Name text of a Name component.
+fn name_of(component: &ComponentData) -> Option<&str> {
+    match &component.body {
+        ComponentBody::Attributes(block) if component.type_id == NAME => {
+            match block.values.first() {
+                Some(AttributeValue::String(text)) => Some(text),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// What a real native client sends back for each DynamicComponent it was
+/// given: a CreateAttributes of the same attributes.
+async fn echo_dynamic_attributes(native: &Observer, done: &mut usize) {
+    let received = native.snapshot().dynamic_components;
+    for (entity, component) in &received[*done..] {
+        let ComponentBody::Attributes(block) = &component.body else {
+            continue;
+        };
+        let attributes = block
+            .dynamic
+            .iter()
+            .map(|a| NewAttribute {
+                component_id: component.id,
+                index: a.index,
+                name: a.name.clone(),
+                value: a.value.clone(),
+            })
+            .collect();
+        native
+            .send(&Message::CreateAttributes(CreateAttributes {
+                scene_id: 0,
+                entity_id: *entity,
+                attributes,
+            }))
+            .await;
+    }
+    *done = received.len();
+}
+
+async fn whole_entities(transport: Transport) {
+    let setup = Setup::start(transport, false, None).await;
+    let web = Observer::join(&setup.f.url, "web").await;
+    let natives = [
+        Observer::join(&setup.f.knet_url("udp"), "native-udp").await,
+        Observer::join(&setup.f.knet_url("tcp"), "native-tcp").await,
+    ];
+    let sizes: Vec<u8> = (2..=12).map(|n| n * 5).collect();
+
+    // The world's clients create entities with large DynamicComponents, one
+    // after another: F's native clients get each in one CreateEntity.
+    let everyone = [&natives[0], &natives[1], &web];
+    for (n, count) in sizes.iter().enumerate() {
+        let name = format!("world-{n}");
+        setup.world.create(vec![
+            name_component(1, &name),
+            placeable_component(2, transform(n as f32)),
+            settings(3, *count),
+        ]);
+        wait_observers(&everyone, BOUND, "the world's entity at F", |o| {
+            o.iter().all(|o| o.view.find(&name).is_some())
+        })
+        .await;
+    }
+    // F's client creates the same kind: the world server gets each whole.
+    for (n, count) in sizes.iter().enumerate() {
+        let name = format!("from-f-{n}");
+        web.create(
+            10 + n as u32,
+            vec![
+                placeable_component(1, transform(n as f32)),
+                name_component(2, &name),
+                settings(3, *count),
+            ],
+        )
+        .await;
+        setup.in_world(&name).await;
+    }
+    web.create(30, named_box_with("marker", transform(1.0)))
+        .await;
+    setup.in_world("marker").await;
+    wait_observers(
+        &natives.iter().collect::<Vec<_>>(),
+        BOUND,
+        "F's entities",
+        |o| o.iter().all(|o| o.view.find("marker").is_some()),
+    )
+    .await;
+    // Each native client echoes what it was given; a marker after the
+    // echoes shows F has read them.
+    for native in &natives {
+        let mut done = 0;
+        echo_dynamic_attributes(native, &mut done).await;
+        assert!(done >= 2 * sizes.len(), "every DynamicComponent seen");
+    }
+    web.create(31, named_box_with("after echoes", transform(2.0)))
+        .await;
+    for native in &natives {
+        native
+            .create(40, named_box_with("native marker", transform(3.0)))
+            .await;
+    }
+
+    for native in &natives {
+        let seen = native.snapshot();
+        for entity in seen.view.entities.values() {
+            assert!(
+                entity.added_later.is_empty(),
+                "{:?} reached a native client in pieces: {:?} after its CreateEntity",
+                entity.name,
+                entity.added_later
+            );
+        }
+        // Each DynamicComponent came complete: every attribute, named.
+        for (n, count) in sizes.iter().enumerate() {
+            for name in [format!("world-{n}"), format!("from-f-{n}")] {
+                let (id, entity) = seen.view.find(&name).unwrap();
+                assert!(entity.types.contains(&DYNAMIC), "{name}");
+                let (_, first) = seen
+                    .dynamic_components
+                    .iter()
+                    .find(|(e, _)| *e == id)
+                    .unwrap_or_else(|| panic!("{name}: no DynamicComponent"));
+                let ComponentBody::Attributes(block) = &first.body else {
+                    panic!("{name}: an opaque DynamicComponent");
+                };
+                let names: Vec<String> = block.dynamic.iter().map(|a| a.name.clone()).collect();
+                let want: Vec<String> = (0..*count).map(|i| format!("setting{i}")).collect();
+                assert_eq!(names, want, "{name}: its attributes as created");
+            }
+        }
+    }
+    let received = setup.world.received();
+    for n in 0..sizes.len() {
+        let name = format!("from-f-{n}");
+        let created = received.iter().find_map(|m| match m {
+            Message::CreateEntity(c)
+                if c.components
+                    .iter()
+                    .any(|c| name_of(c) == Some(name.as_str())) =>
+            {
+                Some(c.clone())
+            }
+            _ => None,
+        });
+        let created = created.unwrap_or_else(|| panic!("{name} created in the world"));
+        assert!(
+            created.components.iter().any(|c| c.type_id == DYNAMIC),
+            "{name} reached the world server without its DynamicComponent"
+        );
+    }
+    assert!(
+        !received
+            .iter()
+            .any(|m| matches!(m, Message::CreateComponents(_))),
+        "an entity reached the world server in pieces"
+    );
+    let refused: Vec<_> = capture::warnings()
+        .into_iter()
+        .filter(|l| l.message.contains("refused"))
+        .collect();
+    assert!(
+        refused.is_empty(),
+        "F refused a native client's echo: {refused:?}"
+    );
+    drop((web, natives));
+    setup.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn entities_reach_native_clients_and_the_world_whole_over_knet_udp() {
+    whole_entities(Transport::Udp).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn entities_reach_native_clients_and_the_world_whole_over_knet_tcp() {
+    whole_entities(Transport::Tcp).await;
 }

@@ -137,8 +137,10 @@ impl Federation {
             }
         }
         // Every event of the packets that arrived is applied: new epochs
-        // whose earlier packets are all here take effect.
+        // whose earlier packets are all here take effect, and entities that
+        // waited for the peer to answer a type introduction go out.
         self.pass_epoch_barriers(link_id, scene);
+        self.release_deferred(link_id, scene);
         None
     }
 
@@ -441,6 +443,9 @@ impl Federation {
         let Some(mirrored) = link.mirror.component(object) else {
             return;
         };
+        if !mirrored.is_presentable() {
+            return; // the update that completes it presents it
+        }
         let Some(data) = component_data(self, link, scene, mirrored) else {
             return;
         };
@@ -467,6 +472,17 @@ impl Federation {
         let Some(entity) = link.mirror.copy_of(global) else {
             return;
         };
+        let incomplete = entity
+            .components()
+            .iter()
+            .filter_map(|id| link.mirror.component(*id))
+            .any(|c| !c.is_presentable());
+        if incomplete {
+            // Presented now, a native client would get the entity in pieces;
+            // the update that completes the copy presents it whole.
+            debug!(link = link_id.0, entity = %global, "entity waits for the rest of a component");
+            return;
+        }
         let temporary = entity.temporary;
         let has_parent = entity.parent.is_some();
         let component_objects: Vec<ObjectId<Remote>> =
@@ -670,6 +686,9 @@ impl Federation {
                 .is_some_and(|t| t.selected == Some(link_id));
             if let Some(global) = owner.filter(|_| presented_here) {
                 self.present_component(link_id, global, object, scene);
+            } else if let Some(global) = owner.filter(|g| self.tracked.get(g).is_none()) {
+                // Its entity waited for this object to be complete.
+                self.reroute(global, scene);
             }
             return;
         };
