@@ -22,6 +22,7 @@ use std::time::Duration;
 use common::tundra_values::move_to;
 use lessgate::federation::schemas::schema_registry;
 use lessgate::less::codec::{write_count, write_integer};
+use lessgate::less::json::features::{default_tokens, LinkFeatures};
 use lessgate::less::json::{decode_frame, Framing, Schemas, SignatureCheck, SpaceKnowledge};
 use lessgate::less::packet::{seal_datagram, DatagramFraming};
 use lessgate::less::schema::ConnectionSchema;
@@ -86,10 +87,14 @@ fn b_state(proxy: &net_common::Proxy) -> BState {
     let key = b_to_a_key();
     let types = schema_registry(&Registry::builtin());
     let connection = ConnectionSchema::builtin();
+    // What two default nodes agree (compact transforms among them): the
+    // introductions of b's components, which come before b's entity
+    // object (docs/federation.md §2.6), read only with it.
+    let link = LinkFeatures::from_tokens(default_tokens(), types.encoding_rules().to_vec());
     let schemas = Schemas {
         types: &types,
         connection: &connection,
-        link: None,
+        link: Some(&link),
     };
     let mut known = SpaceKnowledge::default();
     let mut latest = None;

@@ -14,6 +14,7 @@
 //! binary that declares `mod net_common;` declares `mod common;` too.
 #![allow(dead_code)]
 
+pub mod knet_world;
 pub mod star;
 
 use std::collections::BTreeMap;
@@ -434,6 +435,11 @@ pub struct Seen {
     pub description: Option<String>,
     /// Type ids of every component the client was sent.
     pub types: std::collections::BTreeSet<u32>,
+    /// Type ids of the components that came after the entity, in
+    /// CreateComponents (an entity sent whole has none).
+    pub added_later: std::collections::BTreeSet<u32>,
+    /// Placeable rotation (Euler degrees), as last told.
+    pub rot: Option<lessgate::tundra::values::Float3>,
 }
 
 /// The scene a Tundra client was told about, by entity id.
@@ -459,6 +465,8 @@ impl SceneView {
                     name_component: None,
                     description: None,
                     types: create.components.iter().map(|c| c.type_id).collect(),
+                    added_later: Default::default(),
+                    rot: None,
                 };
                 for component in &create.components {
                     let lessgate::tundra::ComponentBody::Attributes(body) = &component.body else {
@@ -475,6 +483,7 @@ impl SceneView {
                         (PLACEABLE, Some(AttributeValue::Transform(t))) => {
                             seen.placeable = Some(component.id);
                             seen.x = Some(t.pos.x);
+                            seen.rot = Some(t.rot);
                         }
                         _ => {}
                     }
@@ -499,7 +508,10 @@ impl SceneView {
                     };
                     for change in decoded.edits {
                         match (change.index, &change.value) {
-                            (0, AttributeValue::Transform(t)) => seen.x = Some(t.pos.x),
+                            (0, AttributeValue::Transform(t)) => {
+                                seen.x = Some(t.pos.x);
+                                seen.rot = Some(t.rot);
+                            }
                             (0, AttributeValue::String(text)) => seen.name = Some(text.clone()),
                             (1, AttributeValue::String(text)) => {
                                 seen.description = Some(text.clone())
@@ -519,6 +531,16 @@ impl SceneView {
                     if let Some(pos) = record.position.value() {
                         seen.x = Some(pos.x);
                     }
+                    let current = lessgate::tundra::values::Transform {
+                        rot: seen.rot.unwrap_or_default(),
+                        ..Default::default()
+                    };
+                    let received = lessgate::tundra::rigid_body_receiver::receive(record, current);
+                    let rotated =
+                        record.rotation.forward().is_some() || record.rotation.quat().is_some();
+                    if let (Some(t), true) = (received.transform, rotated) {
+                        seen.rot = Some(t.rot);
+                    }
                 }
             }
             Message::RemoveEntity(remove) => {
@@ -528,6 +550,8 @@ impl SceneView {
             Message::CreateComponents(create) => {
                 if let Some(seen) = self.entities.get_mut(&create.entity_id) {
                     seen.types
+                        .extend(create.components.iter().map(|c| c.type_id));
+                    seen.added_later
                         .extend(create.components.iter().map(|c| c.type_id));
                 }
             }
@@ -723,6 +747,9 @@ pub struct Observed {
     pub left: Vec<u32>,
     /// RigidBodyUpdate (119) messages received.
     pub rigid_body_updates: u64,
+    /// Every DynamicComponent (type 25) the node sent, in CreateEntity or
+    /// CreateComponents, with its entity: what a native client echoes.
+    pub dynamic_components: Vec<(EntityId, ComponentData)>,
     pub messages: u64,
     /// Whether the connection ended (the node closed it or it broke).
     pub closed: bool,
@@ -860,6 +887,20 @@ impl Observer {
                     Message::CreateEntityReply(reply) => state.replies.push(reply.clone()),
                     Message::ClientLeft(left) => state.left.push(left.user_id.0),
                     Message::RigidBodyUpdate(_) => state.rigid_body_updates += 1,
+                    Message::CreateEntity(create) => state.dynamic_components.extend(
+                        create
+                            .components
+                            .iter()
+                            .filter(|c| c.type_id == 25)
+                            .map(|c| (create.entity_id, c.clone())),
+                    ),
+                    Message::CreateComponents(create) => state.dynamic_components.extend(
+                        create
+                            .components
+                            .iter()
+                            .filter(|c| c.type_id == 25)
+                            .map(|c| (create.entity_id, c.clone())),
+                    ),
                     _ => {}
                 }
                 state.view.apply(&message);

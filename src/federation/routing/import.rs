@@ -45,8 +45,10 @@ impl Federation {
             }
         }
         // Every event of the packets that arrived is applied: new epochs
-        // whose earlier packets are all here take effect.
+        // whose earlier packets are all here take effect, and entities that
+        // waited for the peer to answer a type introduction go out.
         self.pass_epoch_barriers(link_id, scene);
+        self.release_deferred(link_id, scene);
         None
     }
 
@@ -328,6 +330,9 @@ impl Federation {
                 .is_some_and(|t| t.selected == Some(link_id));
             if let Some(global) = owner.filter(|_| presented_here) {
                 self.present_component(link_id, global, object, scene);
+            } else if let Some(global) = owner.filter(|g| self.tracked.get(g).is_none()) {
+                // Its entity waited for this object to be complete.
+                self.reroute(global, scene);
             }
             return;
         };
