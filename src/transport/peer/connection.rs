@@ -327,9 +327,14 @@ fn prepare(
             .any(|feature| feature == crate::less::bulk::BULK_FEATURE);
     session_config.timestamp_quantum = config.timestamp_quantum;
     session_config.idle_timeout = config.liveness_timeout;
-    // Four keepalives per liveness period: one lost packet never ends a link.
-    session_config.keepalive_interval =
-        (config.liveness_timeout / 4).max(std::time::Duration::from_millis(1));
+    // At least four keepalives per liveness period, and at least one a
+    // second: an idle link ends only if every keepalive of a period is lost
+    // (at the default 10 s: ten in a row, 1 in 10 million periods at 20 %
+    // loss; four in a row at 2.5 s was 1 in 625).
+    session_config.keepalive_interval = (config.liveness_timeout / 4).clamp(
+        std::time::Duration::from_millis(1),
+        std::time::Duration::from_secs(1),
+    );
     session_config
         .validate()
         .map_err(|error| Reason::new(ReasonCode::INCOMPATIBLE, error.to_string()))?;
