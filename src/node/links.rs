@@ -8,10 +8,12 @@ use uuid::Uuid;
 
 use super::{Event, Node, Transmit};
 use crate::clock::Time;
+use crate::federation::take_authority::REASON_FEATURE;
 use crate::federation::{Link, LinkPolicy, TypeFilter};
-use crate::less::session::{ConfigError, Session, SessionConfig};
+use crate::less::session::{ConfigError, Session};
 use crate::link_id::LinkId;
 use crate::logging::RemoteText;
+use crate::peering::link_settings::LinkSettings;
 
 /// A negotiated peer link, as the transport reports it.
 #[derive(Debug, Clone)]
@@ -24,11 +26,10 @@ pub struct LinkUp {
     pub peer_name: String,
     /// What the peer file allows on the link.
     pub policy: LinkPolicy,
-    /// The LESS session's settings, from the link's handshake.
-    pub session: SessionConfig,
-    /// Both Hellos listed the take-authority reason feature
-    /// (`crate::federation::take_authority::REASON_FEATURE`).
-    pub take_authority_reason: bool,
+    /// The link's settings from its handshake: the LESS session's
+    /// configuration and the features both Hellos listed
+    /// (`peering::link_settings::link_settings`).
+    pub settings: LinkSettings,
 }
 
 impl Node {
@@ -36,9 +37,13 @@ impl Node {
     /// exports on it. A session the settings cannot start is refused (the
     /// driver closes the link).
     pub fn handle_link_up(&mut self, now: Time, link: LinkUp) -> Result<(), ConfigError> {
-        let session = Session::new(link.session, now)?;
+        let features = &link.settings.features;
+        // Take-authority requests carry their reason only when both ends
+        // listed the feature (docs/federation.md §7.2).
+        let take_authority_reason = features.iter().any(|f| f == REASON_FEATURE);
+        let session = Session::new(link.settings.session, now)?;
         let mut federated = Link::new(link.id, link.peer, link.peer_name, link.policy, session);
-        federated.take_authority_reason = link.take_authority_reason;
+        federated.take_authority_reason = take_authority_reason;
         self.federation.add_link(federated, &self.scene);
         self.settle();
         Ok(())
