@@ -18,8 +18,6 @@ use serde::{Deserialize, Serialize};
 mod authority;
 pub mod check;
 mod files;
-#[doc(hidden)]
-pub mod fuzz;
 mod handover;
 pub use handover::HandoverSection;
 mod peer_files;

@@ -71,6 +71,8 @@ pub mod clock;
 pub mod config;
 pub mod demo;
 pub mod federation;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod http;
 pub mod knet;
 pub mod less;

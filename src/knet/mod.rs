@@ -15,7 +15,6 @@
 
 pub mod datagram;
 pub mod error;
-pub mod fuzz;
 pub mod ids;
 pub mod message;
 pub mod reader;
