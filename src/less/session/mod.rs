@@ -9,8 +9,8 @@
 //! touches a socket or draws randomness. The application's commands are in
 //! `commands`, the input path (opening, windows, acknowledgements) in
 //! `receive`, sender bookkeeping in `outgoing` and `assemble`, receiver
-//! rules in `incoming` (when) and `apply` (what), output scheduling in `transmit`; this file holds the
-//! state, its accessors and the timers.
+//! rules in `incoming` (when) and `apply` (what), output scheduling in
+//! `transmit`; this file holds the state, its accessors and the timers.
 
 mod apply;
 mod assemble;
