@@ -1,9 +1,9 @@
 //! Receiver-side state and the rules for applying the peer's messages.
 //!
 //! docs/less-wire.md §9: update-entity and tweak-entity take effect on arrival when
-//! their entity is known, subject to the per-property timestamp rule (draft
-//! section 2: "a received older packet with a property set will not have any
-//! new effect on the property in question"). Every other message, and any
+//! their entity is known, subject to the per-property timestamp rule (the
+//! LESS draft's: "a received older packet with a property set will not have
+//! any new effect on the property in question"). Every other message, and any
 //! message that cannot be decoded yet because its entity or type is not known,
 //! takes effect only in sequence order: held while an earlier packet is
 //! missing. A framing or logic error ends the session; a permission error
