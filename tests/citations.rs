@@ -207,7 +207,7 @@ fn next_in_list(text: &str) -> Option<&str> {
 /// bare `§N` below cite (`docs/knet-wire.md (its sections are cited below
 /// as §N)`): in a file of `docs/`, bare sections otherwise cite the file.
 fn declares_sections(after_name: &str) -> bool {
-    let words = after_name.trim_start_matches(|c: char| c == ' ' || c == '(' || c == ',');
+    let words = after_name.trim_start_matches([' ', '(', ',']);
     [
         "its sections are cited below",
         "whose sections are cited below",
