@@ -494,7 +494,22 @@ async fn reconnecting_cannot_grow_the_scene_past_the_per_address_bound() {
         }
         client.close().await;
     }
-    let status = node.status();
+    // Polled until the counts are final (the status is published on the
+    // node's own period); more than 150 would never match.
+    let deadline = tokio::time::Instant::now() + BOUND;
+    let status = loop {
+        let status = node.status();
+        if status.entities == 150 && status.server.refused_messages == 150 {
+            break status;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "entities {}, refused {}",
+            status.entities,
+            status.server.refused_messages
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     assert_eq!(status.entities, 150, "three rounds of 100 from one address");
     assert_eq!(status.server.refused_messages, 150);
     assert_eq!(status.server.clients_closed_for_misbehaviour, 0);
