@@ -18,8 +18,10 @@ pub struct Limits {
     /// binary, text, ping). Above it the client is slowed (its transport
     /// stops reading it), never closed for it.
     pub max_messages_per_second: u32,
-    /// Messages read from one client at once after a quiet spell.
-    pub max_message_burst: u32,
+    /// Messages read from one client at once after a quiet spell (the
+    /// bucket's depth). Unset, it follows the rate: one second of
+    /// `max_messages_per_second` (see [`Limits::message_burst`]).
+    pub max_message_burst: Option<u32>,
     /// Refused requests (edits of unknown entities, creates over a limit,
     /// ...) one client may send in a minute before it is closed: a few
     /// are races any client meets, this many are not.
@@ -70,7 +72,7 @@ impl Default for Limits {
             max_frame_bytes: 256 * 1024,
             max_entities_per_client: 10_000,
             max_messages_per_second: 200_000,
-            max_message_burst: 200_000,
+            max_message_burst: None,
             max_refused_requests_per_minute: 100_000,
             max_client_entities: 100_000,
             max_entities_per_address: 20_000,
@@ -92,7 +94,34 @@ impl Default for Limits {
 /// no longer protects anything.
 const MAX_CONNECTION_TIMEOUT_SECS: u64 = 3_600;
 
+/// A burst of more than this many seconds of the rate is probably a rate
+/// lowered without the burst: `lessgate check` and the node's start warn.
+pub const BURST_WARNING_SECONDS: u32 = 10;
+
 impl Limits {
+    /// The burst each client's budget has: `max_message_burst` when set,
+    /// else one second of `max_messages_per_second`, so lowering the rate
+    /// lowers the burst with it.
+    pub fn message_burst(&self) -> u32 {
+        self.max_message_burst
+            .unwrap_or(self.max_messages_per_second)
+    }
+
+    /// What to tell an operator whose burst is far above the rate: a client
+    /// may send that many messages at once before it is slowed.
+    pub fn burst_warning(&self) -> Option<String> {
+        let burst = self.max_message_burst?;
+        let rate = self.max_messages_per_second.max(1);
+        let seconds = burst / rate;
+        (seconds > BURST_WARNING_SECONDS).then(|| {
+            format!(
+                "limits.max_message_burst = {burst} is {seconds} s of limits.max_messages_per_second = {rate}: \
+                 a client may send {burst} messages at once before it is slowed; \
+                 remove max_message_burst to have it follow the rate (one second of it)"
+            )
+        })
+    }
+
     /// The deadlines and per-address budgets of connections.
     pub(super) fn validate_connection_limits(
         &self,

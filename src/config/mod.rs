@@ -39,7 +39,7 @@ mod validate;
 pub use authority::AuthoritySection;
 pub use handover::HandoverSection;
 pub use http::{HttpSection, MIN_ADMIN_TOKEN_CHARS};
-pub use limits::Limits;
+pub use limits::{Limits, BURST_WARNING_SECONDS};
 pub use log::{LogFormat, LogSection};
 pub use node::{NodeSection, DEFAULT_TICK_HZ};
 pub use peering::{

@@ -235,3 +235,47 @@ fn connection_limits_default_and_refuse_zero_naming_the_key() {
         .to_string();
     assert!(error.contains("between 1 and 3600"), "{error}");
 }
+
+#[test]
+fn the_message_burst_follows_the_rate_unless_set() {
+    let path = Path::new("node.toml");
+    let default = NodeConfig::default();
+    assert_eq!(default.limits.max_message_burst, None);
+    assert_eq!(default.limits.message_burst(), 200_000);
+    // An operator who lowers the rate lowers the burst with it.
+    let lowered = NodeConfig::parse(path, "[limits]\nmax_messages_per_second = 2000\n").unwrap();
+    assert_eq!(lowered.limits.message_burst(), 2000);
+    assert_eq!(lowered.limits.burst_warning(), None);
+    // Set, the burst is what the file says.
+    let set = NodeConfig::parse(
+        path,
+        "[limits]\nmax_messages_per_second = 2000\nmax_message_burst = 500\n",
+    )
+    .unwrap();
+    assert_eq!(set.limits.message_burst(), 500);
+    let error = NodeConfig::parse(path, "[limits]\nmax_message_burst = 0\n").unwrap_err();
+    assert!(
+        error.to_string().contains("limits.max_message_burst"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_burst_far_above_the_rate_is_warned_about() {
+    let path = Path::new("node.toml");
+    let parse = |text: &str| NodeConfig::parse(path, text).unwrap().limits;
+    let far = parse("[limits]\nmax_messages_per_second = 2000\nmax_message_burst = 200000\n");
+    let warning = far
+        .burst_warning()
+        .expect("100 s of the rate is warned about");
+    assert!(
+        warning.contains("100 s") && warning.contains("remove max_message_burst"),
+        "{warning}"
+    );
+    // Up to BURST_WARNING_SECONDS of the rate is a deliberate choice.
+    let near = parse(&format!(
+        "[limits]\nmax_messages_per_second = 2000\nmax_message_burst = {}\n",
+        2000 * super::BURST_WARNING_SECONDS
+    ));
+    assert_eq!(near.burst_warning(), None);
+}

@@ -84,7 +84,7 @@ impl NodeConfig {
                 "must be at least 1",
             ));
         }
-        if raw.limits.max_message_burst == 0 {
+        if raw.limits.max_message_burst == Some(0) {
             return Err(invalid("limits.max_message_burst", "must be at least 1"));
         }
         if raw.limits.max_refused_requests_per_minute == 0 {
