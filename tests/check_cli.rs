@@ -532,3 +532,40 @@ fn the_example_federation_checks_as_a_whole() {
     );
     assert_eq!(output.stdout.matches("  peer      ").count(), 6);
 }
+
+#[test]
+fn a_burst_far_above_the_rate_is_warned_about_and_a_following_one_is_not() {
+    let federation = Federation::new();
+    let node = "alpha/node.toml";
+    let text = federation.read(node);
+    // The rate lowered, the burst left to follow it: no warning.
+    federation.write(
+        node,
+        &format!("{text}\n[limits]\nmax_messages_per_second = 2000\n"),
+    );
+    let output = federation.check(&[node]);
+    assert!(output.success, "{}", output.stderr);
+    assert!(
+        !output.stderr.contains("max_message_burst"),
+        "{}",
+        output.stderr
+    );
+    // The burst of the old default kept beside a lowered rate: warned
+    // about, naming the file and both keys, and still valid.
+    federation.write(
+        node,
+        &format!("{text}\n[limits]\nmax_messages_per_second = 2000\nmax_message_burst = 200000\n"),
+    );
+    let output = federation.check(&[node]);
+    assert!(output.success, "{}", output.stderr);
+    let warning = output
+        .stderr
+        .lines()
+        .find(|line| line.starts_with("warning: ") && line.contains("max_message_burst"))
+        .unwrap_or_else(|| panic!("no warning in:\n{}", output.stderr));
+    assert!(
+        warning.contains(&federation.path(node).display().to_string())
+            && warning.contains("100 s of limits.max_messages_per_second = 2000"),
+        "{warning}"
+    );
+}

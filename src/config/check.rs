@@ -157,6 +157,11 @@ fn check_node(config: NodeConfig, file: &Path, report: &mut CheckReport) -> Chec
         );
     }
     report.problems.extend(listener_clashes(&config));
+    if let Some(warning) = config.limits.burst_warning() {
+        report
+            .warnings
+            .push(format!("{}: {warning}", file.display()));
+    }
     let mut checked = Checked {
         config,
         file: file.to_owned(),

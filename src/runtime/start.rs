@@ -27,6 +27,9 @@ use crate::tundra::Registry;
 
 /// Loads the scene and binds the listener; errors say what to fix.
 pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
+    if let Some(warning) = config.limits.burst_warning() {
+        warn!(%warning, "limits: the burst is far above the rate");
+    }
     let mut scene = Scene::new(Registry::builtin());
     if let Some(path) = &config.tundra.scene {
         let file = crate::tundra::txml::load_file(path, scene.registry()).map_err(|e| {
@@ -200,6 +203,6 @@ pub(super) fn knet_options(config: &NodeConfig, tcp_limits: AddressLimits) -> Kn
 pub(super) fn client_budget(config: &NodeConfig) -> BudgetConfig {
     BudgetConfig {
         per_second: config.limits.max_messages_per_second,
-        burst: config.limits.max_message_burst,
+        burst: config.limits.message_burst(),
     }
 }

@@ -1,7 +1,7 @@
 //! Sending before the tick: when a client's pending scene changes leave.
 //!
-//! Tundra writes every client's changes at the network tick (reference
-//! section 7.2 step 5), so a lone edit waits up to a whole tick (50 ms at
+//! Tundra writes every client's changes at the network tick
+//! (docs/tundra-wire.md §7.2, step 5), so a lone edit waits up to a whole tick (50 ms at
 //! 20 Hz) for nothing. Here a client whose connection is idle gets its
 //! changes as soon as they are applied; a busy one stays on the tick, where
 //! its changes are coalesced to the latest state per entity and batched.

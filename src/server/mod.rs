@@ -14,8 +14,6 @@ mod early_send;
 mod early_send_tests;
 mod edit_frame;
 mod entity_quota;
-#[doc(hidden)]
-pub mod fuzz;
 mod handlers;
 mod interest;
 mod limits;

@@ -403,17 +403,19 @@ impl LiveNode {
 
 /// Waits until `check` holds on a fresh status of every node, polling each
 /// published snapshot; panics after `limit` (a failure bound, not a pass
-/// criterion).
+/// criterion). Returns the statuses it held on, so a test asserts on the
+/// very values it waited for.
 pub async fn wait_status(
     nodes: &[&LiveNode],
     limit: Duration,
     what: &str,
     check: impl Fn(&NodeStatus) -> bool,
-) {
+) -> Vec<NodeStatus> {
     let deadline = tokio::time::Instant::now() + limit;
     loop {
-        if nodes.iter().all(|n| check(&n.status())) {
-            return;
+        let statuses: Vec<NodeStatus> = nodes.iter().map(|n| n.status()).collect();
+        if statuses.iter().all(&check) {
+            return statuses;
         }
         assert!(
             tokio::time::Instant::now() < deadline,
@@ -1018,18 +1020,18 @@ impl Drop for Observer {
 }
 
 /// Waits until `check` holds on every observer's snapshot; panics after
-/// `limit` with what each saw.
+/// `limit` with what each saw. Returns the snapshots it held on.
 pub async fn wait_observers(
     observers: &[&Observer],
     limit: Duration,
     what: &str,
     check: impl Fn(&[Observed]) -> bool,
-) {
+) -> Vec<Observed> {
     let deadline = tokio::time::Instant::now() + limit;
     loop {
         let seen: Vec<Observed> = observers.iter().map(|o| o.snapshot()).collect();
         if check(&seen) {
-            return;
+            return seen;
         }
         assert!(
             tokio::time::Instant::now() < deadline,
