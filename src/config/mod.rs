@@ -10,7 +10,7 @@
 //! core depends on it.
 //!
 //! One file per section (`node`, `tundra`, `limits`, `log`, `http`,
-//! `peering`, `upstream`, `authority`, `handover`); `validate` checks a
+//! `peering`, `upstream`, `authority`, `handover`, `interest`); `validate` checks a
 //! parsed file as a whole, `toml_error` tells where a TOML error is, `files`
 //! reads the files a configuration names, `peer_files` the peer files,
 //! `check` is `lessgate check`, `reload` what a reload can change.
@@ -26,6 +26,7 @@ mod check_placement;
 mod files;
 mod handover;
 mod http;
+mod interest;
 mod limits;
 mod log;
 mod node;
@@ -40,6 +41,7 @@ mod validate;
 pub use authority::AuthoritySection;
 pub use handover::HandoverSection;
 pub use http::{HttpSection, MIN_ADMIN_TOKEN_CHARS};
+pub use interest::InterestSection;
 pub use limits::{Limits, BURST_WARNING_SECONDS};
 pub use log::{LogFormat, LogSection};
 pub use node::{NodeSection, DEFAULT_TICK_HZ};
@@ -92,6 +94,10 @@ pub struct NodeConfig {
     /// Which take-authority requests this node grants (docs/federation.md
     /// §7.2), checked.
     pub handover: crate::federation::HandoverPolicy,
+    /// What this node wants from its peers (docs/federation.md §8.1),
+    /// checked; `interest_section` is the file's section as written.
+    pub interest: crate::federation::interest::own::InterestSettings,
+    pub interest_section: InterestSection,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -113,6 +119,8 @@ struct RawConfig {
     authority: authority::RawAuthority,
     #[serde(default)]
     handover: HandoverSection,
+    #[serde(default)]
+    interest: InterestSection,
 }
 
 impl Default for NodeConfig {

@@ -104,6 +104,7 @@ impl NodeConfig {
             ));
         }
         let handover = raw.handover.policy(&invalid)?;
+        let interest = raw.interest.settings(&invalid)?;
         if let Some(token) = &raw.http.admin_token {
             let printable = token.chars().all(|c| c.is_ascii_graphic());
             if token.len() < MIN_ADMIN_TOKEN_CHARS || !printable {
@@ -124,6 +125,8 @@ impl NodeConfig {
             upstream: raw.upstream,
             authority: raw.authority.validate(&invalid)?,
             handover,
+            interest,
+            interest_section: raw.interest,
         };
         config.resolve_paths();
         Ok(config)

@@ -82,6 +82,12 @@ impl Driver {
         if self.config.log.filter != new.log.filter {
             self.reload_log_filter(&new.log.filter);
         }
+        if self.config.interest_section != new.interest_section {
+            self.config.interest = new.interest;
+            self.config.interest_section = new.interest_section.clone();
+            self.node.set_interest_settings(new.interest);
+            info!(mode = ?new.interest.mode, radius = new.interest.radius, "interest changed");
+        }
         if self.config.node.placement != new.node.placement {
             // Checked when the file was read.
             if let Ok(placement) = Placement::new(new.node.placement) {

@@ -117,6 +117,7 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
         node.attach_upstream(crate::upstream::Bridge::new(upstream.bridge_settings()));
     }
     node.set_handover_policy(config.handover.clone());
+    node.set_interest_settings(config.interest);
     // Checked when the file was read.
     if let Ok(placement) = Placement::new(config.node.placement) {
         node.set_placement(placement);

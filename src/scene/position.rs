@@ -92,8 +92,22 @@ impl Bounds {
 /// scaled by its Placeable scale around its world position; `None` for a
 /// scene with no finite position.
 pub fn scene_bounds(scene: &Scene) -> Option<Bounds> {
-    scene
-        .entities()
+    bounds_of(scene, scene.entities())
+}
+
+/// The box this node's own entities take up (those of other worlds left
+/// out), if any has a Placeable.
+pub fn own_bounds(scene: &Scene) -> Option<Bounds> {
+    bounds_of(
+        scene,
+        scene
+            .entities()
+            .filter(|e| e.origin == super::Origin::Local),
+    )
+}
+
+fn bounds_of<'a>(scene: &Scene, entities: impl Iterator<Item = &'a Entity>) -> Option<Bounds> {
+    entities
         .filter_map(|entity| {
             let position = world_position(scene, entity)?;
             let scale = placeable_transform(entity)?.scale;

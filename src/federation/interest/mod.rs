@@ -2,11 +2,13 @@
 //! and where the nodes behind it look (docs/federation.md §8).
 //!
 //! State and rules (no `Federation`): `region` (boxes in the federation's
-//! space), `entry` (one entry of a subscription on the wire), `table`
-//! (what each peer subscribed, the best route to each interested node,
-//! what each link carries, what each peer is owed).
+//! space), `own` (what this node wants, from its clients), `entry` (one
+//! entry of a subscription on the wire), `table` (what each peer
+//! subscribed, the best route to each interested node, what each link
+//! carries, what each peer is owed).
 
 pub mod entry;
+pub mod own;
 pub mod region;
 pub mod table;
 

@@ -170,6 +170,14 @@ impl InterestTable {
         }
     }
 
+    /// The table of node `node` wanting all of space (interest mode
+    /// `all`, until told otherwise).
+    pub fn with_everything(node: Uuid) -> InterestTable {
+        let mut table = InterestTable::new(node);
+        table.set_own(vec![Region::EVERYWHERE], 0.0);
+        table
+    }
+
     /// A link came up. A peer without the feature wants everything: it is
     /// held as its own entry for all of space, which this node relays as
     /// any other.
@@ -309,6 +317,11 @@ impl InterestTable {
         changed
     }
 
+    /// Whether every link carries everything (no link filters by place).
+    pub fn all_everywhere(&self) -> bool {
+        self.links.values().all(|s| s.routed.everywhere)
+    }
+
     /// The regions `link` carries entities into.
     pub fn routed(&self, link: LinkId) -> Option<&Routed> {
         self.links.get(&link).map(|s| &s.routed)
@@ -368,9 +381,34 @@ impl InterestTable {
             .collect();
         let mut out = Vec::new();
         for link in due {
+            self.send_link(link, Some(now), &mut out);
+        }
+        out
+    }
+
+    /// The entries a new link's peer is owed, sent at once (the link
+    /// carries nothing placed until its peer's first entry, so neither side
+    /// waits for a timer); the rate limit applies to the changes after.
+    pub fn first_entries(&mut self, link: LinkId) -> Vec<(LinkId, InterestEntry)> {
+        let mut out = Vec::new();
+        if self.links.get(&link).is_some_and(|s| s.feature) {
+            self.send_link(link, None, &mut out);
+        }
+        out
+    }
+
+    /// Appends what `link`'s peer is owed beyond what it was sent; `now`
+    /// starts the rate limit's wait when something went.
+    fn send_link(
+        &mut self,
+        link: LinkId,
+        now: Option<Time>,
+        out: &mut Vec<(LinkId, InterestEntry)>,
+    ) {
+        {
             let owed = self.owed(link);
             let Some(state) = self.links.get_mut(&link) else {
-                continue;
+                return;
             };
             state.dirty = false;
             let origins: BTreeSet<Uuid> = owed.keys().chain(state.sent.keys()).copied().collect();
@@ -397,11 +435,10 @@ impl InterestTable {
                     (None, None) => {}
                 }
             }
-            if sent_any {
+            if let (true, Some(now)) = (sent_any, now) {
                 state.next_send = now + MIN_SEND_INTERVAL;
             }
         }
-        out
     }
 
     /// When entries are next due.

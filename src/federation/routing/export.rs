@@ -20,6 +20,7 @@ use crate::less::property_list::PropertyValue;
 use crate::less::value::Value;
 use crate::less::value_type::ValueType;
 use crate::logging::RemoteText;
+use crate::scene::position::PLACEABLE;
 use crate::scene::{
     Change, ChangeKind, ChangeSource, Component, ComponentContent, Entity, Origin, Scene,
 };
@@ -94,15 +95,16 @@ impl Federation {
         link_id: LinkId,
         scene: &Scene,
     ) {
-        let want = self.should_export(global, link_id);
-        let path = self.outgoing_path(global);
-        let policy = self.outgoing_policy(global);
-        let authority = self.outgoing_authority(global);
-        let rule = self.relay_rule(global);
         // Untracked entities were unexported when they left the scene.
         let Some(scene_id) = self.tracked.get(&global).map(|t| t.scene()) else {
             return;
         };
+        let want =
+            self.should_export(global, link_id) && self.interest_admits(link_id, scene_id, scene);
+        let path = self.outgoing_path(global);
+        let policy = self.outgoing_policy(global);
+        let authority = self.outgoing_authority(global);
+        let rule = self.relay_rule(global);
         let introducing = want
             && self
                 .links
@@ -304,6 +306,10 @@ impl Federation {
                         },
                     };
                     self.sync_all_links(global, scene);
+                    // A new child may bring its tree into a link's interest.
+                    if scene.entity(id).is_some_and(|e| e.parent.is_some()) {
+                        self.follow_interest(id, scene);
+                    }
                 }
                 ChangeKind::EntityRemoved(_) => {
                     // The entity left the scene: its identity goes with it
@@ -326,6 +332,9 @@ impl Federation {
                     let Some(component) = target.components.get(&c) else {
                         continue;
                     };
+                    if component.type_id == PLACEABLE {
+                        self.follow_interest(id, scene);
+                    }
                     let links: Vec<LinkId> = self.links.keys().copied().collect();
                     for link_id in links {
                         let transform = placed_for(&self.placed_transforms(link_id, target), c);
@@ -343,6 +352,8 @@ impl Federation {
                             withdraw(link, object, &mut self.stats);
                         }
                     }
+                    // It may have been its tree's Placeable.
+                    self.follow_interest(id, scene);
                 }
                 ChangeKind::AttributeChanged(_, c, index)
                 | ChangeKind::AttributeCreated(_, c, index)
@@ -360,6 +371,10 @@ impl Federation {
                         if let Some(global) = self.tracked.global_of(id) {
                             self.own_edits.edited_here((global, c, index));
                         }
+                    }
+                    if is_transform(component.type_id, index) {
+                        // The tree may enter or leave a link's interest.
+                        self.follow_interest(id, scene);
                     }
                     let placed = !self.placement.is_origin();
                     if placed && is_transform(component.type_id, index) {
@@ -431,6 +446,9 @@ impl Federation {
                         let sent = link.session.update_entity(object, values);
                         self.stats
                             .session(sent, "temporary flag or parent not exported");
+                    }
+                    if matches!(change.kind, ChangeKind::ParentChanged(_)) {
+                        self.follow_interest(id, scene);
                     }
                     if matches!(change.kind, ChangeKind::ParentChanged(_))
                         && !self.placement.is_origin()

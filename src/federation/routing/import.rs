@@ -9,6 +9,7 @@ use tracing::{debug, warn};
 
 use crate::federation::core::{Federation, FederationEvent};
 use crate::federation::ids::LinkId;
+use crate::federation::interest::entry::INTEREST;
 use crate::federation::routing::link::{Link, RemoteType};
 use crate::federation::routing::mirror::{self, ComponentKind, MirrorComponent};
 use crate::federation::routing::positions::{copy_in_world, is_placeable, placed};
@@ -158,6 +159,12 @@ impl Federation {
                 values,
             } if interaction == DEPARTURE_OFFER || interaction == DEPARTURE_ANSWER => {
                 self.handle_departure_interaction(link_id, interaction, &values)
+            }
+            Event::Interaction {
+                interaction,
+                values,
+            } if interaction == INTEREST => {
+                self.handle_interest_interaction(link_id, &values, scene)
             }
             Event::Interaction { .. } | Event::ConnectionControl { .. } => {}
         }
