@@ -86,7 +86,11 @@ impl Driver {
             self.config.interest = new.interest;
             self.config.interest_section = new.interest_section.clone();
             self.node.set_interest_settings(new.interest);
-            info!(mode = ?new.interest.mode, radius = new.interest.radius, "interest changed");
+            info!(
+                mode = new.interest.mode.name(),
+                radius = new.interest.radius,
+                "interest changed"
+            );
         }
         if self.config.node.placement != new.node.placement {
             // Checked when the file was read.

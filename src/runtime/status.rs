@@ -44,6 +44,9 @@ pub struct NodeStatus {
     pub handovers: HandoverCounters,
     /// This node's zone requests (docs/federation.md §7.7).
     pub zones: crate::node::ZoneRequestCounts,
+    /// What this node wants from its peers and what crossed links'
+    /// interest (docs/federation.md §8).
+    pub interest: InterestStatus,
     pub server: ServerCounters,
     /// Peer links that are up now.
     pub links: Vec<LinkStatus>,
@@ -243,6 +246,38 @@ pub struct LinkStatus {
     pub mirrored_entities: usize,
     /// Compressed bulk packets on the link (docs/less-wire.md §16.5).
     pub bulk: BulkStatus,
+    /// What the link carries by place (docs/federation.md §8.3).
+    pub interest: LinkInterestStatus,
+}
+
+/// This node's interest.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct InterestStatus {
+    /// `all` or `spatial` (`[interest] mode`).
+    pub mode: &'static str,
+    /// The regions this node subscribes, federation coordinates
+    /// `[min x, min y, min z, max x, max y, max z]`.
+    pub regions: Vec<[f32; 6]>,
+    /// Entities introduced on links because their tree entered the link's
+    /// interest, and withdrawn because it left.
+    pub entered: u64,
+    pub left: u64,
+    /// Interest entries from peers refused.
+    pub refused: u64,
+}
+
+/// One link's interest.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct LinkInterestStatus {
+    /// Everything goes on the link (a peer without the feature, or one in
+    /// `all` mode, or behind which one is).
+    pub everywhere: bool,
+    /// The regions entities are carried into, federation coordinates.
+    pub regions: Vec<[f32; 6]>,
+    /// The nodes whose best route this link is.
+    pub origins: Vec<Uuid>,
+    pub entries_sent: u64,
+    pub entries_received: u64,
 }
 
 /// Bulk packets of one link, and their packet bodies' bytes before
@@ -341,6 +376,7 @@ impl NodeStatus {
             world_adopted: node.upstream().map_or(0, |b| b.stats().adopted),
         };
         let s = node.server().stats();
+        let link_interest = node.federation().link_interest();
         let links = node
             .federation()
             .links()
@@ -378,6 +414,17 @@ impl NodeStatus {
                         body_bytes_received: st.bulk_bytes_uncompressed_received,
                         bytes_received: st.bulk_bytes_compressed_received,
                     },
+                    interest: link_interest
+                        .iter()
+                        .find(|i| i.link == l.id)
+                        .map(|i| LinkInterestStatus {
+                            everywhere: i.everywhere,
+                            regions: i.regions.iter().map(|r| r.bounds()).collect(),
+                            origins: i.origins.clone(),
+                            entries_sent: i.entries_sent,
+                            entries_received: i.entries_received,
+                        })
+                        .unwrap_or_default(),
                 }
             })
             .collect();
@@ -394,6 +441,18 @@ impl NodeStatus {
             authorities,
             handovers,
             zones: node.zone_requests(),
+            interest: InterestStatus {
+                mode: node.interest_settings().mode.name(),
+                regions: node
+                    .federation()
+                    .own_interest()
+                    .iter()
+                    .map(|r| r.bounds())
+                    .collect(),
+                entered: node.federation().stats().interest_entered,
+                left: node.federation().stats().interest_left,
+                refused: node.federation().stats().interest_refused,
+            },
             server: ServerCounters {
                 frames_in: s.frames_in,
                 frames_out: s.frames_out,

@@ -81,7 +81,7 @@ pub struct Sim {
     in_flight: BTreeMap<(Time, u64), Packet>,
     sent_packets: u64,
     /// (node, link) → (peer node, peer's link id, model)
-    wiring: HashMap<(usize, LinkId), (usize, LinkId, LinkModel)>,
+    pub wiring: HashMap<(usize, LinkId), (usize, LinkId, LinkModel)>,
     next_link: u64,
     next_client: u64,
     /// Frames each node sent its world server (upstream mode), not yet taken.

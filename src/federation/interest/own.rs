@@ -28,6 +28,16 @@ pub enum InterestMode {
     Spatial,
 }
 
+impl InterestMode {
+    /// Its name in the config file.
+    pub fn name(self) -> &'static str {
+        match self {
+            InterestMode::All => "all",
+            InterestMode::Spatial => "spatial",
+        }
+    }
+}
+
 /// The `[interest]` settings, checked.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct InterestSettings {

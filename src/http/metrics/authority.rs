@@ -121,4 +121,33 @@ pub(super) fn authority_families(e: &mut Exposition, status: &NodeStatus) {
         "Entities this node's zone trigger watches.",
     );
     e.sample("lessgate_zone_watched_entities", &[], z.watched as f64);
+    let i = &status.interest;
+    e.family(
+        "lessgate_interest_changes_total",
+        "counter",
+        "Entities introduced on (entered) or withdrawn from (left) a link because their tree crossed the link's interest.",
+    );
+    for (direction, count) in [("entered", i.entered), ("left", i.left)] {
+        e.sample(
+            "lessgate_interest_changes_total",
+            &[("direction", direction)],
+            count as f64,
+        );
+    }
+    e.family(
+        "lessgate_interest_entries_refused_total",
+        "counter",
+        "Interest entries from peers refused (malformed, not from the peer, too many origins, no feature).",
+    );
+    e.sample(
+        "lessgate_interest_entries_refused_total",
+        &[],
+        i.refused as f64,
+    );
+    e.family(
+        "lessgate_interest_regions",
+        "gauge",
+        "Regions this node subscribes from its peers.",
+    );
+    e.sample("lessgate_interest_regions", &[], i.regions.len() as f64);
 }

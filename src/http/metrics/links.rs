@@ -104,6 +104,19 @@ pub(super) fn link_families(e: &mut Exposition, status: &NodeStatus) {
         "Entities the peer presents to this node on the link.",
         |l| l.mirrored_entities as f64,
     );
+    e.per_link(
+        status,
+        "lessgate_peer_interest_regions",
+        "gauge",
+        "Regions entities are carried into on the link (-1: everywhere).",
+        |l| {
+            if l.interest.everywhere {
+                -1.0
+            } else {
+                l.interest.regions.len() as f64
+            }
+        },
+    );
 }
 
 /// Configured peers up or down, why links ended, and what the data

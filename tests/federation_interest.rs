@@ -1,0 +1,402 @@
+//! Interest-scoped federation across real node cores under fake time
+//! (docs/federation.md §8): in spatial mode a node receives only the
+//! entities near its clients, wherever in the federation they are and
+//! through however many relays; entities enter with their current state
+//! and leave with hysteresis; trees travel whole; a peer without the
+//! feature, and a node in `all` mode, get everything as before.
+
+mod sim;
+
+use std::time::Duration;
+
+use lessgate::federation::interest::own::{InterestMode, InterestSettings};
+use lessgate::federation::space::placement::Placement;
+use lessgate::federation::wire::features::INTEREST_FEATURE;
+use lessgate::scene::ClientId;
+use lessgate::tundra::messages::{Message, ObserverPosition};
+use lessgate::tundra::rigid_body_parts::PositionUpdate;
+use lessgate::tundra::values::Float3;
+use sim::tundra_values::{name_component, placeable_component};
+use sim::{with_federation_features, LinkModel, Sim};
+
+const SETTLE: Duration = Duration::from_secs(3);
+/// Worlds 1 km apart, as an operator lays them out.
+const SPACING: f64 = 1000.0;
+
+fn spatial(radius: f32, hysteresis: f32) -> InterestSettings {
+    InterestSettings {
+        mode: InterestMode::Spatial,
+        radius,
+        hysteresis,
+        centre: None,
+    }
+}
+
+/// `n` nodes in a chain, world `i` placed at `i * SPACING`, every node in
+/// spatial mode (radius 100 m, hysteresis 10 m), a client each, and a box
+/// named `w{i}` at each world's origin.
+fn spatial_chain(n: usize, model: LinkModel, seed: u64) -> (Sim, Vec<ClientId>) {
+    let mut sim = Sim::new(n, seed);
+    for node in 0..n {
+        sim.nodes[node].set_placement(Placement::new([node as f64 * SPACING, 0.0, 0.0]).unwrap());
+        sim.nodes[node].set_interest_settings(spatial(100.0, 10.0));
+    }
+    for node in 1..n {
+        sim.connect(node - 1, node, model);
+    }
+    let clients: Vec<ClientId> = (0..n).map(|node| sim.add_client(node)).collect();
+    for (node, client) in clients.iter().enumerate() {
+        sim.create_box(node, *client, 1, &format!("w{node}"), 0.0);
+    }
+    (sim, clients)
+}
+
+/// Client `client` of `node` looks from `x` (its world's coordinates).
+fn observe(sim: &mut Sim, node: usize, client: ClientId, x: f32) {
+    let message = Message::ObserverPosition(ObserverPosition {
+        scene_id: 0,
+        position: PositionUpdate::Full(Float3::new(x, 0.0, 0.0)),
+        rotation: Default::default(),
+    });
+    sim.send(node, client, &message);
+}
+
+fn sees(sim: &Sim, node: usize, client: ClientId, name: &str) -> usize {
+    sim.find(node, client, name).len()
+}
+
+/// Runs until `done` holds, at most `limit` of fake time.
+fn run_until(sim: &mut Sim, limit: Duration, done: impl Fn(&Sim) -> bool) -> bool {
+    let step = Duration::from_millis(100);
+    let mut spent = Duration::ZERO;
+    while spent < limit {
+        if done(sim) {
+            return true;
+        }
+        sim.run(step);
+        spent += step;
+    }
+    done(sim)
+}
+
+#[test]
+fn a_node_receives_only_what_its_clients_look_at_and_follows_them() {
+    let (mut sim, clients) = spatial_chain(4, LinkModel::CLEAN, 1);
+    sim.run(SETTLE);
+    // Each node sees its own world, and nothing of the others 1 km away.
+    for node in 0..4 {
+        assert_eq!(sees(&sim, node, clients[node], &format!("w{node}")), 1);
+        for other in (0..4).filter(|o| *o != node) {
+            assert_eq!(
+                sees(&sim, node, clients[node], &format!("w{other}")),
+                0,
+                "node {node} sees world {other}"
+            );
+        }
+    }
+    // Node 0's client walks to world 3 (three links away): it appears,
+    // through the two relays.
+    observe(&mut sim, 0, clients[0], 3000.0);
+    assert!(run_until(&mut sim, SETTLE, |s| sees(
+        s, 0, clients[0], "w3"
+    ) == 1));
+    assert_eq!(sees(&sim, 0, clients[0], "w1"), 0);
+    // The relays carry it, their own clients' interest unchanged.
+    assert_eq!(
+        sim.nodes[1]
+            .scene()
+            .entities()
+            .filter(|e| e.parent.is_none())
+            .count(),
+        2
+    );
+    // Back home: world 3 leaves node 0 again.
+    observe(&mut sim, 0, clients[0], 0.0);
+    assert!(run_until(&mut sim, SETTLE, |s| sees(
+        s, 0, clients[0], "w3"
+    ) == 0));
+    assert_eq!(sees(&sim, 0, clients[0], "w0"), 1);
+    for node in 0..4 {
+        sim.nodes[node].federation().check_invariants().unwrap();
+    }
+}
+
+/// An entity that walks out of a node's area stays while within the
+/// margin, leaves beyond it, and comes back with its current position.
+#[test]
+fn an_entity_leaves_beyond_the_margin_and_returns_with_its_current_state() {
+    let (mut sim, clients) = spatial_chain(2, LinkModel::CLEAN, 2);
+    // Node 1's client looks at world 0's origin.
+    observe(&mut sim, 1, clients[1], -1000.0);
+    assert!(run_until(&mut sim, SETTLE, |s| sees(
+        s, 1, clients[1], "w0"
+    ) == 1));
+    let entity = sim.find(0, clients[0], "w0")[0];
+    // 105 m out: beyond the 100 m box, within the 10 m margin.
+    sim.move_entity(0, clients[0], entity, 105.0);
+    sim.run(SETTLE);
+    let at_1 = sim.find(1, clients[1], "w0");
+    assert_eq!(at_1.len(), 1, "kept within the margin");
+    assert_eq!(sim.x_of(1, clients[1], at_1[0]), Some(-895.0));
+    // 115 m: gone.
+    sim.move_entity(0, clients[0], entity, 115.0);
+    assert!(run_until(&mut sim, SETTLE, |s| sees(
+        s, 1, clients[1], "w0"
+    ) == 0));
+    // Moved on while away, then back in: it arrives where it is now.
+    sim.move_entity(0, clients[0], entity, 300.0);
+    sim.run(Duration::from_millis(500));
+    sim.move_entity(0, clients[0], entity, 42.0);
+    assert!(run_until(&mut sim, SETTLE, |s| {
+        let found = s.find(1, clients[1], "w0");
+        found.len() == 1 && s.x_of(1, clients[1], found[0]) == Some(-958.0)
+    }));
+}
+
+/// A child inside the area brings its parent far outside it, and the
+/// parent's other children with it: trees travel whole.
+#[test]
+fn a_tree_travels_whole_when_one_of_it_is_in_interest() {
+    let (mut sim, clients) = spatial_chain(2, LinkModel::CLEAN, 3);
+    sim.run(SETTLE);
+    let root = sim.find(0, clients[0], "w0")[0];
+    // A child 600 m from its parent (world position 600 m): node 1's
+    // client looks there (federation 600 = node 1's -400).
+    sim.create_entity(
+        0,
+        clients[0],
+        2,
+        vec![
+            placeable_component(1, placed(600.0)),
+            name_component(2, "child"),
+        ],
+        Some(root),
+    );
+    sim.run(SETTLE);
+    assert_eq!(sees(&sim, 1, clients[1], "child"), 0);
+    observe(&mut sim, 1, clients[1], -400.0);
+    assert!(run_until(&mut sim, SETTLE, |s| sees(
+        s, 1, clients[1], "child"
+    ) == 1));
+    assert_eq!(
+        sees(&sim, 1, clients[1], "w0"),
+        1,
+        "the parent came with it"
+    );
+    observe(&mut sim, 1, clients[1], 0.0);
+    assert!(run_until(&mut sim, SETTLE, |s| sees(
+        s, 1, clients[1], "child"
+    ) == 0
+        && sees(s, 1, clients[1], "w0") == 0));
+}
+
+fn placed(x: f32) -> lessgate::tundra::AttributeValue {
+    lessgate::tundra::AttributeValue::Transform(lessgate::tundra::values::Transform {
+        pos: Float3::new(x, 0.0, 0.0),
+        rot: Float3::new(0.0, 0.0, 0.0),
+        scale: Float3::new(1.0, 1.0, 1.0),
+    })
+}
+
+/// A peer that does not list the feature is sent everything, and so is a
+/// node in `all` mode behind a spatial one: the relay subscribes for it.
+#[test]
+fn a_peer_without_interest_and_an_all_mode_node_still_get_everything() {
+    let mut sim = Sim::new(3, 4);
+    for node in 0..3 {
+        sim.nodes[node].set_placement(Placement::new([node as f64 * SPACING, 0.0, 0.0]).unwrap());
+    }
+    // Node 1 is spatial; node 0 is an older node (no interest feature);
+    // node 2 is a lessgate node in the default mode.
+    sim.nodes[1].set_interest_settings(spatial(100.0, 10.0));
+    let old: Vec<String> = with_federation_features(&[])
+        .into_iter()
+        .filter(|f| f != INTEREST_FEATURE)
+        .collect();
+    sim.connect_hellos(0, 1, LinkModel::CLEAN, &old, &with_federation_features(&[]));
+    sim.connect(1, 2, LinkModel::CLEAN);
+    let clients: Vec<ClientId> = (0..3).map(|node| sim.add_client(node)).collect();
+    for (node, client) in clients.iter().enumerate() {
+        sim.create_box(node, *client, 1, &format!("w{node}"), 0.0);
+    }
+    sim.run(SETTLE);
+    for node in [0, 2] {
+        for world in 0..3 {
+            assert_eq!(
+                sees(&sim, node, clients[node], &format!("w{world}")),
+                1,
+                "node {node}, world {world}"
+            );
+        }
+    }
+    // The spatial node in the middle presents what it relays.
+    assert_eq!(sees(&sim, 1, clients[1], "w2"), 1);
+}
+
+/// Over a lossy link the subscription and the entities it admits still
+/// converge, and withdraw.
+#[test]
+fn interest_converges_over_a_lossy_link() {
+    let (mut sim, clients) = spatial_chain(3, LinkModel::LOSSY, 5);
+    sim.run(SETTLE);
+    observe(&mut sim, 0, clients[0], 2000.0);
+    assert!(run_until(&mut sim, Duration::from_secs(20), |s| sees(
+        s, 0, clients[0], "w2"
+    ) == 1));
+    observe(&mut sim, 0, clients[0], 0.0);
+    assert!(run_until(&mut sim, Duration::from_secs(20), |s| sees(
+        s, 0, clients[0], "w2"
+    ) == 0));
+    for node in 0..3 {
+        sim.nodes[node].federation().check_invariants().unwrap();
+    }
+}
+
+/// The point of it: with every client at home, the far end of a chain of
+/// eight costs node 0 what its one neighbour costs, not what all seven
+/// worlds cost (bytes on the simulated wire, deterministic per seed).
+#[test]
+fn a_longer_chain_does_not_cost_the_first_node_more() {
+    fn bytes_into_node_0(n: usize, spatial_mode: bool) -> usize {
+        let mut sim = Sim::new(n, 6);
+        for node in 0..n {
+            sim.nodes[node]
+                .set_placement(Placement::new([node as f64 * SPACING, 0.0, 0.0]).unwrap());
+            if spatial_mode {
+                sim.nodes[node].set_interest_settings(spatial(100.0, 10.0));
+            }
+        }
+        let mut towards_0 = None;
+        for node in 1..n {
+            let (_, at_node) = sim.connect(node - 1, node, LinkModel::CLEAN);
+            towards_0.get_or_insert(at_node);
+        }
+        let key = (1, towards_0.unwrap());
+        let clients: Vec<ClientId> = (0..n).map(|node| sim.add_client(node)).collect();
+        let mut boxes = Vec::new();
+        for (node, client) in clients.iter().enumerate() {
+            for i in 0..10 {
+                sim.create_box(node, *client, i + 1, &format!("b{node}-{i}"), i as f32);
+            }
+        }
+        sim.run(SETTLE);
+        for (node, client) in clients.iter().enumerate() {
+            for i in 0..10 {
+                boxes.push((
+                    node,
+                    *client,
+                    sim.find(node, *client, &format!("b{node}-{i}"))[0],
+                ));
+            }
+        }
+        let before = sim.bytes_sent.get(&key).copied().unwrap_or(0);
+        // Ten seconds of every box moving at 10 Hz.
+        for step in 0..100 {
+            for (node, client, entity) in &boxes {
+                sim.move_entity(*node, *client, *entity, (step % 7) as f32);
+            }
+            sim.run(Duration::from_millis(100));
+        }
+        let after = sim.bytes_sent.get(&key).copied().unwrap_or(0);
+        after - before
+    }
+    let all_3 = bytes_into_node_0(3, false);
+    let all_8 = bytes_into_node_0(8, false);
+    let spatial_3 = bytes_into_node_0(3, true);
+    let spatial_8 = bytes_into_node_0(8, true);
+    println!("bytes node 1 sent: all 3 {all_3}, all 8 {all_8}, spatial 3 {spatial_3}, spatial 8 {spatial_8}");
+    assert!(all_8 > all_3 * 2, "all mode grows with the federation");
+    // Spatial: node 1 sends node 0 nothing placed of its own or beyond,
+    // and a longer chain adds nothing but its share of acknowledgements.
+    assert!(spatial_8 * 3 < all_3, "{spatial_8} vs {all_3}");
+    assert!(
+        spatial_8 <= spatial_3 + spatial_3 / 2,
+        "{spatial_8} vs {spatial_3}"
+    );
+}
+
+/// Measurement, not a check (run with `--ignored --nocapture`; figures in
+/// BENCHMARKS.md): nodes in a square grid, worlds 1 km apart, linked to
+/// their grid neighbours, each with one client at home and 20 boxes moving
+/// at 10 Hz. Reports, for the node at the grid's centre, the bytes per
+/// second its links bring it and the entities it presents, in `all` and
+/// in `spatial` mode.
+#[test]
+#[ignore]
+fn measure_grid_costs() {
+    fn run(side: usize, spatial_mode: bool) -> (f64, usize, f64) {
+        let n = side * side;
+        let mut sim = Sim::new(n, 7);
+        for node in 0..n {
+            let (x, y) = ((node % side) as f64, (node / side) as f64);
+            sim.nodes[node].set_placement(Placement::new([x * SPACING, y * SPACING, 0.0]).unwrap());
+            if spatial_mode {
+                sim.nodes[node].set_interest_settings(spatial(100.0, 10.0));
+            }
+        }
+        for node in 0..n {
+            if node % side + 1 < side {
+                sim.connect(node, node + 1, LinkModel::CLEAN);
+            }
+            if node + side < n {
+                sim.connect(node, node + side, LinkModel::CLEAN);
+            }
+        }
+        let clients: Vec<ClientId> = (0..n).map(|node| sim.add_client(node)).collect();
+        for (node, client) in clients.iter().enumerate() {
+            for i in 0..20 {
+                sim.create_box(node, *client, i + 1, &format!("b{node}-{i}"), i as f32);
+            }
+        }
+        sim.run(Duration::from_secs(5));
+        let mut boxes = Vec::new();
+        for (node, client) in clients.iter().enumerate() {
+            for i in 0..20 {
+                if let Some(id) = sim.find(node, *client, &format!("b{node}-{i}")).first() {
+                    boxes.push((node, *client, *id));
+                }
+            }
+        }
+        let centre = (side / 2) * side + side / 2;
+        let into_centre = |sim: &Sim| -> usize {
+            sim.bytes_sent
+                .iter()
+                .filter(|((from, link), _)| {
+                    sim.wiring
+                        .get(&(*from, *link))
+                        .is_some_and(|(to, _, _)| *to == centre)
+                })
+                .map(|(_, b)| *b)
+                .sum()
+        };
+        let before = into_centre(&sim);
+        let started = std::time::Instant::now();
+        let seconds = 5;
+        for step in 0..seconds * 10 {
+            for (node, client, entity) in &boxes {
+                sim.move_entity(*node, *client, *entity, (step % 9) as f32);
+            }
+            sim.run(Duration::from_millis(100));
+        }
+        let wall = started.elapsed().as_secs_f64() / seconds as f64;
+        let bytes = (into_centre(&sim) - before) as f64 / seconds as f64;
+        (bytes, sim.nodes[centre].scene().len(), wall)
+    }
+    println!(
+        "| nodes | mode | bytes/s into the centre node | entities it presents | wall s per sim s |"
+    );
+    println!("|---|---|---|---|---|");
+    for side in [2usize, 4, 8, 10] {
+        for spatial_mode in [false, true] {
+            if !spatial_mode && side > 4 {
+                continue; // every node carries every world: minutes per run
+            }
+            let (bytes, entities, wall) = run(side, spatial_mode);
+            let mode = if spatial_mode { "spatial" } else { "all" };
+            println!(
+                "| {} | {mode} | {bytes:.0} | {entities} | {wall:.2} |",
+                side * side
+            );
+        }
+    }
+}
