@@ -260,6 +260,7 @@ mod tests {
             exported_entities: 0,
             mirrored_entities: 0,
             bulk: Default::default(),
+            interest: Default::default(),
         }
     }
 

@@ -16,7 +16,7 @@ use lessgate::scene::ClientId;
 use lessgate::tundra::messages::{Message, ObserverPosition};
 use lessgate::tundra::rigid_body_parts::PositionUpdate;
 use lessgate::tundra::values::Float3;
-use sim::tundra_values::{name_component, placeable_component};
+use sim::tundra_values::{entity_named, move_to, name_component, placeable_component};
 use sim::{with_federation_features, LinkModel, Sim};
 
 const SETTLE: Duration = Duration::from_secs(3);
@@ -198,6 +198,49 @@ fn placed(x: f32) -> lessgate::tundra::AttributeValue {
     })
 }
 
+/// Two clients of one node: the node receives what either looks at, and
+/// shows each only what lies in its own area; a client cannot act on what
+/// it is not shown; a client that teleports sees its new area at once and
+/// loses the old one.
+#[test]
+fn each_client_is_shown_its_own_area_and_acts_only_on_it() {
+    let (mut sim, clients) = spatial_chain(3, LinkModel::CLEAN, 8);
+    let home = clients[0];
+    let traveller = sim.add_client(0);
+    observe(&mut sim, 0, home, 0.0);
+    observe(&mut sim, 0, traveller, 2000.0);
+    assert!(run_until(&mut sim, SETTLE, |s| sees(s, 0, traveller, "w2") == 1));
+    assert!(entity_named(sim.nodes[0].scene(), "w2").is_some());
+    assert_eq!(
+        sees(&sim, 0, home, "w2"),
+        0,
+        "the home client is not shown it"
+    );
+    assert_eq!(sees(&sim, 0, traveller, "w0"), 1, "its own world always");
+    // The home client names the entity anyway (the node's id for it):
+    // refused as unknown, and it does not move at gamma.
+    let id = sim.find(0, traveller, "w2")[0];
+    let refused = sim.nodes[0].server().stats().refused_messages;
+    let placeable = sim.view(0, traveller).entities[&id]
+        .iter()
+        .find(|(_, (type_id, _))| *type_id == 20)
+        .map(|(component, _)| *component)
+        .unwrap();
+    sim.send(0, home, &move_to(id, placeable, 50.0));
+    assert_eq!(sim.nodes[0].server().stats().refused_messages, refused + 1);
+    // The traveller teleports to world 1: world 2 leaves it, world 1 comes.
+    observe(&mut sim, 0, traveller, 1000.0);
+    assert!(run_until(&mut sim, SETTLE, |s| sees(s, 0, traveller, "w1")
+        == 1
+        && sees(s, 0, traveller, "w2") == 0));
+    let gamma = sim.find(2, clients[2], "w2")[0];
+    assert_eq!(
+        sim.x_of(2, clients[2], gamma),
+        Some(0.0),
+        "the refused move did not happen"
+    );
+}
+
 /// A peer that does not list the feature is sent everything, and so is a
 /// node in `all` mode behind a spatial one: the relay subscribes for it.
 #[test]
@@ -229,8 +272,10 @@ fn a_peer_without_interest_and_an_all_mode_node_still_get_everything() {
             );
         }
     }
-    // The spatial node in the middle presents what it relays.
-    assert_eq!(sees(&sim, 1, clients[1], "w2"), 1);
+    // The spatial node in the middle presents what it relays, and shows
+    // its client only what lies near it.
+    assert!(entity_named(sim.nodes[1].scene(), "w2").is_some());
+    assert_eq!(sees(&sim, 1, clients[1], "w2"), 0);
 }
 
 /// Over a lossy link the subscription and the entities it admits still

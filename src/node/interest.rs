@@ -14,11 +14,17 @@ use crate::federation::authority::zones::Zone;
 use crate::federation::interest::own::{InterestMode, InterestSettings, OwnInterest};
 use crate::federation::interest::region::Region;
 use crate::scene::position::own_bounds;
+use crate::scene::ClientId;
+use crate::server::visibility::ClientAreas;
 use crate::tundra::values::Float3;
 
 /// How often the own interest is redrawn while it can change: the rate
 /// entries may leave at (`interest::table::MIN_SEND_INTERVAL`).
 pub const REFRESH: Duration = Duration::from_millis(100);
+/// How soon after a client's ObserverPosition or login it is redrawn, at
+/// the earliest after the last drawing: a walking client is followed at
+/// once, a crowd of them costs at most one drawing per this long.
+pub const PROMPT: Duration = Duration::from_millis(20);
 
 /// The node's own interest and when it is next redrawn.
 #[derive(Debug, Default)]
@@ -29,6 +35,9 @@ pub(super) struct NodeInterest {
     /// The last drawing had client boxes or awaited copies: the next one
     /// may take them away.
     drawn_from_changing: bool,
+    /// When it was last drawn, and the server's `area_changes` then.
+    last_drawn: Option<Time>,
+    area_changes: u64,
 }
 
 impl NodeInterest {
@@ -37,6 +46,8 @@ impl NodeInterest {
             own: OwnInterest::new(settings),
             next_refresh: Some(Time::ZERO),
             drawn_from_changing: false,
+            last_drawn: None,
+            area_changes: 0,
         }
     }
 }
@@ -92,6 +103,23 @@ impl Node {
             .min()
     }
 
+    /// A client frame may have moved a client's area: the interest is
+    /// redrawn soon ([`PROMPT`]).
+    pub(super) fn note_client_areas(&mut self) {
+        let changes = self.server.stats().area_changes;
+        if changes == self.interest.area_changes
+            || self.interest.own.settings().mode == InterestMode::All
+        {
+            return;
+        }
+        self.interest.area_changes = changes;
+        let soon = self
+            .interest
+            .last_drawn
+            .map_or(Time::ZERO, |at| at + PROMPT);
+        self.interest.next_refresh = Some(self.interest.next_refresh.map_or(soon, |t| t.min(soon)));
+    }
+
     /// Redraws the own interest if due, and sends the entries due.
     pub(super) fn handle_interest_timeout(&mut self, now: Time) {
         if self.interest.next_refresh.is_some_and(|at| at <= now) {
@@ -141,7 +169,22 @@ impl Node {
                 .regions(observers.iter().copied(), centre, &placement, &extra);
         self.interest.drawn_from_changing = !observers.is_empty() || awaited;
         self.interest.next_refresh = Some(now + REFRESH);
+        self.interest.last_drawn = Some(now);
         self.federation.set_interest(regions, margin);
+        // The clients are shown what their areas hold, about the same
+        // anchors (`server::visibility`).
+        let areas = (settings.mode == InterestMode::Spatial).then_some(ClientAreas {
+            radius: settings.radius,
+            hysteresis: settings.hysteresis,
+        });
+        self.server.set_client_areas(areas, &self.scene);
+        if areas.is_some() {
+            let anchors: Vec<(u64, Float3)> = self.interest.own.anchors().collect();
+            for (client, anchor) in anchors {
+                self.server
+                    .set_client_anchor(ClientId(client), anchor, &self.scene);
+            }
+        }
     }
 }
 

@@ -273,6 +273,7 @@ impl Node {
         self.server
             .handle_frame(&mut self.scene, client, now, frame);
         self.settle();
+        self.note_client_areas();
     }
 
     /// Frames a client sent together, in order. The entities they edit are

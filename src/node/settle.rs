@@ -82,6 +82,7 @@ impl Node {
             if !changes.is_empty() {
                 busy = true;
                 self.server.handle_scene_changes(&changes);
+                self.server.follow_client_areas(&self.scene, &changes);
                 self.federation.handle_scene_changes(&self.scene, &changes);
                 if let Some(zones) = &mut self.zones {
                     zones.mark(&changes);

@@ -12,6 +12,7 @@ mod entity;
 mod error;
 pub mod position;
 mod store;
+pub mod tree;
 mod txml_import;
 
 pub use change::{Change, ChangeKind, ChangeSource, ClientId};

@@ -54,6 +54,8 @@ pub struct Client {
     /// Its refusals, for telling bulk from a few races.
     pub refusal_window: RefusalWindow,
     pub observer: Option<Observer>,
+    /// What this client is not shown (spatial interest, `visibility.rs`).
+    pub visibility: super::visibility::Visibility,
     /// When each entity was last sent, for interest management.
     pub last_sent: HashMap<EntityId, Time>,
     /// What this client believes of each moving body, for RigidBodyUpdate
@@ -87,6 +89,7 @@ impl Client {
             refusal_log: RefusalLog::default(),
             refusal_window: RefusalWindow::default(),
             observer: None,
+            visibility: Default::default(),
             last_sent: HashMap::new(),
             bodies: HashMap::new(),
             backlogged_since: None,

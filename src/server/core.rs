@@ -104,6 +104,9 @@ pub struct ServerStats {
     /// Clients written before the network tick because their connection
     /// was idle (`early_send.rs`).
     pub early_writes: u64,
+    /// ObserverPositions taken and logins: each may move a client's area
+    /// (the node redraws its interest when this changes).
+    pub area_changes: u64,
 }
 
 /// The Tundra server core for one node.
@@ -137,6 +140,9 @@ pub struct TundraServer {
     /// Clients that may be written before the tick, and the rule deciding.
     pub(super) early: EarlySends,
     pub(super) early_rule: EarlySendRule,
+    /// Client areas, in spatial interest (`visibility.rs`); `None`: every
+    /// client is shown everything.
+    pub(super) areas: Option<super::visibility::ClientAreas>,
 }
 
 impl TundraServer {
@@ -163,6 +169,7 @@ impl TundraServer {
             pending_refusals: LogBudget::default(),
             full_refusals: LogBudget::default(),
             login_timeouts: LogBudget::default(),
+            areas: None,
         }
     }
 
@@ -281,6 +288,13 @@ impl TundraServer {
         for client in self.clients.values_mut().filter(|c| c.is_authenticated()) {
             let before = client.sync.pending();
             for change in changes {
+                // A hidden entity's changes wait until it is shown whole.
+                if client.visibility.hides(change.kind.entity()) {
+                    if let ChangeKind::EntityRemoved(entity) = change.kind {
+                        client.visibility.forget(entity);
+                    }
+                    continue;
+                }
                 client.sync.apply(client.id, change.source, change.kind);
             }
             // Only newly queued entities make a client worth considering

@@ -21,6 +21,10 @@ use crate::tundra::messages::{
 use crate::tundra::registry::CustomRegistration;
 use crate::tundra::{DecodeContext, DynamicAttribute, EntityId, Message};
 
+/// Why a message naming an entity the client is not shown is refused: to
+/// the client it does not exist.
+const OUTSIDE_AREA: &str = "no such entity in the client's area (spatial interest)";
+
 impl TundraServer {
     /// One binary WebSocket message from a client.
     pub fn handle_frame(&mut self, scene: &mut Scene, client: ClientId, now: Time, frame: &[u8]) {
@@ -67,6 +71,11 @@ impl TundraServer {
                 return;
             }
         };
+        if let Some(entity) = super::visibility::named_entity(&message) {
+            if !self.shown_to(client, entity) {
+                return self.refuse_request(client, message.name(), OUTSIDE_AREA);
+            }
+        }
         match message {
             Message::Login(login) => self.handle_login(scene, client, now, login),
             _ if !authenticated => {
@@ -78,6 +87,7 @@ impl TundraServer {
                     let observer_state = state.observer.get_or_insert_with(Default::default);
                     if let Some(position) = observer.position.value() {
                         observer_state.position = Some(position);
+                        self.stats.area_changes += 1;
                     }
                 }
             }
@@ -299,6 +309,9 @@ impl TundraServer {
         client: ClientId,
         m: &EditAttributesView<'_>,
     ) {
+        if !self.shown_to(client, m.entity_id) {
+            return self.refuse_request(client, "EditAttributes", OUTSIDE_AREA);
+        }
         let Some(entity) = scene.entity(m.entity_id) else {
             return self.note_refusal(
                 client,

@@ -122,6 +122,11 @@ impl TundraServer {
             c.sync = SyncState::new(initial);
             c.pending_types = pending_types;
         }
+        self.stats.area_changes += 1;
+        if self.areas.is_some() {
+            // Until the node draws its area, only this node's world.
+            self.review_client(client, scene);
+        }
         // ClientJoined(new) to everyone including the new user, then every
         // existing user to the new one, then LoginReply (section 7.2 step 4).
         let joined = Message::ClientJoined(ClientJoined {

@@ -37,6 +37,7 @@ mod sync_state;
 mod tests;
 #[cfg(test)]
 mod tick_tests;
+pub mod visibility;
 mod writer;
 
 pub use self::core::{ServerConfig, ServerEvent, ServerStats, TundraServer};

@@ -93,6 +93,11 @@ impl OwnInterest {
         &self.settings
     }
 
+    /// Where each client's area is drawn now (this world's coordinates).
+    pub fn anchors(&self) -> impl Iterator<Item = (u64, Float3)> + '_ {
+        self.anchors.iter().map(|(c, a)| (*c, *a))
+    }
+
     /// The regions this node wants, in federation coordinates, merged to
     /// at most [`SENT_REGIONS`], and the margin to send with them.
     /// `observers` are the logged-in clients and their last observer

@@ -15,44 +15,9 @@ use crate::federation::interest::table::LinkInterest;
 use crate::less::property_list::FieldValue;
 use crate::logging::RemoteText;
 use crate::scene::position::world_position;
+use crate::scene::tree::{root_of, tree_members as tree};
 use crate::scene::Scene;
 use crate::tundra::EntityId;
-
-/// Members of one entity tree that interest looks at: a larger tree is
-/// carried as if it were in interest (a bound, not a case met in scenes).
-const MAX_TREE: usize = 4096;
-
-/// The root of `id`'s tree (a bounded walk up its parents).
-fn root_of(scene: &Scene, id: EntityId) -> EntityId {
-    let mut root = id;
-    for _ in 0..64 {
-        match scene.entity(root).and_then(|e| e.parent) {
-            Some(parent) if scene.entity(parent).is_some() => root = parent,
-            _ => break,
-        }
-    }
-    root
-}
-
-/// The members of the tree rooted at `root`, parents before children;
-/// `None` when it has more than [`MAX_TREE`].
-fn tree(scene: &Scene, root: EntityId) -> Option<Vec<EntityId>> {
-    let mut members = vec![root];
-    let mut next = 0;
-    while next < members.len() {
-        let children = scene.children(members[next]);
-        if members.len() + children.len() > MAX_TREE {
-            return None;
-        }
-        for child in children {
-            if !members.contains(child) {
-                members.push(*child);
-            }
-        }
-        next += 1;
-    }
-    Some(members)
-}
 
 impl Federation {
     /// Whether `link` should carry `id` as far as interest goes: its tree

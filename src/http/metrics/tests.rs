@@ -52,7 +52,17 @@ fn status() -> NodeStatus {
             exported_entities: 1,
             mirrored_entities: 2,
             bulk: Default::default(),
+            interest: crate::runtime::status::LinkInterestStatus {
+                regions: vec![[0.0, 0.0, 0.0, 1.0, 1.0, 1.0]; 3],
+                ..Default::default()
+            },
         }],
+        interest: crate::runtime::status::InterestStatus {
+            mode: "spatial",
+            entered: 5,
+            left: 4,
+            ..Default::default()
+        },
         ..NodeStatus::default()
     }
 }
@@ -81,6 +91,9 @@ fn renders_families_with_help_type_and_labelled_samples() {
     at("lessgate_peer_packets_lost_total{peer=\"be\\\"ta\",peer_uuid=\"00000000-0000-0000-0000-000000000002\",link=\"4\"} 1");
     at("lessgate_peer_rejected_total{peer=\"be\\\"ta\",peer_uuid=\"00000000-0000-0000-0000-000000000002\",link=\"4\",reason=\"bad_signature\"} 3");
     at("lessgate_peer_mirrored_entities{peer=\"be\\\"ta\",peer_uuid=\"00000000-0000-0000-0000-000000000002\",link=\"4\"} 2");
+    at("lessgate_peer_interest_regions{peer=\"be\\\"ta\",peer_uuid=\"00000000-0000-0000-0000-000000000002\",link=\"4\"} 3");
+    at("lessgate_interest_changes_total{direction=\"entered\"} 5");
+    at("lessgate_interest_changes_total{direction=\"left\"} 4");
 }
 
 #[test]
