@@ -94,6 +94,14 @@ fn a_node_receives_only_what_its_clients_look_at_and_follows_them() {
             );
         }
     }
+    // Node 1 withholds its own world from node 0, and says so.
+    let towards_0 = sim.nodes[1]
+        .federation()
+        .links()
+        .find(|l| l.peer == sim.nodes[0].federation().node_id())
+        .map(|l| l.id)
+        .unwrap();
+    assert_eq!(sim.nodes[1].federation().withheld(towards_0), 1);
     // Node 0's client walks to world 3 (three links away): it appears,
     // through the two relays.
     observe(&mut sim, 0, clients[0], 3000.0);

@@ -278,6 +278,8 @@ pub struct LinkInterestStatus {
     pub origins: Vec<Uuid>,
     pub entries_sent: u64,
     pub entries_received: u64,
+    /// Entities the link would carry but for interest.
+    pub withheld: usize,
 }
 
 /// Bulk packets of one link, and their packet bodies' bytes before
@@ -423,6 +425,7 @@ impl NodeStatus {
                             origins: i.origins.clone(),
                             entries_sent: i.entries_sent,
                             entries_received: i.entries_received,
+                            withheld: node.federation().withheld(l.id),
                         })
                         .unwrap_or_default(),
                 }

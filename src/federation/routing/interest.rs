@@ -145,6 +145,26 @@ impl Federation {
         self.interest.links()
     }
 
+    /// Entities `link` would carry but for interest (a scan: for status
+    /// pages, twice a second).
+    pub fn withheld(&self, link_id: LinkId) -> usize {
+        let Some(link) = self.links.get(&link_id) else {
+            return 0;
+        };
+        if self.interest.routed(link_id).is_none_or(|r| r.is_everywhere()) {
+            return 0;
+        }
+        self.tracked
+            .iter()
+            .filter(|(global, tracked)| {
+                let id = tracked.scene();
+                !link.exported.contains(&id)
+                    && !link.deferred.contains(&id)
+                    && self.should_export(**global, link_id)
+            })
+            .count()
+    }
+
     /// When interest entries are next due on a link.
     pub fn interest_timeout(&self) -> Option<Time> {
         self.interest.poll_timeout()

@@ -160,4 +160,11 @@ fn peer_health_families(e: &mut Exposition, status: &NodeStatus) {
         "Peer connections refused because two nodes share one node UUID.",
     );
     e.sample(name, &[], status.identity_conflicts as f64);
+    e.per_link(
+        status,
+        "lessgate_peer_withheld_entities",
+        "gauge",
+        "Entities the link would carry but for its peer's interest.",
+        |l| l.interest.withheld as f64,
+    );
 }
