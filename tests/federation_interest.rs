@@ -453,3 +453,158 @@ fn measure_grid_costs() {
         }
     }
 }
+
+/// In a triangle, an entity reaches an interested node by the direct link
+/// only: the relay does not send it a second copy.
+#[test]
+fn in_a_triangle_an_entity_takes_the_direct_link_only() {
+    let mut sim = Sim::new(3, 9);
+    for node in 0..3 {
+        sim.nodes[node].set_placement(Placement::new([node as f64 * SPACING, 0.0, 0.0]).unwrap());
+        sim.nodes[node].set_interest_settings(spatial(100.0, 10.0));
+    }
+    let (l01, _) = sim.connect(0, 1, LinkModel::CLEAN);
+    let (_, l21) = sim.connect(1, 2, LinkModel::CLEAN);
+    let (l02, _) = sim.connect(0, 2, LinkModel::CLEAN);
+    let clients: Vec<ClientId> = (0..3).map(|node| sim.add_client(node)).collect();
+    for (node, client) in clients.iter().enumerate() {
+        sim.create_box(node, *client, 1, &format!("w{node}"), 0.0);
+    }
+    // Nodes 0 and 1 both look at world 2.
+    observe(&mut sim, 0, clients[0], 2000.0);
+    observe(&mut sim, 1, clients[1], 1000.0);
+    assert!(run_until(&mut sim, SETTLE, |s| sees(
+        s, 0, clients[0], "w2"
+    ) == 1
+        && sees(s, 1, clients[1], "w2") == 1));
+    sim.run(SETTLE);
+    let at_0 = sim.find(0, clients[0], "w2")[0];
+    let federation = sim.nodes[0].federation();
+    let global = federation.global_of(at_0).unwrap();
+    assert_eq!(federation.route_of(global).map(|r| r.0), Some(l02));
+    // Node 1 holds world 2 but does not relay it to node 0.
+    let at_1 = entity_named(sim.nodes[1].scene(), "w2").unwrap();
+    let towards_0 = sim.nodes[1]
+        .federation()
+        .links()
+        .find(|l| l.peer == sim.nodes[0].federation().node_id())
+        .map(|l| l.id)
+        .unwrap();
+    assert!(sim.nodes[1]
+        .federation()
+        .exported_objects(towards_0, at_1)
+        .is_none());
+    // Nor node 0 world 2's copy back to node 1 (it came from 2 directly).
+    let _ = (l01, l21);
+    let at_0_scene = entity_named(sim.nodes[0].scene(), "w2").unwrap();
+    assert!(sim.nodes[0]
+        .federation()
+        .exported_objects(l01, at_0_scene)
+        .is_none());
+    // The direct link fails: world 2 comes over the relay instead.
+    sim.disconnect(0, l02);
+    assert!(run_until(&mut sim, SETTLE, |s| {
+        let Some(at_0) = s.find(0, clients[0], "w2").first().copied() else {
+            return false;
+        };
+        let federation = s.nodes[0].federation();
+        federation
+            .global_of(at_0)
+            .and_then(|g| federation.route_of(g))
+            .map(|r| r.0)
+            == Some(l01)
+    }));
+    assert_eq!(sees(&sim, 0, clients[0], "w2"), 1);
+}
+
+/// Export policy applies on top of interest: an entity that re-enters a
+/// link's interest comes back with only the components its origin lets
+/// that peer have.
+#[test]
+fn export_policy_holds_for_an_entity_that_enters_interest_again() {
+    use lessgate::federation::{LinkPolicy, TypeFilter};
+    const RIGID_BODY: u32 = 23;
+    let mut sim = Sim::new(2, 10);
+    for node in 0..2 {
+        sim.nodes[node].set_placement(Placement::new([node as f64 * SPACING, 0.0, 0.0]).unwrap());
+        sim.nodes[node].set_interest_settings(spatial(100.0, 10.0));
+    }
+    let scenery = LinkPolicy {
+        export: TypeFilter::Only(
+            ["EC_Placeable", "EC_Name"]
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+        ),
+        accept: TypeFilter::All,
+    };
+    sim.nodes[0].set_configured_exports(vec![scenery.export.clone()]);
+    sim.connect_policies(0, 1, LinkModel::CLEAN, scenery, LinkPolicy::default());
+    let a = sim.add_client(0);
+    let b = sim.add_client(1);
+    sim.create_box_with(0, a, 1, "cart", 0.0, &[RIGID_BODY]);
+    let types = |sim: &Sim| -> Vec<u32> {
+        sim.find(1, b, "cart")
+            .first()
+            .map(|id| {
+                sim.view(1, b).entities[id]
+                    .values()
+                    .map(|(t, _)| *t)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    for _ in 0..2 {
+        observe(&mut sim, 1, b, -1000.0);
+        assert!(run_until(&mut sim, SETTLE, |s| sees(s, 1, b, "cart") == 1));
+        sim.run(Duration::from_millis(500));
+        let mut seen = types(&sim);
+        seen.sort();
+        assert_eq!(seen, vec![20, 26], "Placeable and Name only");
+        observe(&mut sim, 1, b, 0.0);
+        assert!(run_until(&mut sim, SETTLE, |s| sees(s, 1, b, "cart") == 0));
+    }
+}
+
+/// A zone takes an entity over whatever the zone's node's clients look
+/// at (its zones are in its interest), and a node that took an entity over
+/// keeps simulating it when its clients look away; the origin's client,
+/// which looks at it, keeps seeing it move.
+#[test]
+fn hand_over_works_into_and_out_of_interest() {
+    use lessgate::federation::zones::{Hysteresis, Zone, ZoneSet};
+    let (mut sim, clients) = spatial_chain(2, LinkModel::CLEAN, 11);
+    // Node 1 owns the box around its world's origin (its own coordinates).
+    let zone = Zone::new_box([-50.0, -50.0, -50.0], [50.0, 50.0, 50.0]).unwrap();
+    sim.nodes[1].set_zones(
+        ZoneSet::new(vec![zone]).unwrap(),
+        Hysteresis {
+            time: Duration::from_millis(500),
+            distance: 1.0,
+        },
+    );
+    // Node 1's client looks far away from its zone.
+    observe(&mut sim, 1, clients[1], 500.0);
+    sim.run(SETTLE);
+    let cart = sim.find(0, clients[0], "w0")[0];
+    // World 0's box walks into node 1's zone (federation x 1000).
+    observe(&mut sim, 0, clients[0], 1000.0);
+    sim.move_entity(0, clients[0], cart, 1000.0);
+    let node_1 = sim.nodes[1].federation().node_id();
+    assert!(run_until(&mut sim, Duration::from_secs(10), |s| {
+        s.nodes[0].federation().authority_of(cart).map(|a| a.0) == Some(node_1)
+    }));
+    assert_eq!(
+        sees(&sim, 1, clients[1], "w0"),
+        0,
+        "node 1's client still looks away"
+    );
+    // Node 1 simulates it now; node 0's client still sees it and its moves.
+    assert!(entity_named(sim.nodes[1].scene(), "w0").is_some());
+    sim.move_entity(0, clients[0], cart, 1010.0);
+    assert!(run_until(&mut sim, SETTLE, |s| s.x_of(0, clients[0], cart)
+        == Some(1010.0)));
+    for node in 0..2 {
+        sim.nodes[node].federation().check_invariants().unwrap();
+    }
+}

@@ -115,6 +115,9 @@ struct LinkState {
     /// Entries may not leave before this.
     next_send: Time,
     routed: Routed,
+    /// What the link carries of entities that arrived on another link,
+    /// by that link (see [`InterestTable::routed_for`]).
+    routed_from: BTreeMap<LinkId, Routed>,
     /// Entries received and sent, for status pages.
     entries_received: u64,
     entries_sent: u64,
@@ -204,6 +207,7 @@ impl InterestTable {
                 dirty: feature,
                 next_send: Time::ZERO,
                 routed: Routed::default(),
+                routed_from: BTreeMap::new(),
                 entries_received: 0,
                 entries_sent: 0,
             },
@@ -293,6 +297,13 @@ impl InterestTable {
             }
         }
         let best: BTreeMap<Uuid, LinkId> = best.into_iter().map(|(o, (_, _, l))| (o, l)).collect();
+        // Per link, the origins that reach each other link's peer by
+        // another way (it relayed their entries here).
+        let known_by: BTreeMap<LinkId, BTreeSet<Uuid>> = self
+            .links
+            .iter()
+            .map(|(link, state)| (*link, state.received.keys().copied().collect()))
+            .collect();
         let mut changed = Vec::new();
         for (link, state) in self.links.iter_mut() {
             let entries: Vec<&InterestEntry> = state
@@ -302,8 +313,21 @@ impl InterestTable {
                 .map(|(_, entry)| entry)
                 .collect();
             let routed = Routed::new(&entries);
-            if routed != state.routed {
+            let routed_from: BTreeMap<LinkId, Routed> = known_by
+                .iter()
+                .filter(|(from, _)| *from != link)
+                .map(|(from, known)| {
+                    let served: Vec<&InterestEntry> = entries
+                        .iter()
+                        .filter(|e| !known.contains(&e.origin) || e.regions == [Region::EVERYWHERE])
+                        .copied()
+                        .collect();
+                    (*from, Routed::new(&served))
+                })
+                .collect();
+            if routed != state.routed || routed_from != state.routed_from {
                 state.routed = routed;
+                state.routed_from = routed_from;
                 changed.push(*link);
             }
         }
@@ -322,9 +346,25 @@ impl InterestTable {
         self.links.values().all(|s| s.routed.everywhere)
     }
 
-    /// The regions `link` carries entities into.
+    /// The regions `link` carries entities into (this node's own; status
+    /// pages).
     pub fn routed(&self, link: LinkId) -> Option<&Routed> {
         self.links.get(&link).map(|s| &s.routed)
+    }
+
+    /// The regions `link` carries entities into that arrived here on
+    /// `from` (`None`: this node's own, and those it is the authority of).
+    /// An origin whose entry `from`'s peer relayed here is left out: that
+    /// peer reaches it by another way and sends it the entity itself, so
+    /// each interested node gets each entity once, along the shortest
+    /// path from where it is simulated (reverse-path forwarding). An entry
+    /// for all of space is never left out: mode `all` floods as before.
+    pub fn routed_for(&self, link: LinkId, from: Option<LinkId>) -> Option<&Routed> {
+        let state = self.links.get(&link)?;
+        match from {
+            Some(from) if from != link => state.routed_from.get(&from).or(Some(&state.routed)),
+            _ => Some(&state.routed),
+        }
     }
 
     /// The entries `link`'s peer should hold from this node now, by origin.

@@ -29,7 +29,15 @@ impl Federation {
         id: EntityId,
         scene: &Scene,
     ) -> bool {
-        let Some(routed) = self.interest.routed(link_id) else {
+        // The link the entity arrived on, if this node does not simulate
+        // it: what goes on from there is decided per upstream link.
+        let upstream = self
+            .tracked
+            .global_of(id)
+            .and_then(|g| self.tracked.get(&g))
+            .filter(|t| !t.is_source())
+            .and_then(|t| t.selected);
+        let Some(routed) = self.interest.routed_for(link_id, upstream) else {
             return true;
         };
         if routed.is_everywhere() {
@@ -151,7 +159,11 @@ impl Federation {
         let Some(link) = self.links.get(&link_id) else {
             return 0;
         };
-        if self.interest.routed(link_id).is_none_or(|r| r.is_everywhere()) {
+        if self
+            .interest
+            .routed(link_id)
+            .is_none_or(|r| r.is_everywhere())
+        {
             return 0;
         }
         self.tracked
