@@ -368,16 +368,30 @@ fn a_longer_chain_does_not_cost_the_first_node_more() {
     );
 }
 
-/// Measurement, not a check (run with `--ignored --nocapture`; figures in
-/// BENCHMARKS.md): nodes in a square grid, worlds 1 km apart, linked to
-/// their grid neighbours, each with one client at home and 20 boxes moving
-/// at 10 Hz. Reports, for the node at the grid's centre, the bytes per
-/// second its links bring it and the entities it presents, in `all` and
-/// in `spatial` mode.
+/// Measurement, not a check (run with `cargo test --release --test
+/// federation_interest measure_grid_costs -- --ignored --nocapture`;
+/// figures in BENCHMARKS.md): nodes in a square grid, worlds 1 km apart,
+/// linked to their grid neighbours, each with one client at home and
+/// 1,000 entities its own simulation moves every tick (20 Hz) within 50 m
+/// of its origin. Reports, for the node at the grid's centre, the updates
+/// (property values) and bytes per second its links bring it and the
+/// entities it presents, and for the whole run the CPU per node, in `all`
+/// and in `spatial` mode.
 #[test]
 #[ignore]
 fn measure_grid_costs() {
-    fn run(side: usize, spatial_mode: bool) -> (f64, usize, f64) {
+    use lessgate::scene::{ChangeSource, Origin};
+    use lessgate::tundra::values::Transform;
+    use lessgate::tundra::AttributeValue;
+    const MOVERS: usize = 1000;
+    fn at(x: f32, z: f32) -> AttributeValue {
+        AttributeValue::Transform(Transform {
+            pos: Float3::new(x, 0.0, z),
+            rot: Float3::new(0.0, 0.0, 0.0),
+            scale: Float3::new(1.0, 1.0, 1.0),
+        })
+    }
+    fn run(side: usize, spatial_mode: bool, seconds: u64) -> (f64, f64, usize, f64) {
         let n = side * side;
         let mut sim = Sim::new(n, 7);
         for node in 0..n {
@@ -386,6 +400,33 @@ fn measure_grid_costs() {
             if spatial_mode {
                 sim.nodes[node].set_interest_settings(spatial(100.0, 10.0));
             }
+            let scene = sim.nodes[node].scene_mut();
+            let mut movers = Vec::with_capacity(MOVERS);
+            for i in 0..MOVERS {
+                let components = vec![
+                    placeable_component(1, at((i % 32) as f32, (i / 32) as f32)),
+                    name_component(2, &format!("m{i}")),
+                ];
+                let created = scene
+                    .create_entity(
+                        ChangeSource::Node,
+                        None,
+                        Origin::Local,
+                        false,
+                        None,
+                        components,
+                    )
+                    .unwrap();
+                movers.push((created.id, created.components[0].1));
+            }
+            sim.nodes[node].set_tick_hook(Box::new(move |scene, now| {
+                let t = now.as_micros() as f32 / 1e6;
+                for (i, (entity, placeable)) in movers.iter().enumerate() {
+                    let phase = t + i as f32 * 0.01;
+                    let value = at((i % 32) as f32 + phase.sin(), (i / 32) as f32 + phase.cos());
+                    let _ = scene.edit_attribute(ChangeSource::Node, *entity, *placeable, 0, value);
+                }
+            }));
         }
         for node in 0..n {
             if node % side + 1 < side {
@@ -395,60 +436,44 @@ fn measure_grid_costs() {
                 sim.connect(node, node + side, LinkModel::CLEAN);
             }
         }
-        let clients: Vec<ClientId> = (0..n).map(|node| sim.add_client(node)).collect();
-        for (node, client) in clients.iter().enumerate() {
-            for i in 0..20 {
-                sim.create_box(node, *client, i + 1, &format!("b{node}-{i}"), i as f32);
-            }
-        }
-        sim.run(Duration::from_secs(5));
-        let mut boxes = Vec::new();
-        for (node, client) in clients.iter().enumerate() {
-            for i in 0..20 {
-                if let Some(id) = sim.find(node, *client, &format!("b{node}-{i}")).first() {
-                    boxes.push((node, *client, *id));
-                }
-            }
-        }
+        let _clients: Vec<ClientId> = (0..n).map(|node| sim.add_client(node)).collect();
+        sim.run(Duration::from_secs(3));
         let centre = (side / 2) * side + side / 2;
-        let into_centre = |sim: &Sim| -> usize {
-            sim.bytes_sent
-                .iter()
-                .filter(|((from, link), _)| {
-                    sim.wiring
-                        .get(&(*from, *link))
-                        .is_some_and(|(to, _, _)| *to == centre)
+        let received = |sim: &Sim| -> (u64, u64) {
+            sim.nodes[centre]
+                .federation()
+                .links()
+                .fold((0, 0), |(v, b), l| {
+                    let stats = l.session.stats();
+                    (v + stats.values_received, b + stats.bytes_received)
                 })
-                .map(|(_, b)| *b)
-                .sum()
         };
-        let before = into_centre(&sim);
+        let (values_before, bytes_before) = received(&sim);
         let started = std::time::Instant::now();
-        let seconds = 5;
-        for step in 0..seconds * 10 {
-            for (node, client, entity) in &boxes {
-                sim.move_entity(*node, *client, *entity, (step % 9) as f32);
-            }
-            sim.run(Duration::from_millis(100));
-        }
-        let wall = started.elapsed().as_secs_f64() / seconds as f64;
-        let bytes = (into_centre(&sim) - before) as f64 / seconds as f64;
-        (bytes, sim.nodes[centre].scene().len(), wall)
+        sim.run(Duration::from_secs(seconds));
+        let cpu_per_node = started.elapsed().as_secs_f64() / seconds as f64 / n as f64;
+        let (values_after, bytes_after) = received(&sim);
+        (
+            (values_after - values_before) as f64 / seconds as f64,
+            (bytes_after - bytes_before) as f64 / seconds as f64,
+            sim.nodes[centre].scene().len(),
+            cpu_per_node,
+        )
     }
-    println!(
-        "| nodes | mode | bytes/s into the centre node | entities it presents | wall s per sim s |"
-    );
-    println!("|---|---|---|---|---|");
+    println!("| nodes | mode | updates/s into the centre node | link bytes/s into it | entities it presents | CPU per node (share of a core) |");
+    println!("|---|---|---|---|---|---|");
     for side in [2usize, 4, 8, 10] {
         for spatial_mode in [false, true] {
             if !spatial_mode && side > 4 {
-                continue; // every node carries every world: minutes per run
+                continue; // every node carries every world: the sim itself cannot keep up
             }
-            let (bytes, entities, wall) = run(side, spatial_mode);
+            let seconds = if spatial_mode { 5 } else { 2 };
+            let (values, bytes, entities, cpu) = run(side, spatial_mode, seconds);
             let mode = if spatial_mode { "spatial" } else { "all" };
             println!(
-                "| {} | {mode} | {bytes:.0} | {entities} | {wall:.2} |",
-                side * side
+                "| {} | {mode} | {values:.0} | {bytes:.0} | {entities} | {:.1}% |",
+                side * side,
+                cpu * 100.0
             );
         }
     }

@@ -117,3 +117,179 @@ async fn a_client_receives_a_far_world_only_while_it_looks_there() {
     )
     .await;
 }
+
+/// A node process with its HTTP status address.
+struct Measured {
+    _process: Process,
+    url: String,
+    http: String,
+}
+
+async fn start_with_http(files: &NodeFiles) -> Measured {
+    let mut process = Process::spawn(
+        Command::new(lessgate_binary())
+            .arg("run")
+            .arg("--config")
+            .arg(files.dir.join("node.toml"))
+            .args(["--http-listen", "127.0.0.1:0"])
+            .env("RUST_LOG", "warn")
+            .env("NO_COLOR", "1")
+            .stderr(Stdio::from(
+                std::fs::File::create(files.dir.join("stderr.log")).unwrap(),
+            )),
+    );
+    let (mut url, mut http) = (None, None);
+    let (url, http) = process
+        .read_stdout_until(move |line| {
+            if let Some(rest) = line.strip_prefix(common::process::TUNDRA_LINE) {
+                url = Some(rest.to_owned());
+            }
+            if let Some(rest) = line.strip_prefix("lessgate: status, metrics and health at http://")
+            {
+                http = Some(rest.trim_end_matches('/').to_owned());
+            }
+            Some((url.clone()?, http.clone()?))
+        })
+        .await;
+    Measured {
+        _process: process,
+        url,
+        http,
+    }
+}
+
+/// Bytes a node's links have received so far (`/status`).
+async fn link_bytes_received(http: &str) -> u64 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(http).await.unwrap();
+    let request = "GET /status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).await.unwrap();
+    let (_, body) = text.split_once("\r\n\r\n").expect("a full answer");
+    let status: serde_json::Value = serde_json::from_str(body).expect("/status is JSON");
+    status["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["bytes_received"].as_u64().unwrap())
+        .sum()
+}
+
+const BOXES: u32 = 100;
+
+/// Measurement, not a check (`cargo test --release --test
+/// federation_interest_process measure -- --ignored --nocapture`; figures in
+/// BENCHMARKS.md): real nodes in a chain, worlds 1 km apart, `radius =
+/// 300`, a client on each node moving 100 boxes of its world at 10 Hz and
+/// looking at home. Prints the link bytes each node receives per second
+/// with 3 and 8 nodes, in `spatial` and in `all` mode; then, in the chain
+/// of 3, the time from an ObserverPosition that moves node 0's client
+/// into world 2's area until it has all of world 2's boxes (20 rounds).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn measure_chain_link_bytes_and_observer_latency() {
+    use common::tundra_values::move_to;
+    for spatial in [true, false] {
+        for n in [3usize, 8] {
+            let root = tempfile::tempdir().unwrap();
+            let names: Vec<String> = (0..n).map(|i| format!("n{i}")).collect();
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            let chain: Vec<(usize, usize)> = (1..n).map(|i| (i - 1, i)).collect();
+            let files = write_nodes(root.path(), &names, &chain, None, "");
+            for (i, seat) in files.iter().enumerate() {
+                let node_toml = seat.dir.join("node.toml");
+                edit(
+                    &node_toml,
+                    "tick_hz = 20\n",
+                    &format!("tick_hz = 20\nplacement = [{}, 0, 0]\n", i * 1000),
+                );
+                let mode = if spatial { "spatial" } else { "all" };
+                let text = std::fs::read_to_string(&node_toml).unwrap();
+                std::fs::write(
+                    &node_toml,
+                    format!("{text}\n[interest]\nmode = \"{mode}\"\nradius = 300\n"),
+                )
+                .unwrap();
+            }
+            let mut nodes = Vec::new();
+            for seat in &files {
+                nodes.push(start_with_http(seat).await);
+            }
+            let mut movers = Vec::new();
+            for (i, node) in nodes.iter().enumerate() {
+                let client = Observer::join(&node.url, &format!("c{i}")).await;
+                client.send(&look_from(50.0)).await;
+                let mut boxes = Vec::new();
+                for b in 0..BOXES {
+                    let (id, placeable) = client
+                        .create(b + 1, named_box_at(&format!("w{i}-{b}"), b as f32))
+                        .await;
+                    boxes.push((id, placeable.unwrap()));
+                }
+                movers.push((client, boxes));
+            }
+            let mut tick = 0u32;
+            let mut step = || {
+                tick += 1;
+                tick
+            };
+            // Warm up 5 s, then measure 10 s.
+            let mut before = Vec::new();
+            for phase in 0..2 {
+                let steps = if phase == 0 { 50 } else { 100 };
+                if phase == 1 {
+                    before.clear();
+                    for node in &nodes {
+                        before.push(link_bytes_received(&node.http).await);
+                    }
+                }
+                for _ in 0..steps {
+                    let t = step();
+                    for (client, boxes) in &movers {
+                        for (b, (id, placeable)) in boxes.iter().enumerate() {
+                            let x = b as f32 + ((t % 10) as f32) * 0.1;
+                            client.send(&move_to(*id, *placeable, x)).await;
+                        }
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+            }
+            let mut per_node = Vec::new();
+            for (i, node) in nodes.iter().enumerate() {
+                per_node.push((link_bytes_received(&node.http).await - before[i]) as f64 / 10.0);
+            }
+            let max = per_node.iter().cloned().fold(0.0, f64::max);
+            let mean = per_node.iter().sum::<f64>() / n as f64;
+            println!(
+                "chain of {n}, {}: link bytes received per node per second: mean {mean:.0}, max {max:.0} ({per_node:.0?})",
+                if spatial { "spatial" } else { "all" }
+            );
+            if spatial && n == 3 {
+                let (client, _) = &movers[0];
+                let mut times = Vec::new();
+                for _ in 0..20 {
+                    let started = std::time::Instant::now();
+                    client.send(&look_from(2050.0)).await;
+                    wait_observers(&[client], PATIENCE, "world 2 arrives", |seen| {
+                        (0..BOXES).all(|b| seen[0].view.find(&format!("w2-{b}")).is_some())
+                    })
+                    .await;
+                    times.push(started.elapsed().as_secs_f64() * 1e3);
+                    client.send(&look_from(50.0)).await;
+                    wait_observers(&[client], PATIENCE, "world 2 leaves", |seen| {
+                        seen[0].view.find("w2-0").is_none()
+                    })
+                    .await;
+                }
+                times.sort_by(f64::total_cmp);
+                println!(
+                    "ObserverPosition into world 2 (2 hops) until all its {BOXES} boxes: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+                    times[times.len() / 2],
+                    times[(times.len() * 99 / 100).min(times.len() - 1)],
+                    times[times.len() - 1]
+                );
+            }
+        }
+    }
+}
