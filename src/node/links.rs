@@ -13,6 +13,7 @@ use crate::federation::{Link, LinkPolicy, TypeFilter};
 use crate::less::session::{ConfigError, Session, SessionConfig};
 use crate::link_id::LinkId;
 use crate::logging::RemoteText;
+use crate::server::WriteRule;
 
 /// A negotiated peer link, as the transport reports it.
 #[derive(Debug, Clone)]
@@ -36,7 +37,13 @@ impl Node {
     /// exports on it. A session the settings cannot start is refused (the
     /// driver closes the link).
     pub fn handle_link_up(&mut self, now: Time, link: LinkUp) -> Result<(), ConfigError> {
-        let session = Session::new(link.session, now)?;
+        let mut config = link.session;
+        // A link sends what changed at most once per client-write gap (or
+        // a datagram's worth at once): at light load its updates share
+        // packets, and the far node's clients, written at the same gap,
+        // get them at once (docs/federation.md §6).
+        config.send_gap = WriteRule::for_tick(self.tick_period).min_gap;
+        let session = Session::new(config, now)?;
         let mut federated = Link::new(link.id, link.peer, link.peer_name, link.policy, session);
         federated.features = link.features;
         self.federation.add_link(federated, &self.scene);
