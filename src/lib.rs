@@ -61,6 +61,9 @@
 //!   (load generator and its measurements);
 //! - `proc_stats`: this or another process's CPU time, memory and open
 //!   files from `/proc`, for `/metrics` and the load generator.
+//! - `fuzz`: the fuzz harnesses, one entry point per cargo-fuzz target,
+//!   replayed by the normal suite; they may build anything (a node from the
+//!   demo's worlds) and nothing uses them.
 //!
 //! `tests/architecture.rs` checks these dependency rules.
 #![forbid(unsafe_code)]
@@ -71,6 +74,8 @@ pub mod clock;
 pub mod config;
 pub mod demo;
 pub mod federation;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod http;
 pub mod knet;
 pub mod less;

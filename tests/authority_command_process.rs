@@ -191,17 +191,19 @@ async fn an_operator_takes_an_entity_and_gives_it_back() {
     );
     let answer: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(answer["outcome"], "requested");
-    for http in [&beta_http, &alpha_http] {
-        wait_for(http, "/status", "beta is the crate's authority", |s| {
-            authority_of(s, BETA) == 1 && authority_of(s, ALPHA) == 0
-        })
-        .await;
-    }
-    // The request states the operator as its reason: both ends count it so.
-    let alpha_status = get_json(&alpha_http, "/status").await;
+    // The request states the operator as its reason: both ends count it so
+    // (each status polled until it shows the hand-over).
+    let moved = |s: &serde_json::Value| authority_of(s, BETA) == 1 && authority_of(s, ALPHA) == 0;
+    let alpha_status = wait_for(&alpha_http, "/status", "alpha gave the crate", |s| {
+        moved(s) && s["handovers"]["given"][0] != serde_json::Value::Null
+    })
+    .await;
     assert_eq!(alpha_status["handovers"]["given"][0]["peer_uuid"], BETA);
     assert_eq!(alpha_status["handovers"]["given"][0]["reason"], "operator");
-    let beta_status = get_json(&beta_http, "/status").await;
+    let beta_status = wait_for(&beta_http, "/status", "beta took the crate", |s| {
+        moved(s) && s["handovers"]["taken"][0] != serde_json::Value::Null
+    })
+    .await;
     assert_eq!(beta_status["handovers"]["taken"][0]["peer_uuid"], ALPHA);
     assert_eq!(beta_status["handovers"]["taken"][0]["reason"], "operator");
 
@@ -230,20 +232,18 @@ async fn an_operator_takes_an_entity_and_gives_it_back() {
     let answer: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(answer["outcome"], "handed-over");
     assert_eq!(answer["authority"], ALPHA);
-    for http in [&beta_http, &alpha_http] {
-        wait_for(
-            http,
-            "/status",
-            "alpha is the crate's authority again",
-            |s| authority_of(s, ALPHA) == 1 && authority_of(s, BETA) == 0,
-        )
-        .await;
-    }
-    let beta_status = get_json(&beta_http, "/status").await;
+    let back = |s: &serde_json::Value| authority_of(s, ALPHA) == 1 && authority_of(s, BETA) == 0;
+    let beta_status = wait_for(&beta_http, "/status", "beta gave the crate back", |s| {
+        back(s) && s["handovers"]["given"][0] != serde_json::Value::Null
+    })
+    .await;
     assert_eq!(beta_status["handovers"]["given"][0]["peer_uuid"], ALPHA);
     assert_eq!(beta_status["handovers"]["given"][0]["reason"], "operator");
     // Alpha did not ask for it back.
-    let alpha_status = get_json(&alpha_http, "/status").await;
+    let alpha_status = wait_for(&alpha_http, "/status", "alpha took the crate back", |s| {
+        back(s) && s["handovers"]["taken"][0] != serde_json::Value::Null
+    })
+    .await;
     assert_eq!(alpha_status["handovers"]["taken"][0]["peer_uuid"], BETA);
     assert_eq!(alpha_status["handovers"]["taken"][0]["reason"], "push");
     let log = std::fs::read_to_string(beta_dir.join("node.log")).unwrap();

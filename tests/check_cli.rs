@@ -100,8 +100,9 @@ impl Federation {
             beta: HeldPorts::new(),
             spare_fingerprint: spare.to_string(),
         };
-        federation.write_node("alpha", ALPHA_UUID, &federation.alpha);
-        federation.write_node("beta", BETA_UUID, &federation.beta);
+        // One scene for both, beta's world placed beside alpha's.
+        federation.write_node("alpha", ALPHA_UUID, &federation.alpha, [0, 0, 0]);
+        federation.write_node("beta", BETA_UUID, &federation.beta, [100, 0, 0]);
         federation.write(
             "alpha/peers/beta.toml",
             &format!(
@@ -116,11 +117,12 @@ impl Federation {
         federation
     }
 
-    fn write_node(&self, name: &str, uuid: &str, ports: &HeldPorts) {
+    fn write_node(&self, name: &str, uuid: &str, ports: &HeldPorts, placement: [i32; 3]) {
         let addr = |l: &TcpListener| l.local_addr().unwrap();
         let udp = |s: &UdpSocket| s.local_addr().unwrap();
+        let [x, y, z] = placement;
         let text = format!(
-            "[node]\nname = \"{name}\"\nuuid = \"{uuid}\"\n\n\
+            "[node]\nname = \"{name}\"\nuuid = \"{uuid}\"\nplacement = [{x}, {y}, {z}]\n\n\
              [tundra]\nlisten = \"{}\"\nknet_listen = \"{}\"\nscene = \"{}\"\n\n\
              [http]\nlisten = \"{}\"\n\n\
              [peering]\ncontrol_listen = \"{}\"\ndata_listen = \"{}\"\n\
@@ -204,6 +206,8 @@ fn a_valid_federation_checks_while_every_port_it_names_is_taken() {
         "node `alpha` (uuid 6f1c2a8e-0d4b-4f57-9a38-3b1f2d6c7e01)",
         "node `beta`",
         "nested.txml: ",
+        "placement [0, 0, 0] m in federation space",
+        "placement [100, 0, 0] m in federation space",
         "peer      beta: dials ",
         "export [EC_Name, EC_Placeable], accept all",
         "peer      alpha: waits for it to dial",
@@ -305,6 +309,30 @@ fn an_unknown_type_name_in_export_or_accept_is_refused_with_a_suggestion() {
         &federation.path("alpha/peers/beta.toml"),
         &["key `accept`", "did you mean `EC_Name`?"],
     );
+}
+
+/// Two worlds placed on top of each other are named in a warning (the
+/// check still passes: it is legal, and probably unintended).
+#[test]
+fn worlds_that_overlap_in_federation_space_are_warned_about() {
+    let federation = Federation::new();
+    federation.edit(
+        "beta/node.toml",
+        "placement = [100, 0, 0]",
+        "placement = [0.5, 0, 0]",
+    );
+    let output = federation.check_both();
+    assert!(output.success, "{}\n{}", output.stdout, output.stderr);
+    let warning = output
+        .stderr
+        .lines()
+        .find(|line| line.contains("overlap in federation space"))
+        .unwrap_or_else(|| panic!("no overlap warning:\n{}", output.stderr));
+    assert!(
+        warning.contains("`alpha`") && warning.contains("`beta`"),
+        "{warning}"
+    );
+    assert!(warning.contains("node.placement"), "{warning}");
 }
 
 #[test]
@@ -503,4 +531,41 @@ fn the_example_federation_checks_as_a_whole() {
         output.stdout
     );
     assert_eq!(output.stdout.matches("  peer      ").count(), 6);
+}
+
+#[test]
+fn a_burst_far_above_the_rate_is_warned_about_and_a_following_one_is_not() {
+    let federation = Federation::new();
+    let node = "alpha/node.toml";
+    let text = federation.read(node);
+    // The rate lowered, the burst left to follow it: no warning.
+    federation.write(
+        node,
+        &format!("{text}\n[limits]\nmax_messages_per_second = 2000\n"),
+    );
+    let output = federation.check(&[node]);
+    assert!(output.success, "{}", output.stderr);
+    assert!(
+        !output.stderr.contains("max_message_burst"),
+        "{}",
+        output.stderr
+    );
+    // The burst of the old default kept beside a lowered rate: warned
+    // about, naming the file and both keys, and still valid.
+    federation.write(
+        node,
+        &format!("{text}\n[limits]\nmax_messages_per_second = 2000\nmax_message_burst = 200000\n"),
+    );
+    let output = federation.check(&[node]);
+    assert!(output.success, "{}", output.stderr);
+    let warning = output
+        .stderr
+        .lines()
+        .find(|line| line.starts_with("warning: ") && line.contains("max_message_burst"))
+        .unwrap_or_else(|| panic!("no warning in:\n{}", output.stderr));
+    assert!(
+        warning.contains(&federation.path(node).display().to_string())
+            && warning.contains("100 s of limits.max_messages_per_second = 2000"),
+        "{warning}"
+    );
 }

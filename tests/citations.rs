@@ -4,8 +4,16 @@
 //! specification drafts the project was written from, numbered design
 //! decisions kept elsewhere, paths outside the checkout).
 //!
+//! A bare `§N` (no document before it in the same list) cites the document
+//! it is in, for a file of `docs/`; anywhere else, the document the file
+//! cited last before it (a code comment names its document once and then
+//! its sections), and a `§N` with no document before it is an error.
+//!
 //! Code files are checked in their comments only (after `//`): identifiers
-//! and output text are not citations.
+//! and output text are not citations. A file's citable text is read as one
+//! line (line breaks, the comment markers that start the next line and runs
+//! of spaces are one space), so a citation or a forbidden phrase split over
+//! two lines is read whole.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs;
@@ -23,8 +31,20 @@ const SCANNED: &[&str] = &[
     "BENCHMARKS-history.md",
 ];
 
-/// Directories holding data, not prose: fuzz inputs and build output.
-const SKIPPED_DIRS: &[&str] = &["target", "fuzz_corpus", "corpus", "corpora", "fixtures"];
+/// This checker: its text is examples of what it refuses.
+const CHECKER: &str = "tests/citations.rs";
+
+/// Directories holding data, not prose: fuzz inputs, build output and
+/// installed packages.
+const SKIPPED_DIRS: &[&str] = &[
+    "target",
+    "fuzz_corpus",
+    "corpus",
+    "corpora",
+    "fixtures",
+    // Installed npm packages (tests/web): others' text, not ours.
+    "node_modules",
+];
 
 /// Phrases that cite documents outside the repository (compared in lower case).
 const FORBIDDEN: &[&str] = &[
@@ -73,25 +93,58 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The text that may hold citations, one entry per line of the file (so
-/// reported line numbers are the file's).
-fn cited_text(kind: Kind, text: &str) -> String {
-    match kind {
-        Kind::Prose => text.to_owned(),
-        Kind::Code => comments_after(text, "//"),
-        Kind::Hash => comments_after(text, "#"),
+/// A file's citable text as one line, and the file's line of each byte.
+struct Citable {
+    text: String,
+    lines: Vec<usize>,
+}
+
+impl Citable {
+    /// The text of `kind` that may hold citations, flattened: each line's
+    /// citable part (all of it for prose, what follows `//` or `#` for
+    /// code), its leading comment marker and spaces dropped, joined by one
+    /// space, every run of white space one space.
+    fn of(kind: Kind, text: &str) -> Citable {
+        let mut flat = Citable {
+            text: String::with_capacity(text.len()),
+            lines: Vec::with_capacity(text.len()),
+        };
+        for (index, line) in text.lines().enumerate() {
+            let part = match kind {
+                Kind::Prose => line,
+                Kind::Code => after_marker(line, "//", &['/', '!']),
+                Kind::Hash => after_marker(line, "#", &['#']),
+            };
+            flat.push(' ', index + 1);
+            for c in part.chars() {
+                flat.push(c, index + 1);
+            }
+        }
+        flat
+    }
+
+    fn push(&mut self, c: char, line: usize) {
+        let c = if c.is_whitespace() { ' ' } else { c };
+        if c == ' ' && (self.text.is_empty() || self.text.ends_with(' ')) {
+            return;
+        }
+        self.text.push(c);
+        self.lines.resize(self.text.len(), line);
+    }
+
+    /// The file's line of byte `at` of the flat text.
+    fn line_at(&self, at: usize) -> usize {
+        self.lines.get(at).copied().unwrap_or(0)
     }
 }
 
-/// What follows `marker` on each line, the lines kept apart.
-fn comments_after(text: &str, marker: &str) -> String {
-    text.lines()
-        .map(|line| {
-            line.find(marker)
-                .map_or("", |at| &line[at + marker.len()..])
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+/// What follows `marker` on a line (nothing if it has none), without the
+/// doc-comment markers (`markers`) that continue it and leading spaces.
+fn after_marker<'a>(line: &'a str, marker: &str, markers: &[char]) -> &'a str {
+    line.find(marker)
+        .map_or("", |at| &line[at + marker.len()..])
+        .trim_start_matches(markers)
+        .trim_start()
 }
 
 /// The section numbers of a Markdown document's headings (`## 4. Messages`,
@@ -131,10 +184,6 @@ impl Docs {
     }
 }
 
-fn line_at(text: &str, byte: usize) -> usize {
-    text[..byte].matches('\n').count() + 1
-}
-
 /// Skips spaces, line breaks and the comment markers a wrapped comment
 /// line starts with.
 fn skip_gap(text: &str) -> &str {
@@ -163,15 +212,37 @@ fn next_in_list(text: &str) -> Option<&str> {
     rest.starts_with('§').then_some(rest)
 }
 
+/// Whether the words after a document's name declare it the one the
+/// bare `§N` below cite (`docs/knet-wire.md (its sections are cited below
+/// as §N)`): in a file of `docs/`, bare sections otherwise cite the file.
+fn declares_sections(after_name: &str) -> bool {
+    let words = after_name.trim_start_matches([' ', '(', ',']);
+    [
+        "its sections are cited below",
+        "whose sections are cited below",
+    ]
+    .iter()
+    .any(|phrase| words.starts_with(phrase))
+}
+
+/// The document a file of `docs/` is (`docs/less-wire.md` is
+/// `less-wire`), which its bare `§N` cite.
+fn own_document(file: &str) -> Option<&str> {
+    let name = file.strip_prefix("docs/")?.strip_suffix(".md")?;
+    (!name.contains('/')).then_some(name)
+}
+
 /// Every problem with the citations of one file's citable text.
-fn check(file: &str, text: &str, docs: &mut Docs) -> Vec<String> {
+fn check(file: &str, citable: &Citable, docs: &mut Docs) -> Vec<String> {
+    let text = citable.text.as_str();
+    let line_at = |at: usize| citable.line_at(at);
     let mut problems = Vec::new();
     let lower = text.to_lowercase();
     for phrase in FORBIDDEN {
         for (at, _) in lower.match_indices(phrase) {
             problems.push(format!(
                 "{file}:{}: cites a document outside the repository ({phrase:?})",
-                line_at(&lower, at)
+                line_at(at)
             ));
         }
     }
@@ -179,7 +250,7 @@ fn check(file: &str, text: &str, docs: &mut Docs) -> Vec<String> {
         if lower[at + "decision ".len()..].starts_with(|c: char| c.is_ascii_digit()) {
             problems.push(format!(
                 "{file}:{}: cites a numbered decision; cite the docs section that states it",
-                line_at(&lower, at)
+                line_at(at)
             ));
         }
     }
@@ -188,11 +259,16 @@ fn check(file: &str, text: &str, docs: &mut Docs) -> Vec<String> {
             if !text[..at].ends_with("docs/") {
                 problems.push(format!(
                     "{file}:{}: names {wire} without its place (docs/{wire})",
-                    line_at(text, at)
+                    line_at(at)
                 ));
             }
         }
     }
+    // Every document named, where (for the bare `§N` after it), and every
+    // `§` read as part of a citation list.
+    let mut named: Vec<(usize, &str)> = Vec::new();
+    let mut declared: Vec<(usize, &str)> = Vec::new();
+    let mut listed: BTreeSet<usize> = BTreeSet::new();
     for (at, _) in text.match_indices("docs/") {
         let after = &text[at + "docs/".len()..];
         let name_len = after
@@ -205,26 +281,77 @@ fn check(file: &str, text: &str, docs: &mut Docs) -> Vec<String> {
         if name.is_empty() || at > 0 && text[..at].ends_with(|c: char| c.is_alphanumeric()) {
             continue;
         }
-        let line = line_at(text, at);
-        let Some(sections) = docs.sections(name) else {
+        let line = line_at(at);
+        if docs.sections(name).is_none() {
             problems.push(format!("{file}:{line}: docs/{name}.md does not exist"));
             continue;
-        };
+        }
+        named.push((at, name));
+        if declares_sections(rest) {
+            declared.push((at, name));
+        }
         let mut next = Some(skip_gap(rest)).filter(|r| r.starts_with('§'));
         while let Some(cursor) = next {
+            listed.insert(text.len() - cursor.len());
             let Some((number, rest)) = section_at(cursor) else {
                 problems.push(format!("{file}:{line}: docs/{name}.md: § without a number"));
                 break;
             };
-            if !sections.contains(number) {
-                problems.push(format!(
-                    "{file}:{line}: docs/{name}.md has no heading numbered {number}"
-                ));
-            }
+            problems.extend(missing_section(file, line, name, number, docs));
+            next = next_in_list(rest);
+        }
+    }
+    let own = own_document(file);
+    fn last_before<'a>(list: &[(usize, &'a str)], at: usize) -> Option<&'a str> {
+        list.iter()
+            .rev()
+            .find(|(named_at, _)| *named_at < at)
+            .map(|(_, name)| *name)
+    }
+    for (at, _) in text.match_indices('§') {
+        let placeholder = text[at..]
+            .chars()
+            .nth(1)
+            .is_some_and(|c| c.is_ascii_uppercase());
+        if listed.contains(&at) || placeholder {
+            continue;
+        }
+        let line = line_at(at);
+        let cited = match own {
+            Some(own) => Some(last_before(&declared, at).unwrap_or(own)),
+            None => last_before(&named, at),
+        };
+        let Some(name) = cited else {
+            problems.push(format!(
+                "{file}:{line}: § with no document before it: name the document (docs/NAME.md §N)"
+            ));
+            continue;
+        };
+        let mut next = Some(&text[at..]);
+        while let Some(cursor) = next {
+            listed.insert(text.len() - cursor.len());
+            let Some((number, rest)) = section_at(cursor) else {
+                problems.push(format!("{file}:{line}: § without a number"));
+                break;
+            };
+            problems.extend(missing_section(file, line, name, number, docs));
             next = next_in_list(rest);
         }
     }
     problems
+}
+
+/// A problem if document `name` has no heading numbered `number`.
+fn missing_section(
+    file: &str,
+    line: usize,
+    name: &str,
+    number: &str,
+    docs: &mut Docs,
+) -> Option<String> {
+    let sections = docs.sections(name)?;
+    (!sections.contains(number))
+        .then(|| format!("{file}:{line}: docs/{name}.md has no heading numbered {number}"))
 }
 
 fn root() -> PathBuf {
@@ -261,7 +388,10 @@ fn every_citation_names_a_section_of_a_repository_document() {
             .unwrap_or(path)
             .display()
             .to_string();
-        problems.extend(check(&shown, &cited_text(kind, &text), &mut docs));
+        if shown == CHECKER {
+            continue;
+        }
+        problems.extend(check(&shown, &Citable::of(kind, &text), &mut docs));
     }
     assert!(
         problems.is_empty(),
@@ -271,47 +401,89 @@ fn every_citation_names_a_section_of_a_repository_document() {
     );
 }
 
-/// The checker itself, on text written for it: what it must reject and
-/// what it must accept.
-#[test]
-fn the_checker_rejects_outside_and_dangling_citations() {
+/// The problems `check` finds in `text` of `kind`, as file `file`.
+fn problems_in(file: &str, kind: Kind, text: &str) -> Vec<String> {
     let mut docs = Docs {
         root: root(),
         headings: HashMap::new(),
     };
+    check(file, &Citable::of(kind, text), &mut docs)
+}
+
+/// The checker itself, on text written for it: what it must reject and
+/// what it must accept.
+#[test]
+fn the_checker_rejects_outside_and_dangling_citations() {
     let bad = [
-        "see reference section 4.1",
-        "as reference §7.3 says",
-        "(draft section 5)",
-        "(seed 004: rebroadcast)",
-        "(decision 7)",
-        "`knet-wire.md` §4.4",
-        "/work/shared/reference/tundra-wire.md",
-        "docs/no-such-document.md §1",
-        "docs/less-wire.md §99",
-        "docs/less-wire.md §7 and §98",
-        "docs/tundra-wire.md §4.1-§4.97",
+        (Kind::Prose, "see reference section 4.1"),
+        (Kind::Prose, "as reference §7.3 says"),
+        (Kind::Prose, "(draft section 5)"),
+        (Kind::Prose, "(seed 004: rebroadcast)"),
+        (Kind::Prose, "(decision 7)"),
+        (Kind::Prose, "`knet-wire.md` §4.4"),
+        (Kind::Prose, "/work/shared/reference/tundra-wire.md"),
+        (Kind::Prose, "docs/no-such-document.md §1"),
+        (Kind::Prose, "docs/less-wire.md §99"),
+        (Kind::Prose, "docs/less-wire.md §7 and §98"),
+        (Kind::Prose, "docs/tundra-wire.md §4.1-§4.97"),
+        // Split over a line break.
+        (Kind::Code, "// as the reference\n// section 4.1 says"),
+        (Kind::Code, "/// (seed\n/// 004)"),
+        (Kind::Code, "/// (reference\n/// §7.3)"),
+        (Kind::Code, "// decision\n// 12"),
+        (Kind::Code, "// docs/less-wire.md\n// §7, §97"),
+        (Kind::Hash, "# docs/less-wire.md\n# §99"),
+        // A bare section: of the document cited last, or of none.
+        (Kind::Code, "// docs/less-wire.md §7; later §16.99"),
+        (Kind::Code, "// a bare §4 with no document"),
+        (Kind::Prose, "[operations](docs/operations.md) §99.1"),
     ];
-    for text in bad {
+    for (kind, text) in bad {
         assert!(
-            !check("sample", text, &mut docs).is_empty(),
+            !problems_in("sample", kind, text).is_empty(),
             "accepted {text:?}"
         );
     }
+    // A document's own sections, cited bare inside it.
+    assert!(!problems_in("docs/less-wire.md", Kind::Prose, "see §99").is_empty());
     let good = [
-        "docs/less-wire.md §7 and §9",
-        "(docs/tundra-wire.md §4.15, §4.16; generated)",
-        "docs/tundra-wire.md\n/// §8). Native clients",
-        "docs/knet-wire.md §4.3-§4.4, §4.7",
-        "see docs/federation.md for the model",
+        (Kind::Prose, "docs/less-wire.md §7 and §9"),
+        (Kind::Prose, "(docs/tundra-wire.md §4.15, §4.16; generated)"),
+        (
+            Kind::Code,
+            "// docs/tundra-wire.md\n/// §8). Native clients",
+        ),
+        (Kind::Prose, "docs/knet-wire.md §4.3-§4.4, §4.7"),
+        (Kind::Prose, "see docs/federation.md for the model"),
+        (
+            Kind::Code,
+            "//! docs/less-wire.md §7\nfn f() {}\n/// then §16.5 and §9",
+        ),
+        (Kind::Prose, "[operations](docs/operations.md) §2.3"),
+        (
+            Kind::Code,
+            "let url = \"http://x/\"; // docs/less-wire.md §16.5",
+        ),
     ];
-    for text in good {
+    for (kind, text) in good {
         assert_eq!(
-            check("sample", text, &mut docs),
+            problems_in("sample", kind, text),
             Vec::<String>::new(),
             "{text:?}"
         );
     }
+    assert_eq!(
+        problems_in("docs/less-wire.md", Kind::Prose, "see §16.5 and §9"),
+        Vec::<String>::new()
+    );
+}
+
+/// A problem is reported on the line of the file it is on.
+#[test]
+fn problems_name_the_line_of_the_file() {
+    let found = problems_in("f.rs", Kind::Code, "fn a() {}\n// fine\n// seed\n// 003");
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].starts_with("f.rs:3:"), "{found:?}");
 }
 
 #[test]

@@ -5,7 +5,7 @@
 mod fuzz_corpus;
 
 use fuzz_corpus::corpus;
-use lessgate::config::fuzz::config;
+use lessgate::fuzz::config::config;
 
 #[test]
 fn config_corpus_replays_and_seeds_are_accepted() {

@@ -749,7 +749,13 @@ fn hand_over_latency_and_cost() {
 /// lossy chain that happened to 1 hand-over in 100.)
 #[test]
 fn a_grant_delayed_on_its_first_hop_is_not_taken_back() {
-    let (mut sim, clients) = chain(LinkModel::CLEAN, 8);
+    // The blackout outlasts the take-back's 10 s, so the links' liveness
+    // must outlast the blackout (`[peering] liveness_timeout_ms = 15000`).
+    let mut sim = Sim::new(3, 8);
+    sim.peering.liveness_timeout_ms = 15_000;
+    sim.connect(0, 1, LinkModel::CLEAN);
+    sim.connect(1, 2, LinkModel::CLEAN);
+    let clients: Vec<(usize, ClientId)> = (0..3).map(|n| (n, sim.add_client(n))).collect();
     let (a, ca) = clients[0];
     let (c, cc) = clients[2];
     sim.create_box(a, ca, 1, "ball", 1.0);

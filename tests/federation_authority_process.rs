@@ -67,7 +67,13 @@ async fn a_client_takes_an_entity_and_drags_it_without_a_flicker_elsewhere() {
         |s| s.authorities.iter().any(|a| a.uuid == b && a.entities == 1),
     )
     .await;
-    let a_status = nodes[0].status();
+    // The old authority counts what it gave (polled: its snapshot is
+    // published on its own period).
+    let a_status = wait_status(&[&nodes[0]], CONVERGE, "a counts the hand-over", |s| {
+        !s.handovers.given.is_empty()
+    })
+    .await
+    .remove(0);
     assert_eq!(a_status.handovers.given.len(), 1);
     assert_eq!(a_status.handovers.given[0].peer_uuid, b);
     assert_eq!(a_status.handovers.given[0].reason, "request");

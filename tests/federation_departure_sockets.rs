@@ -68,8 +68,15 @@ async fn chain(departure: bool) {
             watcher.snapshot().view.entities.keys().collect::<Vec<_>>()
         );
         assert!(!watcher.closed());
-        assert_eq!(gamma.status().entities, 2, "gamma presents both");
-        assert_eq!(beta.status().entities, 2, "beta keeps both");
+        // Both present the two entities (each status is polled: it is
+        // published on the node's own period).
+        wait_status(
+            &[&gamma, &beta],
+            BOUND,
+            "gamma and beta present both",
+            |s| s.entities == 2,
+        )
+        .await;
     } else {
         wait_observers(&[&watcher], BOUND, "alpha's entities gone", |seen| {
             seen[0].view.entities.is_empty()

@@ -208,8 +208,12 @@ async fn readiness_follows_the_configured_peer_and_metrics_show_the_node() {
     // beta dies without a goodbye: the link times out and alpha says so.
     beta.0.kill().unwrap();
     beta.0.wait().unwrap();
-    let down = wait_for(&alpha_http, "/readyz", "beta's link lost", |a| {
+    // Polls what it asserts: not ready, and why (the failure is recorded
+    // in the turn the link ends, which may follow the first 503).
+    let down = wait_for(&alpha_http, "/readyz", "beta's link lost, and why", |a| {
         a.code == 503
+            && serde_json::from_str::<serde_json::Value>(&a.body)
+                .is_ok_and(|b| !b["peers_not_linked"][0]["last_failure"].is_null())
     })
     .await;
     let body: serde_json::Value = serde_json::from_str(&down.body).unwrap();

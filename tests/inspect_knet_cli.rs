@@ -121,7 +121,8 @@ fn hex_arguments_and_malformed_input() {
     let tcp: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(tcp["messages"][0]["name"], "ClientJoined");
     assert_eq!(tcp["buffered"], 5, "the LoginReply is incomplete");
-    // A 6-byte PacketAck (kNet closes the connection for it, §4.11).
+    // A 6-byte PacketAck (kNet closes the connection for it,
+    // docs/knet-wire.md §4.11).
     let output = inspect(&["8400000720 04 030000000000"]);
     assert!(!output.status.success());
     let stdout = String::from_utf8(output.stdout).unwrap();

@@ -199,13 +199,16 @@ async fn an_entity_larger_than_a_datagram_reaches_a_udp_client_whole() {
     let web = Observer::join(&node.url, "maker").await;
     web.create(1, components).await;
     let late = Observer::join(&node.knet_url("udp"), "late").await;
-    wait_observers(&[&early, &late], PATIENCE, "Big seen", |o| {
-        o.iter().all(|o| o.view.find("Big").is_some())
+    let seen = wait_observers(&[&early, &late], PATIENCE, "Big seen whole", |o| {
+        o.iter().all(|o| {
+            o.view
+                .find("Big")
+                .is_some_and(|(_, big)| big.description.as_deref() == Some(description.as_str()))
+        })
     })
     .await;
-    for client in [&early, &late] {
-        let seen = client.snapshot();
-        let (_, big) = seen.view.find("Big").unwrap();
+    for client in &seen {
+        let (_, big) = client.view.find("Big").unwrap();
         assert_eq!(big.description.as_deref(), Some(description.as_str()));
     }
 

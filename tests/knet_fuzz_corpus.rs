@@ -22,7 +22,7 @@ fn knet_datagram_corpus_replays_and_seeds_parse() {
     assert!(inputs.len() >= 20, "seed corpus present");
     let mut parsed = 0;
     for (name, input) in &inputs {
-        lessgate::knet::fuzz::fuzz_datagram(input);
+        lessgate::fuzz::knet::fuzz_datagram(input);
         // The connect datagram (8 zero bytes) is not kNet: its first block
         // has ContentLength 0 and is refused.
         if !is_seed(name) || input == &[0; 8] {
@@ -41,7 +41,7 @@ fn knet_stream_corpus_replays_and_seeds_decode() {
     let inputs = corpus("knet_stream");
     assert!(inputs.len() >= 3, "seed corpus present");
     for (name, input) in &inputs {
-        lessgate::knet::fuzz::fuzz_stream(input);
+        lessgate::fuzz::knet::fuzz_stream(input);
         if !is_seed(name) {
             continue;
         }
@@ -62,7 +62,7 @@ fn knet_reassembly_corpus_replays() {
     let inputs = corpus("knet_reassembly");
     assert!(inputs.len() >= 8, "seed corpus present");
     for (_, input) in &inputs {
-        lessgate::knet::fuzz::fuzz_reassembly(input);
+        lessgate::fuzz::knet::fuzz_reassembly(input);
     }
 }
 

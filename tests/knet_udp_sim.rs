@@ -129,7 +129,7 @@ impl Sim {
                 Side::Server => match &mut self.server {
                     Some(server) => server.handle_datagram(now, &bytes),
                     None => {
-                        // §4.8: the connect datagram creates the connection;
+                        // docs/knet-wire.md §4.8: the connect datagram creates the connection;
                         // its bytes are ignored.
                         let mut server = UdpConnection::new(Role::Server, self.config.clone(), now);
                         if let Some((p, r)) = self.server_counters {

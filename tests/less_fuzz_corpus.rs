@@ -10,7 +10,7 @@ fn less_packet_corpus_replays() {
     let inputs = corpus("less_packet");
     assert!(inputs.len() >= 5, "seed corpus present");
     for (_, input) in &inputs {
-        lessgate::less::fuzz::packet(input);
+        lessgate::fuzz::less::packet(input);
     }
 }
 
@@ -19,11 +19,11 @@ fn less_session_corpus_replays_and_reaches_past_the_signature() {
     let inputs = corpus("less_session");
     assert!(inputs.len() >= 3, "seed corpus present");
     for (_, input) in &inputs {
-        lessgate::less::fuzz::session(input);
+        lessgate::fuzz::less::session(input);
     }
     for seed in ["datagram_flow", "stream_flow"] {
         let (_, input) = inputs.iter().find(|(name, _)| name == seed).unwrap();
-        let (accepted, events) = lessgate::less::fuzz::session(input);
+        let (accepted, events) = lessgate::fuzz::less::session(input);
         assert!(accepted >= 3, "{seed}: {accepted} packets accepted");
         assert!(events >= 3, "{seed}: {events} events");
     }
@@ -31,7 +31,7 @@ fn less_session_corpus_replays_and_reaches_past_the_signature() {
 
 #[test]
 fn less_keyed_update_corpus_replays_and_seeds_decode_whole() {
-    use lessgate::less::fuzz_encodings::{keyed_update, keyed_update_seeds};
+    use lessgate::fuzz::less_encodings::{keyed_update, keyed_update_seeds};
     let seeds = keyed_update_seeds();
     check_seeds("less_keyed_update", &seeds);
     for (name, seed) in &seeds {
@@ -45,7 +45,7 @@ fn less_keyed_update_corpus_replays_and_seeds_decode_whole() {
 
 #[test]
 fn less_encodings_corpus_replays() {
-    use lessgate::less::fuzz_encodings::{encodings, encodings_seeds};
+    use lessgate::fuzz::less_encodings::{encodings, encodings_seeds};
     let seeds = encodings_seeds();
     check_seeds("less_encodings", &seeds);
     let inputs = corpus("less_encodings");
@@ -57,7 +57,7 @@ fn less_encodings_corpus_replays() {
 
 #[test]
 fn less_bulk_corpus_replays_and_session_seeds_deliver_bulk_packets() {
-    use lessgate::less::fuzz_bulk::{bulk, bulk_seeds};
+    use lessgate::fuzz::less_bulk::{bulk, bulk_seeds};
     let seeds = bulk_seeds();
     check_seeds("less_bulk", &seeds);
     let (_, session) = seeds.iter().find(|(n, _)| n == "seed-session").unwrap();

@@ -39,8 +39,9 @@ async fn a_session_run_by_hand_talks_to_one_run_by_the_helper() {
             break link;
         }
     };
-    let mut session = Session::new(link.take_session_config().unwrap(), now()).unwrap();
-    assert!(link.take_session_config().is_none(), "handed over once");
+    let settings = link.take_link_settings().unwrap();
+    let mut session = Session::new(settings.session, now()).unwrap();
+    assert!(link.take_link_settings().is_none(), "handed over once");
     let to_alpha = link_up(&mut beta_events, "alpha").await;
 
     let type_id = session.introduce_type(CRATE).unwrap();

@@ -73,7 +73,7 @@ async fn a_burst_then_close_is_applied_whole_and_in_order() {
 async fn a_batch_over_the_message_budget_is_slowed_and_every_frame_still_applied() {
     let mut config = NodeConfig::default();
     config.limits.max_messages_per_second = 50;
-    config.limits.max_message_burst = 10;
+    config.limits.max_message_burst = Some(10);
     let node = TestNode::start(config).await;
     let (mut alice, _) = TundraClient::login(&node.url, "alice", 3).await;
     let (mut bob, _) = TundraClient::login(&node.url, "bob", 3).await;

@@ -20,7 +20,7 @@ fn corpus_replays_without_panics() {
     let corpus = corpus("tundra_frame");
     assert!(corpus.len() >= 20, "corpus has {} files", corpus.len());
     for (_, data) in &corpus {
-        lessgate::tundra::fuzz_decode_frame(data);
+        lessgate::fuzz::tundra_frame::decode_frame(data);
     }
 }
 
@@ -53,7 +53,7 @@ fn txml_corpus_replays_and_seed_scenes_import() {
     let inputs = corpus("txml");
     let mut seeds = 0;
     for (name, input) in &inputs {
-        let imported = lessgate::tundra::fuzz_txml::txml(input);
+        let imported = lessgate::fuzz::txml::txml(input);
         if is_seed(name) {
             assert!(imported >= 1, "{name}: {imported} entities imported");
             seeds += 1;
@@ -67,7 +67,7 @@ fn asset_storage_corpus_replays_and_seed_replies_parse() {
     let inputs = corpus("asset_storage");
     let mut with_storages = 0;
     for (name, input) in &inputs {
-        let read = lessgate::tundra::fuzz_asset_storage::login_reply(input);
+        let read = lessgate::fuzz::asset_storage::login_reply(input);
         if is_seed(name) && read > 0 {
             with_storages += 1;
         }

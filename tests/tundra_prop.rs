@@ -42,7 +42,7 @@ proptest! {
         let mut data = vec![selector];
         data.extend_from_slice(&id.to_le_bytes());
         data.extend_from_slice(&payload);
-        lessgate::tundra::fuzz_decode_frame(&data);
+        lessgate::fuzz::tundra_frame::decode_frame(&data);
     }
 
     #[test]
@@ -65,7 +65,7 @@ proptest! {
             let keep = 3 + cut.index(data.len() - 3);
             data.truncate(keep);
         }
-        lessgate::tundra::fuzz_decode_frame(&data);
+        lessgate::fuzz::tundra_frame::decode_frame(&data);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 mod fuzz_corpus;
 
 use fuzz_corpus::{check_seeds, corpus};
-use lessgate::server::fuzz::{frames, frames_seeds};
+use lessgate::fuzz::tundra_server::{frames, frames_seeds};
 
 #[test]
 fn tundra_server_frames_corpus_replays_and_seeds_reach_the_scene() {

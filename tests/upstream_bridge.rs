@@ -530,7 +530,15 @@ async fn entities_hand_over_out_of_and_into_the_world_server() {
     f_view
         .until(&mut at_f, |_, m| edited_x(m, visitor_f) == Some(6.0))
         .await;
-    assert_eq!(u.status.borrow().handovers.world_handed_out, 1, "the crate");
+    // The crate, counted once (polled: the status is published on U's own
+    // period).
+    tokio::time::timeout(
+        PATIENCE,
+        status.wait_for(|s| s.handovers.world_handed_out == 1),
+    )
+    .await
+    .expect("U counts the crate handed out of W")
+    .unwrap();
     for (view, who) in [(&f_view, "F"), (&u_view, "U")] {
         assert!(view.removed.is_empty(), "{who}'s client saw a removal");
     }

@@ -12,8 +12,10 @@
 //! Screenshots land in target/.
 //!
 //! Needs Node.js, `npm ci --prefix tests/web` and `/usr/bin/chromium`;
-//! tests/web_tools installs what is missing first. Also checks `/status`,
-//! `/metrics` and `/origins` of a federated node over real HTTP.
+//! each test first waits for tests/web_tools to install what is missing
+//! (once for the binary), before it starts any node. Also checks `/status`,
+//! `/metrics` and `/origins` of a federated node over real HTTP, each
+//! polled until it shows what is asserted.
 
 mod common;
 mod web_tools;
@@ -116,6 +118,7 @@ async fn poll_until(addr: SocketAddr, path: &str, done: impl Fn(&str) -> bool) -
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_viewer_shows_three_origins_and_moves_a_remote_entity() {
+    web_tools::ready(web_tools::Need::Browser);
     let alpha = start("alpha").await;
     let beta = start("beta").await;
     let gamma = start("gamma").await;
@@ -148,13 +151,20 @@ async fn the_viewer_shows_three_origins_and_moves_a_remote_entity() {
     assert!(status.contains("\"peer\":\"beta\""), "{status}");
     assert!(status.contains("\"peer\":\"gamma\""), "{status}");
     // Both ends dial; for a moment a node may hold two links to one peer.
+    let beta_entities = "lessgate_entities_by_origin{origin=\"beta\"";
     let metrics = poll_until(alpha.http, "/metrics", |b| {
-        b.contains("lessgate_peer_links 2\n")
+        b.contains("lessgate_peer_links 2\n") && b.contains(beta_entities)
     })
     .await;
     assert!(metrics.contains("lessgate_peer_links 2"), "{metrics}");
-    assert!(metrics.contains("lessgate_entities_by_origin{origin=\"beta\""));
-    let origins = http_get(alpha.http, "/origins").await;
+    assert!(metrics.contains(beta_entities), "{metrics}");
+    // The viewer's snapshot is published on its own: polled too.
+    let origins = poll_until(alpha.http, "/origins", |b| {
+        ["alpha", "beta", "gamma"]
+            .iter()
+            .all(|name| b.contains(&format!("\"name\":\"{name}\"")))
+    })
+    .await;
     assert!(origins.contains("\"name\":\"gamma\""), "{origins}");
 
     let stdout = run_script(
@@ -178,7 +188,6 @@ async fn run_script(script: &str, args: &[String]) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/web")
         .join(script);
-    web_tools::ensure(web_tools::Need::Browser);
     let child = tokio::process::Command::new("node")
         .arg(&path)
         .args(args)
@@ -216,6 +225,7 @@ const MIN_PIXELS: u64 = 30;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_3d_view_renders_entities_of_the_three_demo_worlds() {
+    web_tools::ready(web_tools::Need::Browser);
     let options = DemoOptions {
         ports: DemoPorts {
             tundra: 0,
@@ -251,6 +261,7 @@ async fn the_3d_view_renders_entities_of_the_three_demo_worlds() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_viewer_logs_in_with_a_token_and_shows_why_a_login_was_refused() {
+    web_tools::ready(web_tools::Need::Browser);
     let text = "[node]\nname = \"guarded\"\n\
                 [tundra]\nlisten = \"127.0.0.1:0\"\nrequired_login = { token = \"open-sesame\" }\n\
                 [http]\nlisten = \"127.0.0.1:0\"\n";

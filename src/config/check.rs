@@ -16,6 +16,7 @@ use std::fmt::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+use super::check_placement::{overlap_warnings, placed_bounds, placement_line, PlacedWorld};
 use super::{ConfigError, NodeConfig, PeerLinkMode};
 use crate::peering::fingerprint::Fingerprint;
 use crate::peering::peer_address::PeerAddress;
@@ -41,6 +42,9 @@ struct Checked {
     fingerprint: Option<Fingerprint>,
     /// The peer files, when they load.
     peers: Option<PeerSet>,
+    /// The box its world takes up in federation space, when its scene
+    /// loads.
+    world: Option<crate::scene::position::Bounds>,
 }
 
 impl Checked {
@@ -68,6 +72,14 @@ pub fn check(files: &[PathBuf]) -> CheckReport {
         }
     }
     check_distinct_nodes(&nodes, &mut report);
+    let worlds: Vec<PlacedWorld> = nodes
+        .iter()
+        .map(|node| PlacedWorld {
+            node: node.name().to_owned(),
+            bounds: node.world,
+        })
+        .collect();
+    report.warnings.extend(overlap_warnings(&worlds));
     for a in &nodes {
         for b in &nodes {
             if !std::ptr::eq(a, b) {
@@ -92,6 +104,8 @@ fn check_node(config: NodeConfig, file: &Path, report: &mut CheckReport) -> Chec
         file.display(),
         config.node.name
     );
+    placement_line(file, config.node.placement, out, &mut report.warnings);
+    let mut world = None;
     let scheme = if config.tundra.tls_cert.is_some() {
         "wss"
     } else {
@@ -117,6 +131,7 @@ fn check_node(config: NodeConfig, file: &Path, report: &mut CheckReport) -> Chec
                     loaded.entity_count(),
                     loaded.component_count()
                 );
+                world = placed_bounds(&loaded, config.node.placement);
             }
             Err(error) => report.problems.push(ConfigError::Invalid {
                 file: file.to_owned(),
@@ -142,11 +157,17 @@ fn check_node(config: NodeConfig, file: &Path, report: &mut CheckReport) -> Chec
         );
     }
     report.problems.extend(listener_clashes(&config));
+    if let Some(warning) = config.limits.burst_warning() {
+        report
+            .warnings
+            .push(format!("{}: {warning}", file.display()));
+    }
     let mut checked = Checked {
         config,
         file: file.to_owned(),
         fingerprint: None,
         peers: None,
+        world,
     };
     if let Some(peering) = &checked.config.peering {
         let mode = match peering.mode {

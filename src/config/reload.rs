@@ -2,8 +2,8 @@
 //! which changed keys wait for a restart (docs/operations.md "Reloading").
 //!
 //! A reload re-reads the node file and the peer files. The peer files,
-//! `peering.peers_dir`, `peering.refresh_bytes_per_sec` and `log.filter`
-//! apply at once; every other key is bound into a socket, an identity, the
+//! `peering.peers_dir`, `peering.refresh_bytes_per_sec`, `node.placement`,
+//! the `[interest]` section and `log.filter` apply at once; every other key is bound into a socket, an identity, the
 //! scene or a limit the node took at start, so a changed value is named
 //! and the running one stays. This module only compares; it reads nothing.
 
@@ -15,7 +15,12 @@ use super::NodeConfig;
 
 /// The node-file keys a reload applies.
 pub const RELOADABLE_KEYS: &[&str] = &[
+    "interest.centre",
+    "interest.hysteresis",
+    "interest.mode",
+    "interest.radius",
     "log.filter",
+    "node.placement",
     "peering.peers_dir",
     "peering.refresh_bytes_per_sec",
 ];
@@ -51,6 +56,12 @@ pub fn restart_keys(running: &NodeConfig, new: &NodeConfig) -> Vec<String> {
         "upstream",
         running.upstream.as_ref(),
         new.upstream.as_ref(),
+        &mut keys,
+    );
+    compare(
+        "interest",
+        Some(&running.interest_section),
+        Some(&new.interest_section),
         &mut keys,
     );
     keys.retain(|key| !RELOADABLE_KEYS.contains(&key.as_str()));

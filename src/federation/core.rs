@@ -129,6 +129,9 @@ pub struct Federation {
         GlobalId,
         (u64, super::authority::handover_types::HandoverReason),
     >,
+    /// What each link routes by place, and this node's own interest
+    /// (docs/federation.md §8).
+    pub(super) interest: super::interest::table::InterestTable,
 }
 
 impl Federation {
@@ -158,6 +161,7 @@ impl Federation {
             own_edits: Default::default(),
             authority_requests: Default::default(),
             pending_takes: Default::default(),
+            interest: super::interest::table::InterestTable::with_everything(node),
         }
     }
 

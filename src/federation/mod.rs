@@ -53,6 +53,7 @@ mod core;
 pub mod export_policy;
 mod flood;
 pub mod ids;
+pub mod interest;
 pub mod routing;
 pub mod space;
 pub mod stats;

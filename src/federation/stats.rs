@@ -14,6 +14,14 @@ pub struct FederationStats {
     /// components it lacked, once [`crate::federation::authority::handover_types::INCOMPLETE_COPY_WAIT`]
     /// had passed (docs/federation.md §7.3).
     pub incomplete_handovers: u64,
+    /// Entities introduced on a link because their tree entered the
+    /// link's interest (docs/federation.md §8).
+    pub interest_entered: u64,
+    /// Entities withdrawn from a link because their tree left its interest.
+    pub interest_left: u64,
+    /// Interest entries from peers refused (malformed, not from the peer,
+    /// too many origins, or on a link without the feature).
+    pub interest_refused: u64,
     /// Changes a peer's objects or requests asked of the scene that the
     /// scene refused (an attribute that does not fit, a component already
     /// gone): the scene is left as it was.

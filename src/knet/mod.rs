@@ -1,5 +1,6 @@
-//! kNet, the native transport of realXtend Tundra (docs/knet-wire.md;
-//! docs/knet.md), over UDP and TCP: codecs and sans-IO connections.
+//! kNet, the native transport of realXtend Tundra (docs/knet.md; the wire:
+//! docs/knet-wire.md, whose sections are cited below), over UDP and TCP:
+//! codecs and sans-IO connections.
 //!
 //! Everything here is pure: bytes and an explicit `now` in, bytes, timeouts
 //! and events out. The sockets live in `crate::transport::knet`.
@@ -15,7 +16,6 @@
 
 pub mod datagram;
 pub mod error;
-pub mod fuzz;
 pub mod ids;
 pub mod message;
 pub mod reader;

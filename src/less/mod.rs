@@ -12,12 +12,6 @@
 pub mod bulk;
 pub mod codec;
 pub mod encoding;
-#[doc(hidden)]
-pub mod fuzz;
-#[doc(hidden)]
-pub mod fuzz_bulk;
-#[doc(hidden)]
-pub mod fuzz_encodings;
 pub mod ids;
 pub mod json;
 pub mod limits;

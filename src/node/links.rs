@@ -10,9 +10,10 @@ use super::{Event, Node, Transmit};
 use crate::clock::Time;
 use crate::federation::wire::features::LinkFeatures;
 use crate::federation::{Link, LinkPolicy, TypeFilter};
-use crate::less::session::{ConfigError, Session, SessionConfig};
+use crate::less::session::{ConfigError, Session};
 use crate::link_id::LinkId;
 use crate::logging::RemoteText;
+use crate::peering::link_settings::LinkSettings;
 use crate::server::WriteRule;
 
 /// A negotiated peer link, as the transport reports it.
@@ -26,10 +27,10 @@ pub struct LinkUp {
     pub peer_name: String,
     /// What the peer file allows on the link.
     pub policy: LinkPolicy,
-    /// The LESS session's settings, from the link's handshake.
-    pub session: SessionConfig,
-    /// The federation features both Hellos listed.
-    pub features: LinkFeatures,
+    /// The link's settings from its handshake: the LESS session's
+    /// configuration and the features both Hellos listed
+    /// (`peering::link_settings::link_settings`).
+    pub settings: LinkSettings,
 }
 
 impl Node {
@@ -37,7 +38,10 @@ impl Node {
     /// exports on it. A session the settings cannot start is refused (the
     /// driver closes the link).
     pub fn handle_link_up(&mut self, now: Time, link: LinkUp) -> Result<(), ConfigError> {
-        let mut config = link.session;
+        // What both Hellos listed that the federation uses (its wire
+        // versions and extensions, docs/peer-link.md §5.2).
+        let features = LinkFeatures::from_agreed(&link.settings.features);
+        let mut config = link.settings.session;
         // A link sends what changed at most once per client-write gap (or
         // a datagram's worth at once): at light load its updates share
         // packets, and the far node's clients, written at the same gap,
@@ -45,7 +49,7 @@ impl Node {
         config.send_gap = WriteRule::for_tick(self.tick_period).min_gap;
         let session = Session::new(config, now)?;
         let mut federated = Link::new(link.id, link.peer, link.peer_name, link.policy, session);
-        federated.features = link.features;
+        federated.features = features;
         self.federation.add_link(federated, &self.scene);
         self.settle();
         Ok(())

@@ -18,6 +18,7 @@
 //! ```
 
 mod departure;
+mod interest;
 mod links;
 pub mod operator;
 pub mod output;
@@ -101,6 +102,8 @@ pub struct Node {
     leaving: Option<Box<departure::Leaving>>,
     /// Whose departing entities this node accepts.
     accept_departures: crate::peering::peer_file::PeerChoice,
+    /// What this node wants from its peers (docs/federation.md §8.1).
+    interest: interest::NodeInterest,
 }
 
 impl fmt::Debug for Node {
@@ -120,7 +123,7 @@ impl Node {
     /// first tick is due at once.
     pub fn new(scene: Scene, server: TundraServer, id: Uuid) -> Node {
         let tick_period = server.config().tick;
-        Node {
+        let mut node = Node {
             scene,
             server,
             federation: Federation::new(id),
@@ -136,7 +139,10 @@ impl Node {
             zones: None,
             leaving: None,
             accept_departures: crate::peering::peer_file::PeerChoice::All,
-        }
+            interest: interest::NodeInterest::default(),
+        };
+        node.set_interest_settings(Default::default());
+        node
     }
 
     // ----- configuration -----
@@ -150,6 +156,18 @@ impl Node {
     /// inside the tick, so its edits leave with that tick's updates.
     pub fn set_tick_hook(&mut self, hook: TickHook) {
         self.tick_hook = Some(hook);
+    }
+
+    /// Where this node's world lies in the federation's space
+    /// (docs/federation.md §2.7): its own entities' positions leave, and
+    /// every other world's arrive, translated by it. A change moves every
+    /// other world for this node's clients, and this one for every other
+    /// node's, as updates.
+    pub fn set_placement(&mut self, placement: crate::federation::space::placement::Placement) {
+        self.federation.set_placement(placement, &mut self.scene);
+        self.settle();
+        // The own interest's boxes lie in the federation's space.
+        self.refresh_interest(self.last_timeout.unwrap_or(Time::ZERO));
     }
 
     /// The background refresh budget of every link, in bytes per second.
@@ -346,9 +364,13 @@ impl Node {
         if let Some(at) = self.server.poll_timeout() {
             deadline = deadline.min(at);
         }
-        for at in [self.zone_timeout(), self.departure_timeout()]
-            .into_iter()
-            .flatten()
+        for at in [
+            self.zone_timeout(),
+            self.departure_timeout(),
+            self.interest_timeout(),
+        ]
+        .into_iter()
+        .flatten()
         {
             deadline = deadline.min(at);
         }
@@ -388,6 +410,7 @@ impl Node {
         self.handle_link_timeouts(now);
         self.handle_zone_timeout(now);
         self.handle_departure_timeout(now);
+        self.handle_interest_timeout(now);
         if let Some(bridge) = &mut self.upstream {
             if bridge.poll_timeout().is_some_and(|at| at <= now) {
                 bridge.handle_timeout(now, &mut self.scene);

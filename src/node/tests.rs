@@ -10,9 +10,11 @@ use crate::clock::Time;
 use crate::federation::schemas::schema_registry;
 use crate::federation::LinkPolicy;
 use crate::less::schema::ConnectionSchema;
-use crate::less::session::{CloseReason, SessionConfig};
-use crate::less::signature::{LinkRole, SessionKeys};
+use crate::less::session::CloseReason;
 use crate::link_id::LinkId;
+use crate::peering::keys::Role;
+use crate::peering::link_settings::{link_settings, Agreement, LinkSettings, LocalSettings};
+use crate::peering::negotiate::LinkFraming;
 use crate::scene::{ClientId, Scene};
 use crate::server::{ServerConfig, TundraServer};
 use crate::tundra::messages::{CreateEntity, Login};
@@ -65,15 +67,27 @@ fn create_entity(tag: u32) -> Vec<u8> {
     .unwrap()
 }
 
-/// The settings of one end of a link between two test nodes.
-fn session(node: &Node, role: LinkRole, local: u8, remote: u8) -> SessionConfig {
-    SessionConfig::new(
-        SessionKeys::derive(&[7; 32], role),
-        local,
-        remote,
-        Arc::new(schema_registry(node.scene().registry())),
-        Arc::new(ConnectionSchema::builtin()),
-    )
+/// The settings of one end of a link between two test nodes, as the peer
+/// driver derives them (both ends offer the federation's features, as two
+/// lessgate nodes do).
+fn settings(node: &Node, role: Role, local: u8, remote: u8) -> LinkSettings {
+    let features = crate::federation::wire::features::LinkFeatures::offered().map(str::to_owned);
+    let agreement = Agreement {
+        role,
+        secret: &[7; 32],
+        local_first_sequence: local,
+        peer_first_sequence: remote,
+        framing: LinkFraming::Datagram,
+        mtu: 1200,
+        features: &features,
+    };
+    let local = LocalSettings {
+        schemas: Arc::new(schema_registry(node.scene().registry())),
+        connection_schema: Arc::new(ConnectionSchema::builtin()),
+        timestamp_quantum: Duration::from_millis(1),
+        liveness_timeout: Duration::from_secs(10),
+    };
+    link_settings(&agreement, &local).unwrap()
 }
 
 /// Links `a` and `b` (link 1 on a, link 2 on b) at `now`.
@@ -84,16 +98,14 @@ fn link(a: &mut Node, b: &mut Node, now: Time) -> (LinkId, LinkId) {
         peer: b.federation().node_id(),
         peer_name: "b".into(),
         policy: LinkPolicy::default(),
-        session: session(a, LinkRole::Initiator, 3, 9),
-        features: crate::federation::wire::features::LinkFeatures::all(),
+        settings: settings(a, Role::Dialer, 3, 9),
     };
     let up_b = LinkUp {
         id: lb,
         peer: a.federation().node_id(),
         peer_name: "a".into(),
         policy: LinkPolicy::default(),
-        session: session(b, LinkRole::Acceptor, 9, 3),
-        features: crate::federation::wire::features::LinkFeatures::all(),
+        settings: settings(b, Role::Listener, 9, 3),
     };
     a.handle_link_up(now, up_a).unwrap();
     b.handle_link_up(now, up_b).unwrap();

@@ -71,6 +71,11 @@ fn position_of(entity: &Entity) -> Option<Position> {
 }
 
 impl Zones {
+    /// The zones this node owns.
+    pub(super) fn zone_set(&self) -> &ZoneSet {
+        self.trigger.zones()
+    }
+
     fn new(zones: ZoneSet, hysteresis: Hysteresis, scene: &Scene) -> Zones {
         Zones {
             trigger: ZoneTrigger::new(zones, hysteresis),
@@ -124,6 +129,8 @@ impl Node {
     pub fn set_zones(&mut self, zones: ZoneSet, hysteresis: Hysteresis) {
         self.zones =
             (!zones.is_empty()).then(|| Box::new(Zones::new(zones, hysteresis, &self.scene)));
+        // Entities near a zone must reach this node to be watched.
+        self.refresh_interest(self.last_timeout.unwrap_or(Time::ZERO));
     }
 
     /// Take-authority requests this node sent because an entity settled in

@@ -76,7 +76,7 @@ impl Driver {
     /// A link's handshake finished: the node takes it up with the
     /// session's settings and the peer file's rules, or the link ends.
     fn handle_link_up(&mut self, peer: PeerLink, now: Time) {
-        let Some(session) = peer.take_session_config() else {
+        let Some(settings) = peer.take_link_settings() else {
             return;
         };
         let up = LinkUp {
@@ -87,13 +87,7 @@ impl Driver {
                 export: peer.peer_config().export.clone(),
                 accept: peer.peer_config().accept.clone(),
             },
-            session,
-            // This node always offers them
-            // (`transport::peer::node_config`), so the link has one when
-            // the peer's Hello lists it.
-            features: crate::federation::wire::features::LinkFeatures::from_agreed(
-                &peer.peer_hello().features,
-            ),
+            settings,
         };
         match self.node.handle_link_up(now, up) {
             Ok(()) => {

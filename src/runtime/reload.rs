@@ -8,6 +8,7 @@
 //! Keys only a restart applies are named, one warning each. A file that
 //! does not load changes nothing.
 
+use crate::federation::space::placement::Placement;
 use tokio::sync::mpsc;
 use tracing::{error, info, warn};
 
@@ -80,6 +81,19 @@ impl Driver {
         }
         if self.config.log.filter != new.log.filter {
             self.reload_log_filter(&new.log.filter);
+        }
+        if self.config.interest_section != new.interest_section {
+            self.config.interest = new.interest;
+            self.config.interest_section = new.interest_section.clone();
+            self.node.set_interest_settings(new.interest);
+            info!(mode = ?new.interest.mode, radius = new.interest.radius, "interest changed");
+        }
+        if self.config.node.placement != new.node.placement {
+            // Checked when the file was read.
+            if let Ok(placement) = Placement::new(new.node.placement) {
+                self.config.node.placement = new.node.placement;
+                self.node.set_placement(placement);
+            }
         }
         info!(
             peer_changes = changes.len(),

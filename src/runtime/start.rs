@@ -1,6 +1,7 @@
 //! Starting a node: the scene loaded, every listener bound, the peer node
 //! started, each failure said with what to fix.
 
+use crate::federation::space::placement::Placement;
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
@@ -26,6 +27,9 @@ use crate::tundra::Registry;
 
 /// Loads the scene and binds the listener; errors say what to fix.
 pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
+    if let Some(warning) = config.limits.burst_warning() {
+        warn!(%warning, "limits: the burst is far above the rate");
+    }
     let mut scene = Scene::new(Registry::builtin());
     if let Some(path) = &config.tundra.scene {
         let file = crate::tundra::txml::load_file(path, scene.registry()).map_err(|e| {
@@ -113,6 +117,11 @@ pub async fn start(config: NodeConfig) -> Result<Running, StartError> {
         node.attach_upstream(crate::upstream::Bridge::new(upstream.bridge_settings()));
     }
     node.set_handover_policy(config.handover.clone());
+    node.set_interest_settings(config.interest);
+    // Checked when the file was read.
+    if let Ok(placement) = Placement::new(config.node.placement) {
+        node.set_placement(placement);
+    }
     if let Some(peering) = &config.peering {
         node.set_refresh_rate(peering.refresh_bytes_per_sec);
         node.set_configured_exports(peer_exports);
@@ -195,6 +204,6 @@ pub(super) fn knet_options(config: &NodeConfig, tcp_limits: AddressLimits) -> Kn
 pub(super) fn client_budget(config: &NodeConfig) -> BudgetConfig {
     BudgetConfig {
         per_second: config.limits.max_messages_per_second,
-        burst: config.limits.max_message_burst,
+        burst: config.limits.message_burst(),
     }
 }

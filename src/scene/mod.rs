@@ -10,6 +10,7 @@ mod change;
 mod component_map;
 mod entity;
 mod error;
+pub mod position;
 mod store;
 mod txml_import;
 

@@ -39,6 +39,9 @@ pub struct Scene {
     /// node is a client of): edits from clients and peers are diverted.
     proxied: BTreeSet<EntityId>,
     proxied_edits: Vec<ProxiedEdit>,
+    /// Each parent's children, kept with every parent change, so a walk
+    /// down a hierarchy (a removal, interest in a tree) visits only it.
+    children: foldhash::HashMap<EntityId, Vec<EntityId>>,
 }
 
 /// An edit a client or peer asked for on a proxied entity: not applied, but
@@ -63,6 +66,28 @@ impl Scene {
             journal: Vec::new(),
             proxied: BTreeSet::new(),
             proxied_edits: Vec::new(),
+            children: foldhash::HashMap::default(),
+        }
+    }
+
+    /// The entities whose parent is `id`.
+    pub fn children(&self, id: EntityId) -> &[EntityId] {
+        self.children.get(&id).map_or(&[], Vec::as_slice)
+    }
+
+    fn adopt(&mut self, parent: Option<EntityId>, child: EntityId) {
+        if let Some(parent) = parent {
+            self.children.entry(parent).or_default().push(child);
+        }
+    }
+
+    fn disown(&mut self, parent: Option<EntityId>, child: EntityId) {
+        let Some(parent) = parent else { return };
+        if let Some(list) = self.children.get_mut(&parent) {
+            list.retain(|c| *c != child);
+            if list.is_empty() {
+                self.children.remove(&parent);
+            }
         }
     }
 
@@ -209,6 +234,7 @@ impl Scene {
         };
         self.entities.insert(id, entity);
         self.order.insert(id);
+        self.adopt(parent, id);
         self.record(source, ChangeKind::EntityCreated(id));
         let components = self.add_components(source, id, components, false)?;
         Ok(CreatedEntity { id, components })
@@ -516,16 +542,15 @@ impl Scene {
         let mut next = 0;
         while next < order.len() {
             let parent = order[next];
-            order.extend(
-                self.entities()
-                    .filter(|e| e.parent == Some(parent))
-                    .map(|e| e.id),
-            );
+            order.extend(self.children(parent).iter().copied());
             next += 1;
         }
         order.reverse();
         for id in &order {
-            self.entities.remove(id);
+            if let Some(removed) = self.entities.remove(id) {
+                self.disown(removed.parent, *id);
+            }
+            self.children.remove(id);
             self.order.remove(id);
             self.proxied.remove(id);
             self.record(source, ChangeKind::EntityRemoved(*id));
@@ -592,7 +617,9 @@ impl Scene {
             .get_mut(&entity)
             .ok_or(SceneError::UnknownEntity(entity))?;
         if target.parent != parent {
-            target.parent = parent;
+            let before = std::mem::replace(&mut target.parent, parent);
+            self.disown(before, entity);
+            self.adopt(parent, entity);
             self.record(source, ChangeKind::ParentChanged(entity));
         }
         Ok(())
@@ -617,4 +644,61 @@ fn allocate_component_id(entity: &mut Entity, local: bool) -> Result<ComponentId
         }
     }
     Err(SceneError::IdsExhausted("component"))
+}
+
+#[cfg(test)]
+mod children_tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        Create(Option<u32>),
+        Reparent(u32, Option<u32>),
+        Remove(u32),
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        let id = 1u32..12;
+        prop_oneof![
+            proptest::option::of(id.clone()).prop_map(Step::Create),
+            (id.clone(), proptest::option::of(id.clone())).prop_map(|(e, p)| Step::Reparent(e, p)),
+            id.prop_map(Step::Remove),
+        ]
+    }
+
+    proptest! {
+        /// Whatever is created, reparented and removed, each entity's
+        /// children are exactly the entities naming it as their parent,
+        /// and a removal takes every descendant.
+        #[test]
+        fn the_children_index_is_the_reverse_of_parent(steps in proptest::collection::vec(step(), 0..60)) {
+            let mut scene = Scene::new(Registry::builtin());
+            for step in steps {
+                match step {
+                    Step::Create(parent) => {
+                        let _ = scene.create_entity(ChangeSource::Node, None, Origin::Local, false, parent.map(EntityId), vec![]);
+                    }
+                    Step::Reparent(entity, parent) => {
+                        let _ = scene.set_parent(ChangeSource::Node, EntityId(entity), parent.map(EntityId));
+                    }
+                    Step::Remove(entity) => {
+                        let _ = scene.remove_entity(ChangeSource::Node, EntityId(entity));
+                        // Descendants went with it: no survivor's parent is gone.
+                        for survivor in scene.entities() {
+                            prop_assert!(survivor.parent.map_or(true, |p| scene.entity(p).is_some()), "{} lost its parent", survivor.id);
+                        }
+                    }
+                }
+                for entity in scene.entities() {
+                    let expected: Vec<EntityId> = scene.entities().filter(|e| e.parent == Some(entity.id)).map(|e| e.id).collect();
+                    let mut indexed = scene.children(entity.id).to_vec();
+                    indexed.sort();
+                    prop_assert_eq!(indexed, expected, "children of {}", entity.id);
+                }
+                prop_assert!(scene.children.keys().all(|p| scene.entity(*p).is_some()), "no children for gone parents");
+            }
+        }
+    }
 }

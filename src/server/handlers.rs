@@ -261,6 +261,14 @@ impl TundraServer {
         client: ClientId,
         m: CreateAttributes,
     ) {
+        if is_echo(scene, &m) {
+            // A native client answers the attributes of a DynamicComponent
+            // it was sent with CreateAttributes of the same attributes
+            // (with the values it held then): nothing is asked of the node,
+            // as Tundra never overwrites an attribute by creating it.
+            debug!(%client, entity = %m.entity_id, "CreateAttributes repeating attributes the client was sent: nothing to do");
+            return;
+        }
         let entity = match self.writable_entity(scene, m.entity_id) {
             Ok(id) => id,
             Err(error) => {
@@ -477,4 +485,26 @@ impl TundraServer {
                 .push_back(ServerEvent::PeersAction { client, action });
         }
     }
+}
+
+/// Whether every attribute `m` creates is one the scene's entity already
+/// has under the same index, name and type: a client repeating what it was
+/// sent (the values it held then may be older than the node's). Tundra
+/// refuses to overwrite an existing attribute this way, so it changes
+/// nothing (an empty message repeats nothing).
+fn is_echo(scene: &Scene, m: &CreateAttributes) -> bool {
+    let Some(entity) = scene.entity(m.entity_id) else {
+        return false;
+    };
+    !m.attributes.is_empty()
+        && m.attributes.iter().all(|a| {
+            entity
+                .components
+                .get(&a.component_id)
+                .and_then(|c| c.attribute(a.index))
+                .is_some_and(|held| {
+                    held.ty() == a.value.attribute_type()
+                        && held.dynamic_name.as_deref() == Some(a.name.as_str())
+                })
+        })
 }

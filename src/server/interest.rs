@@ -9,11 +9,11 @@
 
 use std::time::Duration;
 
-use crate::scene::{Entity, Scene};
+use crate::scene::position::{placeable_transform, world_position};
+use crate::scene::Scene;
 use crate::tundra::values::Float3;
-use crate::tundra::{AttributeValue, EntityId};
+use crate::tundra::EntityId;
 
-const PLACEABLE: u32 = 20;
 const MESH: u32 = 17;
 const RIGID_BODY: u32 = 23;
 
@@ -28,36 +28,6 @@ const RIGID_BODY_RELEVANCY: f32 = 10.0;
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Observer {
     pub position: Option<Float3>,
-}
-
-fn transform_of(entity: &Entity) -> Option<crate::tundra::values::Transform> {
-    let placeable = entity.component_of_type(PLACEABLE)?;
-    match &placeable.attribute(0)?.value {
-        AttributeValue::Transform(t) => Some(*t),
-        _ => None,
-    }
-}
-
-/// The entity's position with its parents' positions added (a bounded walk,
-/// so a malformed hierarchy cannot loop).
-fn world_position(scene: &Scene, entity: &Entity) -> Option<Float3> {
-    let mut position = transform_of(entity)?.pos;
-    let mut parent = entity.parent;
-    for _ in 0..64 {
-        let Some(id) = parent else { break };
-        let Some(ancestor) = scene.entity(id) else {
-            break;
-        };
-        if let Some(t) = transform_of(ancestor) {
-            position = Float3::new(
-                position.x + t.pos.x,
-                position.y + t.pos.y,
-                position.z + t.pos.z,
-            );
-        }
-        parent = ancestor.parent;
-    }
-    Some(position)
 }
 
 /// How often `entity` should be sent to this observer; `period` is the tick.
@@ -75,7 +45,7 @@ pub fn update_interval(
         return period;
     };
     let priority = if entity.component_of_type(MESH).is_some() {
-        let scale = transform_of(entity).map_or(Float3::new(1.0, 1.0, 1.0), |t| t.scale);
+        let scale = placeable_transform(entity).map_or(Float3::new(1.0, 1.0, 1.0), |t| t.scale);
         let (x, y, z) = (scale.x.abs(), scale.y.abs(), scale.z.abs());
         let area = 2.0 * (x * y + y * z + z * x);
         let distance_sq = position.distance_sq(eye).max(1e-6);
@@ -98,8 +68,10 @@ pub fn update_interval(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scene::position::PLACEABLE;
     use crate::scene::{ChangeSource, Origin};
     use crate::tundra::values::Transform;
+    use crate::tundra::AttributeValue;
     use crate::tundra::{ComponentData, ComponentId, Registry};
 
     fn scene_with(components: &[u32], x: f32) -> (Scene, EntityId) {

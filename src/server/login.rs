@@ -58,7 +58,7 @@ impl TundraServer {
                 }
             }
             // A real server logs malformed login XML and lets the client in
-            // with no properties (§5.3). We refuse it instead, deliberately,
+            // with no properties (docs/knet-wire.md §5.3). We refuse it instead, deliberately,
             // with the reason: a real client always writes valid XML, so
             // broken XML is a broken client, better told why than let in
             // nameless and treated as if it had sent nothing.

@@ -12,8 +12,6 @@ mod client;
 mod core;
 mod edit_frame;
 mod entity_quota;
-#[doc(hidden)]
-pub mod fuzz;
 mod handlers;
 mod interest;
 mod limits;

@@ -247,3 +247,113 @@ fn client_entities_are_bounded_per_address_across_reconnects_and_per_node_across
     server.handle_frame(&mut scene, client, Time::ZERO, &create(1));
     assert_eq!(scene.len(), 250);
 }
+
+/// A DynamicComponent with two attributes, as a CreateEntity carries it.
+fn settings(id: u32) -> crate::tundra::ComponentData {
+    use crate::tundra::{AttributeBlock, AttributeValue, ComponentBody, DynamicAttribute};
+    crate::tundra::ComponentData {
+        id: crate::tundra::ComponentId(id),
+        type_id: 25,
+        name: "settings".into(),
+        body: ComponentBody::Attributes(AttributeBlock {
+            values: Vec::new(),
+            dynamic: vec![
+                DynamicAttribute {
+                    index: 0,
+                    name: "speed".into(),
+                    value: AttributeValue::Real(2.5),
+                },
+                DynamicAttribute {
+                    index: 1,
+                    name: "label".into(),
+                    value: AttributeValue::String("fast".into()),
+                },
+            ],
+            trailing: Vec::new(),
+        }),
+    }
+}
+
+/// What a real native client sends back for a DynamicComponent it was
+/// given (docs/tundra-wire.md §4.8): its attributes, as CreateAttributes,
+/// `label` under the name `name`.
+fn echo_of(
+    entity: EntityId,
+    component: crate::tundra::ComponentId,
+    name: &str,
+    label: &str,
+) -> Vec<u8> {
+    use crate::tundra::messages::{CreateAttributes, NewAttribute};
+    use crate::tundra::AttributeValue;
+    frame(&Message::CreateAttributes(CreateAttributes {
+        scene_id: 0,
+        entity_id: entity,
+        attributes: vec![
+            NewAttribute {
+                component_id: component,
+                index: 0,
+                name: "speed".into(),
+                value: AttributeValue::Real(2.5),
+            },
+            NewAttribute {
+                component_id: component,
+                index: 1,
+                name: name.into(),
+                value: AttributeValue::String(label.into()),
+            },
+        ],
+    }))
+}
+
+#[test]
+fn a_native_clients_echo_of_what_it_was_sent_is_not_refused() {
+    use crate::scene::Origin;
+    let warnings = Warnings::default();
+    let subscriber = tracing_subscriber::registry().with(warnings.clone());
+    tracing::subscriber::with_default(subscriber, || {
+        tracing::callsite::rebuild_interest_cache();
+        let mut scene = Scene::new(Registry::builtin());
+        let mut server = TundraServer::new(ServerConfig::default());
+        let client = ClientId(1);
+        log_in(&mut server, &mut scene, client, Time::ZERO);
+        // A peer's entity (read-only here) and one of the node's own.
+        let mut ids = Vec::new();
+        for origin in [Origin::Remote, Origin::Local] {
+            let created = scene
+                .create_entity(
+                    ChangeSource::Node,
+                    None,
+                    origin,
+                    false,
+                    None,
+                    vec![settings(1)],
+                )
+                .unwrap();
+            ids.push((created.id, created.components[0].1));
+        }
+        let before: Vec<_> = ids.iter().map(|(e, _)| scene.entity(*e).cloned()).collect();
+        scene.take_journal();
+        // The values the client held: the node's, or older ones.
+        for (entity, component) in &ids {
+            for label in ["fast", "slow"] {
+                let echo = echo_of(*entity, *component, "label", label);
+                server.handle_frame(&mut scene, client, Time::ZERO, &echo);
+            }
+        }
+        assert_eq!(server.stats().refused_messages, 0);
+        assert!(scene.take_journal().is_empty(), "an echo changes nothing");
+        let after: Vec<_> = ids.iter().map(|(e, _)| scene.entity(*e).cloned()).collect();
+        assert_eq!(after, before);
+        assert!(
+            warnings.0.lock().unwrap().is_empty(),
+            "{:?}",
+            warnings.0.lock().unwrap()
+        );
+        // Other attributes under those indices are still refused.
+        let (remote, component) = ids[0];
+        let other = echo_of(remote, component, "colour", "red");
+        server.handle_frame(&mut scene, client, Time::ZERO, &other);
+        assert_eq!(server.stats().refused_messages, 1);
+        assert!(!warnings.0.lock().unwrap().is_empty());
+    });
+}

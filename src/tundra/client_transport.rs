@@ -43,7 +43,8 @@ pub enum LoginDialect {
     /// A JSON object (WebSocket clients, docs/tundra-wire.md §4.1).
     #[default]
     Json,
-    /// `<login><key value="..." />...</login>` (native clients, §5.3).
+    /// `<login><key value="..." />...</login>` (native clients,
+    /// docs/knet-wire.md §5.3).
     Xml,
 }
 

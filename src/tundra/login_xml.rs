@@ -1,5 +1,6 @@
 //! The login data of native (kNet) clients: XML instead of WebSocket JSON
-//! (docs/knet-wire.md §5.3 and §5.4; docs/tundra-wire.md §4.1-§4.2).
+//! (docs/tundra-wire.md §4.1-§4.2; the XML: docs/knet-wire.md §5.3 and
+//! §5.4, whose sections are cited below).
 //!
 //! Owns reading a Login's XML into the same property map a JSON login gives,
 //! and writing Login and LoginReply XML byte for byte as Tundra's Urho3D

@@ -19,7 +19,7 @@
 //! - `client_transport`: what carries a client (WebSocket, kNet UDP/TCP) and
 //!   the login form that implies (JSON or XML, `login_xml`);
 //! - `asset_storage`: the asset storages a server advertises in LoginReply,
-//!   in both forms (`fuzz_asset_storage`: its fuzz entry point);
+//!   in both forms;
 //! - `text_form`: the serde adapters the wire types use (exact floats, hex
 //!   bytes);
 //! - `txml`: scene files; `json`: the inspector's JSON form of whole frames,
@@ -39,9 +39,6 @@ pub mod client_transport;
 pub mod component;
 pub mod edit_attributes;
 pub mod error;
-pub mod fuzz_asset_storage;
-#[doc(hidden)]
-pub mod fuzz_txml;
 pub mod ids;
 pub mod json;
 pub mod login_xml;
@@ -69,75 +66,3 @@ pub use ids::{ComponentId, EntityId, IdSpace, ProtocolVersion, UserId};
 pub use messages::{DecodeContext, Message};
 pub use registry::{ComponentSchema, Registry};
 pub use schema_file::SchemaError;
-
-/// Fuzzing entry point: the first byte picks the protocol version (1..=4),
-/// the rest is a WebSocket frame. Decoding must not panic; a frame that
-/// decodes and encodes must be stable: `encode(decode(y)) == y` for
-/// `y = encode(decode(x))`. Panics only when that invariant is broken.
-pub fn fuzz_decode_frame(data: &[u8]) {
-    let Some((&selector, frame)) = data.split_first() else {
-        return;
-    };
-    let protocol = ProtocolVersion(u32::from(selector % 4) + 1);
-    let registry = fuzz_registry();
-    let ctx = DecodeContext {
-        protocol_version: protocol,
-        registry,
-    };
-    let Ok(message) = Message::decode_frame(frame, &ctx) else {
-        return;
-    };
-    // A decoded message may fail to encode only where decoding was lossy
-    // in a way that grows the value (invalid UTF-8 replaced in a string).
-    let Ok(canonical) = message.encode_frame(protocol) else {
-        return;
-    };
-    let again = match Message::decode_frame(&canonical, &ctx) {
-        Ok(m) => m,
-        Err(e) => panic!(
-            "canonical frame {} does not decode: {e}",
-            hex::encode(&canonical)
-        ),
-    };
-    let stable = again.encode_frame(protocol);
-    assert_eq!(
-        stable.as_ref().ok(),
-        Some(&canonical),
-        "unstable frame {}",
-        hex::encode(frame)
-    );
-}
-
-/// The built-in registry plus one custom type, shared by fuzz iterations.
-fn fuzz_registry() -> &'static Registry {
-    static REGISTRY: std::sync::OnceLock<Registry> = std::sync::OnceLock::new();
-    REGISTRY.get_or_init(|| {
-        let mut r = Registry::builtin();
-        r.register_custom(
-            "MyComponent",
-            vec![
-                registry::CustomAttribute {
-                    ty: AttributeType::String,
-                    id: "myString".into(),
-                    name: "myString".into(),
-                },
-                registry::CustomAttribute {
-                    ty: AttributeType::Int,
-                    id: "myInteger".into(),
-                    name: "myInteger".into(),
-                },
-                registry::CustomAttribute {
-                    ty: AttributeType::Bool,
-                    id: "myBool1".into(),
-                    name: "myBool1".into(),
-                },
-                registry::CustomAttribute {
-                    ty: AttributeType::Bool,
-                    id: "myBool2".into(),
-                    name: "myBool2".into(),
-                },
-            ],
-        );
-        r
-    })
-}

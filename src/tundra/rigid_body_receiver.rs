@@ -1,5 +1,5 @@
-//! Reading RigidBodyUpdate (119) records as Tundra's client does (reference
-//! §6.1, tundra `SyncManager::HandleRigidBodyChanges`): the parts a record
+//! Reading RigidBodyUpdate (119) records as Tundra's client does
+//! (docs/tundra-wire.md §6.1, tundra `SyncManager::HandleRigidBodyChanges`): the parts a record
 //! carries turned back into the Placeable transform (Euler degrees) and the
 //! RigidBody velocities it sets. Parts the record leaves out keep the
 //! receiver's current values. No interpolation: these are the values the

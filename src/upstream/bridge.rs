@@ -152,6 +152,9 @@ pub struct Bridge {
     /// The latest `now` the bridge was given (the scene's journal comes
     /// without one).
     pub(super) last_now: Time,
+    /// When each exported entity's forwarded world edits are given up on
+    /// (`super::forwarded`): it is brought up to date then.
+    pub(super) forwarding: BTreeSet<(Time, EntityId)>,
     /// Set while a peer link is being removed: removals are held.
     pub(super) holding: bool,
     /// The current outage has had its INFO line (cleared by a login).
@@ -190,6 +193,7 @@ impl Bridge {
             outage_reported: false,
             world_storages: AssetStorages::none(),
             last_now: Time::ZERO,
+            forwarding: BTreeSet::new(),
             commands: VecDeque::new(),
             announced: HashSet::new(),
             transmits: VecDeque::new(),
@@ -268,15 +272,17 @@ impl Bridge {
     /// entities stay for the grace period. One INFO line per outage: the
     /// redials that fail while the world server is away are DEBUG, and the
     /// next successful login ends the outage.
+    ///
+    /// The grace period starts when a logged-in session is lost, and only
+    /// then: a redial that fails keeps the outage's start, or none once the
+    /// grace period is over and the world's entities have left (a failed
+    /// login is no new session to wait for).
     pub fn handle_disconnected(&mut self, now: Time, reason: &str) {
         self.last_now = now;
         let since = match self.state {
             LinkState::Down { since } => since,
-            LinkState::LoggingIn {
-                down_since: Some(since),
-                ..
-            } => Some(since),
-            _ => Some(now),
+            LinkState::LoggingIn { down_since, .. } => down_since,
+            LinkState::Syncing { .. } | LinkState::Ready { .. } => Some(now),
         };
         if self.outage_reported {
             debug!(reason = %RemoteText(reason), "world server still unreachable");

@@ -5,10 +5,16 @@
 //! world server has is never sent again, nor is the world server's value as
 //! it reads after a lossy link (a quantized copy of it, not a client's
 //! edit). The world server's own entities are never exported at all (the
-//! bridge skips every id it mirrors).
+//! bridge skips every id it mirrors). A value the world server set and the
+//! bridge forwarded to the entity's authority is not sent back while the
+//! authority has not answered (see [`super::forwarded`]).
 //!
 //! Pure functions over slot vectors; no ids, no messages.
 
+use std::collections::BTreeMap;
+
+use super::forwarded::Forwarded;
+use crate::clock::Time;
 use crate::federation::encodings::is_link_copy;
 use crate::scene::{Attribute, Component, ComponentContent};
 use crate::tundra::{
@@ -64,10 +70,14 @@ pub fn shadow_of_data(data: &ComponentData) -> Vec<Option<AttributeValue>> {
 /// Compares the world server's copy (`shadow`) with the node's slots and
 /// returns what to send; `shadow` is updated to what will have been sent.
 /// `statics` is the number of static attributes (never created or removed).
+/// An attribute with world edits still on their way to the authority
+/// (`forwarded`) is left alone until they are settled at `now`.
 pub fn diff_slots(
     shadow: &mut Vec<Option<AttributeValue>>,
     current: &[Option<Attribute>],
     statics: usize,
+    forwarded: &mut BTreeMap<u8, Forwarded>,
+    now: Time,
 ) -> SlotDiff {
     let mut diff = SlotDiff::default();
     let len = shadow.len().max(current.len());
@@ -76,6 +86,15 @@ pub fn diff_slots(
         let Ok(index_u8) = u8::try_from(index) else {
             break; // Tundra's indices are u8 (docs/tundra-wire.md §4.8)
         };
+        if let Some(waiting) = forwarded.get_mut(&index_u8) {
+            if slot
+                .as_ref()
+                .is_some_and(|new| waiting.holds_back(&new.value, now))
+            {
+                continue; // the authority has not answered the world's edit
+            }
+            forwarded.remove(&index_u8);
+        }
         match (shadow[index].as_ref(), slot) {
             (_, None) => {}
             (Some(old), Some(new)) if *old == new.value => {}
@@ -158,7 +177,7 @@ mod tests {
             Some(AttributeValue::Int(1)),
             Some(AttributeValue::Bool(true)),
         ];
-        assert!(diff_slots(&mut shadow, &current, 2).is_empty());
+        assert!(diff_slots(&mut shadow, &current, 2, &mut BTreeMap::new(), Time::ZERO).is_empty());
     }
 
     #[test]
@@ -171,7 +190,7 @@ mod tests {
             Some(AttributeValue::Int(1)),
             Some(AttributeValue::Bool(true)),
         ];
-        let diff = diff_slots(&mut shadow, &current, 2);
+        let diff = diff_slots(&mut shadow, &current, 2, &mut BTreeMap::new(), Time::ZERO);
         assert_eq!(
             diff.edits,
             vec![AttributeEdit {
@@ -180,14 +199,17 @@ mod tests {
             }]
         );
         assert_eq!(shadow[0], Some(AttributeValue::Int(5)));
-        assert!(diff_slots(&mut shadow, &current, 2).is_empty(), "sent once");
+        assert!(
+            diff_slots(&mut shadow, &current, 2, &mut BTreeMap::new(), Time::ZERO).is_empty(),
+            "sent once"
+        );
     }
 
     #[test]
     fn dynamic_attributes_are_created_and_removed() {
         let mut shadow = vec![Some(AttributeValue::Int(1))];
         let current = vec![None, dynamic("speed", AttributeValue::Real(2.0))];
-        let diff = diff_slots(&mut shadow, &current, 0);
+        let diff = diff_slots(&mut shadow, &current, 0, &mut BTreeMap::new(), Time::ZERO);
         assert_eq!(diff.removed, vec![0]);
         assert_eq!(diff.created.len(), 1);
         assert_eq!(diff.created[0].index, 1);
@@ -208,11 +230,16 @@ mod tests {
         // federation's copy came back as 29.970703125.
         let mut shadow = vec![Some(rotated(30.0))];
         let copy = vec![slot(rotated(30.0 - 15.0 / 512.0))];
-        assert!(diff_slots(&mut shadow, &copy, 1).is_empty());
+        assert!(diff_slots(&mut shadow, &copy, 1, &mut BTreeMap::new(), Time::ZERO).is_empty());
         assert_eq!(shadow, vec![Some(rotated(30.0))], "the world's value stays");
         // A federation client's edit is sent.
         let edit = vec![slot(rotated(45.0))];
-        assert_eq!(diff_slots(&mut shadow, &edit, 1).edits.len(), 1);
+        assert_eq!(
+            diff_slots(&mut shadow, &edit, 1, &mut BTreeMap::new(), Time::ZERO)
+                .edits
+                .len(),
+            1
+        );
     }
 
     #[test]
@@ -221,6 +248,6 @@ mod tests {
         // takes it from the federation: nothing to send.
         let mut shadow = vec![Some(AttributeValue::Int(9))];
         let current = vec![slot(AttributeValue::Int(9))];
-        assert!(diff_slots(&mut shadow, &current, 1).is_empty());
+        assert!(diff_slots(&mut shadow, &current, 1, &mut BTreeMap::new(), Time::ZERO).is_empty());
     }
 }

@@ -191,6 +191,7 @@ impl Bridge {
     }
 
     fn update_upstream(&mut self, entity: &Entity, upstream: EntityId) {
+        let now = self.last_now;
         let mut created = Vec::<ComponentData>::new();
         let mut removed = Vec::<ComponentId>::new();
         let mut new_attributes = Vec::<NewAttribute>::new();
@@ -248,7 +249,13 @@ impl Bridge {
             let Some((_, slots)) = translated.iter().find(|(id, _)| *id == component.id) else {
                 continue;
             };
-            let diff = diff_slots(&mut shadow.values, slots, component.static_count());
+            let diff = diff_slots(
+                &mut shadow.values,
+                slots,
+                component.static_count(),
+                &mut shadow.forwarded,
+                now,
+            );
             let target = shadow.upstream;
             for index in diff.removed {
                 removed_attributes.push(RemovedAttribute {

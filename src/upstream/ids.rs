@@ -12,6 +12,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use super::forwarded::Forwarded;
 use crate::federation::GlobalId;
 use crate::scene::{Component, ComponentContent};
 use crate::tundra::ids::FIRST_UNACKED_ID;
@@ -56,6 +57,9 @@ pub struct ShadowComponent {
     /// entity comes back under another node id (a replaced peer link).
     pub type_id: u32,
     pub name: String,
+    /// World-server edits of its attributes sent to the entity's
+    /// authority and not yet answered, by attribute index.
+    pub forwarded: BTreeMap<u8, Forwarded>,
 }
 
 impl ShadowComponent {
@@ -71,6 +75,7 @@ impl ShadowComponent {
             },
             type_id: component.type_id,
             name: component.name.clone(),
+            forwarded: BTreeMap::new(),
         }
     }
 }

@@ -6,6 +6,7 @@
 use tracing::{debug, info, warn};
 
 use super::bridge::{Bridge, BridgeEvent, LinkState};
+use super::forwarded::{Forwarded, FORWARDED_EDIT_WAIT};
 use super::ids::{Mirrored, UpstreamEntity};
 use crate::clock::Time;
 use crate::logging::RemoteText;
@@ -340,7 +341,10 @@ impl Bridge {
 
     /// Edits the world server made to its copy of a federation entity's
     /// `component`: the shadow takes each value (so it is not sent back)
-    /// and the entity's authority is asked to apply the ones that differ.
+    /// and the entity's authority is asked to apply the ones that differ,
+    /// or that follow an edit it has not answered yet. Until it answers,
+    /// the node's older value is not written back to the world server
+    /// (`super::forwarded`).
     pub(super) fn world_edits_of_exported(
         &mut self,
         local: EntityId,
@@ -361,20 +365,37 @@ impl Bridge {
         else {
             return;
         };
+        let until = self.last_now + FORWARDED_EDIT_WAIT;
+        let mut forwarded_any = false;
         for edit in edits {
             let index = usize::from(edit.index);
             if shadow.values.len() <= index {
                 shadow.values.resize(index + 1, None);
             }
             shadow.values[index] = Some(edit.value.clone());
-            if current.attribute(edit.index).map(|a| &a.value) != Some(&edit.value) {
-                self.events.push_back(BridgeEvent::EditToAuthority {
-                    entity: local,
-                    component,
-                    index: edit.index,
-                    value: edit.value,
-                });
+            let held = current.attribute(edit.index).map(|a| &a.value);
+            let waiting = shadow.forwarded.get_mut(&edit.index);
+            if held == Some(&edit.value) && waiting.is_none() {
+                continue; // the authority holds it already
             }
+            match (waiting, held) {
+                (Some(waiting), _) => waiting.push(edit.value.clone(), until),
+                (None, Some(held)) => {
+                    let first = Forwarded::new(held.clone(), edit.value.clone(), until);
+                    shadow.forwarded.insert(edit.index, first);
+                }
+                (None, None) => {}
+            }
+            forwarded_any = true;
+            self.events.push_back(BridgeEvent::EditToAuthority {
+                entity: local,
+                component,
+                index: edit.index,
+                value: edit.value,
+            });
+        }
+        if forwarded_any {
+            self.forwarding.insert((until, local));
         }
     }
 

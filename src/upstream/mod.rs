@@ -11,17 +11,21 @@
 //!
 //! One concept per file: [`login`] (the client login), [`ids`] (id mapping
 //! both directions), [`mirror`] (the world's entities into the scene),
-//! [`rigid_body`] (RigidBodyUpdate moves of world entities), [`export`]
-//! (the federation's entities into the world), [`echo`] (what is
-//! never sent back), [`reconcile`] (reconnects), [`hold`] (removals held
-//! when a peer link is replaced), [`timers`] (login timeout, grace
-//! periods), [`proxy`] (edits and actions upstream), [`handover`]
-//! (authority hand-over out of and into the world server), [`bridge`]
+//! [`rigid_body`] (RigidBodyUpdate moves of world entities), [`body_echo`]
+//! (a 119 that repeats what the bridge holds), [`export`] (the
+//! federation's entities into the world), [`echo`] (what is never sent
+//! back), [`forwarded`] (world edits awaiting the authority's answer),
+//! [`reconcile`] (reconnects), [`hold`] (removals held when a peer link is
+//! replaced), [`timers`] (login timeout, grace periods), [`proxy`] (edits
+//! and actions upstream), [`handover`] (authority hand-over out of and into
+//! the world server), [`bridge`]
 //! (state and interface).
 
+mod body_echo;
 mod bridge;
 pub mod echo;
 mod export;
+mod forwarded;
 mod handover;
 mod hold;
 pub mod ids;
@@ -37,6 +41,8 @@ mod tests;
 mod tests_export;
 #[cfg(test)]
 mod tests_links;
+#[cfg(test)]
+mod tests_owner_values;
 #[cfg(test)]
 mod tests_rigid_body;
 mod timers;

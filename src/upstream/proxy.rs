@@ -16,8 +16,8 @@ use crate::tundra::{AttributeEdit, Message};
 impl Bridge {
     /// Edits clients and peers asked for on the world server's entities:
     /// sent upstream, then applied to the node's copy as a Tundra client
-    /// applies its own edits (the server does not echo them, reference
-    /// section 7.5). Until logged in to the world server they are dropped.
+    /// applies its own edits (the server does not echo them,
+    /// docs/tundra-wire.md §7.5). Until logged in to the world server they are dropped.
     pub fn handle_proxied_edits(&mut self, scene: &mut Scene, edits: Vec<ProxiedEdit>) {
         for edit in edits {
             let Some(upstream) = self.ids.upstream_of(edit.entity) else {

@@ -206,6 +206,7 @@ impl Bridge {
             match components.iter().find(|c| c.id == shadow.upstream) {
                 Some(data) => {
                     shadow.values = shadow_of_data(data);
+                    shadow.forwarded.clear();
                     true
                 }
                 None => false,

@@ -13,15 +13,22 @@
 //! bridge exported, the edits go to its authority as a world-server client's
 //! edit does. A message that does not decode never gets here: the frame is
 //! refused (counted and logged) by `Bridge::handle_frame`.
+//!
+//! Parts of a record that only repeat, quantized, what the bridge holds
+//! (its own value written back by the server's physics) change nothing
+//! ([`super::body_echo`]): a world entity's copy and a federation entity's
+//! authority keep their exact values.
 
 use tracing::debug;
 
+use super::body_echo::news;
 use super::bridge::Bridge;
-use super::ids::UpstreamEntity;
+use super::ids::{ShadowComponent, UpstreamEntity};
 use crate::scene::{ChangeSource, Scene};
 use crate::tundra::rigid_body::{RigidBodyEntityUpdate, RigidBodyUpdate};
 use crate::tundra::rigid_body_receiver::receive;
-use crate::tundra::values::Transform;
+use crate::tundra::rigid_body_sender::BodyState;
+use crate::tundra::values::{Float3, Transform};
 use crate::tundra::{AttributeEdit, AttributeValue, ComponentId, EntityId};
 
 const PLACEABLE: u32 = 20;
@@ -32,19 +39,21 @@ const TRANSFORM: u8 = 0;
 const LINEAR_VELOCITY: u8 = 13;
 const ANGULAR_VELOCITY: u8 = 14;
 
-/// The edits equal to one record: `placeable` is the Placeable component
-/// with the transform the record's missing parts keep, `body` the RigidBody.
+/// The edits equal to one record: `placeable` is the Placeable component,
+/// `body` the RigidBody, and `held` what the bridge holds of them (the
+/// transform the record's missing parts keep, the values its repeated
+/// parts keep).
 fn record_edits(
     record: &RigidBodyEntityUpdate,
-    placeable: Option<(ComponentId, Transform)>,
+    placeable: Option<ComponentId>,
     body: Option<ComponentId>,
+    held: &BodyState,
 ) -> Vec<(ComponentId, AttributeEdit)> {
-    let base = placeable.map_or_else(Transform::default, |(_, t)| t);
-    let received = receive(record, base);
+    let received = news(record, receive(record, held.transform), held);
     let mut edits = Vec::new();
     let edit = |index, value| AttributeEdit { index, value };
     match (placeable, received.transform) {
-        (Some((component, _)), Some(t)) => {
+        (Some(component), Some(t)) => {
             edits.push((component, edit(TRANSFORM, AttributeValue::Transform(t))));
         }
         (None, Some(_)) => {
@@ -75,6 +84,40 @@ fn transform_of(value: Option<&AttributeValue>) -> Option<Transform> {
         Some(AttributeValue::Transform(t)) => Some(*t),
         _ => None,
     }
+}
+
+fn float3_of(value: Option<&AttributeValue>) -> Option<Float3> {
+    match value {
+        Some(AttributeValue::Float3(v)) => Some(*v),
+        _ => None,
+    }
+}
+
+/// What the world server was told of attribute `index` of an exported
+/// component (its shadow), else what the node holds.
+fn told<'a>(
+    scene: &'a Scene,
+    entity: EntityId,
+    part: Option<(ComponentId, &'a ShadowComponent)>,
+    index: u8,
+) -> Option<&'a AttributeValue> {
+    let (component, shadow) = part?;
+    shadow
+        .values
+        .get(usize::from(index))
+        .and_then(Option::as_ref)
+        .or_else(|| attribute_of(scene, entity, Some(component), index))
+}
+
+/// A scene component's attribute `index`, if filled.
+fn attribute_of(
+    scene: &Scene,
+    entity: EntityId,
+    component: Option<ComponentId>,
+    index: u8,
+) -> Option<&AttributeValue> {
+    let component = scene.entity(entity)?.components.get(&component?)?;
+    component.attribute(index).map(|a| &a.value)
 }
 
 impl Bridge {
@@ -120,13 +163,15 @@ impl Bridge {
     ) {
         let upstream = record.entity_id;
         let placeable = self.mirrored_component_of(upstream, PLACEABLE, scene);
-        let current = placeable.and_then(|c| {
-            let component = scene.entity(local)?.components.get(&c)?;
-            transform_of(component.attribute(TRANSFORM).map(|a| &a.value))
-        });
         let body = self.mirrored_component_of(upstream, RIGID_BODY, scene);
-        let placeable = placeable.zip(current);
-        for (component, edit) in record_edits(record, placeable, body) {
+        let current = |component, index| attribute_of(scene, local, component, index);
+        let held = BodyState {
+            transform: transform_of(current(placeable, TRANSFORM)).unwrap_or_default(),
+            linear_velocity: float3_of(current(body, LINEAR_VELOCITY)).unwrap_or_default(),
+            angular_velocity: float3_of(current(body, ANGULAR_VELOCITY)).unwrap_or_default(),
+        };
+        let placeable = placeable.filter(|_| transform_of(current(placeable, TRANSFORM)).is_some());
+        for (component, edit) in record_edits(record, placeable, body, &held) {
             // As `handle_edit`: the node's copy takes the world's value.
             let edited =
                 scene.edit_attribute(ChangeSource::Node, local, component, edit.index, edit.value);
@@ -137,7 +182,8 @@ impl Bridge {
 
     /// The world server moved its copy of a federation entity: as its
     /// EditAttributes would, the edits go to the entity's authority. Parts
-    /// the record leaves out keep what the world server was last told.
+    /// the record leaves out, or only repeats, keep what the world server
+    /// was last told (the authority's own values, not a lossy copy).
     fn body_of_exported(&mut self, record: &RigidBodyEntityUpdate, local: EntityId, scene: &Scene) {
         let Some(entry) = self.ids.exported(local) else {
             return;
@@ -150,21 +196,18 @@ impl Bridge {
                 .min_by_key(|(_, shadow)| shadow.upstream)
                 .map(|(component, shadow)| (*component, shadow))
         };
-        let placeable = first_of(PLACEABLE).and_then(|(component, shadow)| {
-            let told = shadow
-                .values
-                .get(usize::from(TRANSFORM))
-                .and_then(Option::as_ref);
-            let current = scene
-                .entity(local)?
-                .components
-                .get(&component)?
-                .attribute(TRANSFORM)
-                .map(|a| &a.value);
-            Some((component, transform_of(told).or(transform_of(current))?))
-        });
-        let body = first_of(RIGID_BODY).map(|(component, _)| component);
-        for (component, edit) in record_edits(record, placeable, body) {
+        let (placeable, body) = (first_of(PLACEABLE), first_of(RIGID_BODY));
+        let transform = transform_of(told(scene, local, placeable, TRANSFORM));
+        let held = BodyState {
+            transform: transform.unwrap_or_default(),
+            linear_velocity: float3_of(told(scene, local, body, LINEAR_VELOCITY))
+                .unwrap_or_default(),
+            angular_velocity: float3_of(told(scene, local, body, ANGULAR_VELOCITY))
+                .unwrap_or_default(),
+        };
+        let placeable = placeable.map(|(c, _)| c).filter(|_| transform.is_some());
+        let body = body.map(|(c, _)| c);
+        for (component, edit) in record_edits(record, placeable, body, &held) {
             self.world_edits_of_exported(local, component, vec![edit], scene);
         }
     }

@@ -281,6 +281,46 @@ fn one_info_line_per_outage_not_per_redial() {
     assert_eq!(lost.len(), 2, "one per outage: {lost:?}");
 }
 
+/// The grace period ends once per outage: redials that fail after it
+/// (connected and dropped, or refused) start no new one, so its INFO line
+/// is written once, however long the world server stays away.
+#[test]
+fn the_grace_period_ends_once_per_outage() {
+    use tracing_subscriber::layer::SubscriberExt;
+    let lines = InfoLines::default();
+    let subscriber = tracing_subscriber::registry().with(lines.clone());
+    tracing::subscriber::with_default(subscriber, || {
+        tracing::callsite::rebuild_interest_cache();
+        let (mut b, mut scene) = (bridge(), Scene::new(Registry::builtin()));
+        logged_in(&mut b, &mut scene, Time::ZERO, &[(5, "box", 1)]);
+        let mut now = Time::from_millis(1_000);
+        b.handle_disconnected(now, "closed by the world server");
+        // A minute of redials, every timer run when it is due: connections
+        // that open and drop before a LoginReply, and refused dials.
+        for attempt in 0..120 {
+            now += Duration::from_millis(500);
+            while let Some(due) = b.poll_timeout().filter(|due| *due <= now) {
+                b.handle_timeout(due, &mut scene);
+            }
+            if attempt % 3 == 0 {
+                b.handle_connected(now);
+                while b.poll_transmit().is_some() {}
+            }
+            b.handle_disconnected(now, "Connection refused (os error 111)");
+        }
+        assert_eq!(scene.entities().count(), 0, "the world's entities left");
+    });
+    let ended: Vec<String> = lines
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|m| m.contains("past the grace period"))
+        .cloned()
+        .collect();
+    assert_eq!(ended.len(), 1, "one per outage: {ended:?}");
+}
+
 /// Logs `b` in at `now` with a LoginReply carrying `data`; returns the
 /// asset storages it told the node of.
 fn log_in_with(b: &mut Bridge, scene: &mut Scene, now: Time, data: &str) -> Vec<AssetStorages> {

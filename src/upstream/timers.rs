@@ -22,13 +22,26 @@ impl Bridge {
             }
             _ => None,
         };
-        [link, self.poll_hold_timeout()].into_iter().flatten().min()
+        let forwarded = self.forwarding.first().map(|(until, _)| *until);
+        [link, self.poll_hold_timeout(), forwarded]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Timers: the end of the initial scene, the end of the grace period.
     pub fn handle_timeout(&mut self, now: Time, scene: &mut Scene) {
         self.last_now = now;
         self.handle_hold_timeout(now);
+        // Forwarded world edits the authority did not take in time: the
+        // entity is brought up to date (its value goes back to the world).
+        while let Some((until, entity)) = self.forwarding.first().copied() {
+            if until > now {
+                break;
+            }
+            self.forwarding.pop_first();
+            self.dirty.insert(entity);
+        }
         match self.state {
             LinkState::Syncing { session, until } if now >= until => {
                 self.reconcile(scene);

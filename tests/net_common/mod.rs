@@ -14,6 +14,7 @@
 //! binary that declares `mod net_common;` declares `mod common;` too.
 #![allow(dead_code)]
 
+pub mod knet_world;
 pub mod star;
 
 use std::collections::BTreeMap;
@@ -402,17 +403,19 @@ impl LiveNode {
 
 /// Waits until `check` holds on a fresh status of every node, polling each
 /// published snapshot; panics after `limit` (a failure bound, not a pass
-/// criterion).
+/// criterion). Returns the statuses it held on, so a test asserts on the
+/// very values it waited for.
 pub async fn wait_status(
     nodes: &[&LiveNode],
     limit: Duration,
     what: &str,
     check: impl Fn(&NodeStatus) -> bool,
-) {
+) -> Vec<NodeStatus> {
     let deadline = tokio::time::Instant::now() + limit;
     loop {
-        if nodes.iter().all(|n| check(&n.status())) {
-            return;
+        let statuses: Vec<NodeStatus> = nodes.iter().map(|n| n.status()).collect();
+        if statuses.iter().all(&check) {
+            return statuses;
         }
         assert!(
             tokio::time::Instant::now() < deadline,
@@ -434,6 +437,11 @@ pub struct Seen {
     pub description: Option<String>,
     /// Type ids of every component the client was sent.
     pub types: std::collections::BTreeSet<u32>,
+    /// Type ids of the components that came after the entity, in
+    /// CreateComponents (an entity sent whole has none).
+    pub added_later: std::collections::BTreeSet<u32>,
+    /// Placeable rotation (Euler degrees), as last told.
+    pub rot: Option<lessgate::tundra::values::Float3>,
 }
 
 /// The scene a Tundra client was told about, by entity id.
@@ -459,6 +467,8 @@ impl SceneView {
                     name_component: None,
                     description: None,
                     types: create.components.iter().map(|c| c.type_id).collect(),
+                    added_later: Default::default(),
+                    rot: None,
                 };
                 for component in &create.components {
                     let lessgate::tundra::ComponentBody::Attributes(body) = &component.body else {
@@ -475,6 +485,7 @@ impl SceneView {
                         (PLACEABLE, Some(AttributeValue::Transform(t))) => {
                             seen.placeable = Some(component.id);
                             seen.x = Some(t.pos.x);
+                            seen.rot = Some(t.rot);
                         }
                         _ => {}
                     }
@@ -499,7 +510,10 @@ impl SceneView {
                     };
                     for change in decoded.edits {
                         match (change.index, &change.value) {
-                            (0, AttributeValue::Transform(t)) => seen.x = Some(t.pos.x),
+                            (0, AttributeValue::Transform(t)) => {
+                                seen.x = Some(t.pos.x);
+                                seen.rot = Some(t.rot);
+                            }
                             (0, AttributeValue::String(text)) => seen.name = Some(text.clone()),
                             (1, AttributeValue::String(text)) => {
                                 seen.description = Some(text.clone())
@@ -519,6 +533,16 @@ impl SceneView {
                     if let Some(pos) = record.position.value() {
                         seen.x = Some(pos.x);
                     }
+                    let current = lessgate::tundra::values::Transform {
+                        rot: seen.rot.unwrap_or_default(),
+                        ..Default::default()
+                    };
+                    let received = lessgate::tundra::rigid_body_receiver::receive(record, current);
+                    let rotated =
+                        record.rotation.forward().is_some() || record.rotation.quat().is_some();
+                    if let (Some(t), true) = (received.transform, rotated) {
+                        seen.rot = Some(t.rot);
+                    }
                 }
             }
             Message::RemoveEntity(remove) => {
@@ -528,6 +552,8 @@ impl SceneView {
             Message::CreateComponents(create) => {
                 if let Some(seen) = self.entities.get_mut(&create.entity_id) {
                     seen.types
+                        .extend(create.components.iter().map(|c| c.type_id));
+                    seen.added_later
                         .extend(create.components.iter().map(|c| c.type_id));
                 }
             }
@@ -723,6 +749,9 @@ pub struct Observed {
     pub left: Vec<u32>,
     /// RigidBodyUpdate (119) messages received.
     pub rigid_body_updates: u64,
+    /// Every DynamicComponent (type 25) the node sent, in CreateEntity or
+    /// CreateComponents, with its entity: what a native client echoes.
+    pub dynamic_components: Vec<(EntityId, ComponentData)>,
     pub messages: u64,
     /// Whether the connection ended (the node closed it or it broke).
     pub closed: bool,
@@ -860,6 +889,20 @@ impl Observer {
                     Message::CreateEntityReply(reply) => state.replies.push(reply.clone()),
                     Message::ClientLeft(left) => state.left.push(left.user_id.0),
                     Message::RigidBodyUpdate(_) => state.rigid_body_updates += 1,
+                    Message::CreateEntity(create) => state.dynamic_components.extend(
+                        create
+                            .components
+                            .iter()
+                            .filter(|c| c.type_id == 25)
+                            .map(|c| (create.entity_id, c.clone())),
+                    ),
+                    Message::CreateComponents(create) => state.dynamic_components.extend(
+                        create
+                            .components
+                            .iter()
+                            .filter(|c| c.type_id == 25)
+                            .map(|c| (create.entity_id, c.clone())),
+                    ),
                     _ => {}
                 }
                 state.view.apply(&message);
@@ -977,18 +1020,18 @@ impl Drop for Observer {
 }
 
 /// Waits until `check` holds on every observer's snapshot; panics after
-/// `limit` with what each saw.
+/// `limit` with what each saw. Returns the snapshots it held on.
 pub async fn wait_observers(
     observers: &[&Observer],
     limit: Duration,
     what: &str,
     check: impl Fn(&[Observed]) -> bool,
-) {
+) -> Vec<Observed> {
     let deadline = tokio::time::Instant::now() + limit;
     loop {
         let seen: Vec<Observed> = observers.iter().map(|o| o.snapshot()).collect();
         if check(&seen) {
-            return;
+            return seen;
         }
         assert!(
             tokio::time::Instant::now() < deadline,

@@ -330,8 +330,9 @@ impl SessionsState {
         let mut ready = Vec::new();
         match event {
             PeerEvent::LinkUp(link) => {
-                let config = link.take_session_config().expect("a fresh link's settings");
-                let session = Session::new(config, now).expect("negotiated settings are valid");
+                let settings = link.take_link_settings().expect("a fresh link's settings");
+                let session =
+                    Session::new(settings.session, now).expect("negotiated settings are valid");
                 self.links.insert(link.id(), (link.clone(), session));
                 ready.push(AppEvent::Peer(PeerEvent::LinkUp(link)));
             }

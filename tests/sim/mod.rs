@@ -19,14 +19,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lessgate::clock::Time;
+use lessgate::config::PeeringSection;
 use lessgate::federation::{schemas::schema_registry, LinkId, LinkPolicy};
-use lessgate::less::encoding::LinkEncodings;
 use lessgate::less::message::MethodStatus;
 use lessgate::less::schema::ConnectionSchema;
-use lessgate::less::session::{FramingMode, Path, SessionConfig};
-use lessgate::less::signature::{LinkRole, SessionKeys};
+use lessgate::less::session::Path;
 use lessgate::less::value::Value;
 use lessgate::node::{Event, LinkUp, Node, Transmit};
+use lessgate::peering::keys::Role;
+use lessgate::peering::link_settings::{link_settings, Agreement, LocalSettings};
+use lessgate::peering::negotiate::LinkFraming;
 use lessgate::scene::{ClientId, Scene};
 use lessgate::server::{ServerConfig, TundraServer};
 use lessgate::transport::client::ClientTransport;
@@ -92,6 +94,9 @@ pub struct Sim {
     pub bytes_sent: HashMap<(usize, LinkId), usize>,
     /// Links made from now on put every packet on the reliable stream.
     pub stream_mode: bool,
+    /// The `[peering]` section links connected from now on are set up
+    /// with (its MTU and liveness timeout); the default node's.
+    pub peering: PeeringSection,
     /// (node, from, to): every transmission of that node in [from, to) is
     /// lost, stream frames included (a fault no LESS re-send repairs).
     pub blackout: Option<(usize, Time, Time)>,
@@ -148,6 +153,7 @@ impl Sim {
             action_results: vec![Vec::new(); count],
             bytes_sent: HashMap::new(),
             stream_mode: false,
+            peering: PeeringSection::default(),
             blackout: None,
             dead: Vec::new(),
         }
@@ -236,49 +242,51 @@ impl Sim {
         self.next_link += 2;
         let secret: [u8; 32] = self.rng.gen();
         let (sa, sb): (u8, u8) = (self.rng.gen(), self.rng.gen());
-        let session = |node: &Node, role, local, remote| {
-            let schemas = Arc::new(schema_registry(node.scene().registry()));
-            let rules = schemas.encoding_rules().to_vec();
-            let mut config = SessionConfig::new(
-                SessionKeys::derive(&secret, role),
-                local,
-                remote,
-                schemas,
-                Arc::new(ConnectionSchema::builtin()),
-            );
-            config.encodings = Arc::new(LinkEncodings::from_features(&agreed, rules));
-            if stream_mode {
-                config.mode = FramingMode::Stream;
-            } else {
-                // As the peer driver does (docs/less-wire.md §16.5).
-                config.bulk_packets = agreed
-                    .iter()
-                    .any(|f| f == lessgate::less::bulk::BULK_FEATURE);
-            }
-            config
+        // The link's settings as the peer driver derives them from a real
+        // handshake, with `self.peering`'s MTU and liveness.
+        let peering = &self.peering;
+        let framing = if stream_mode {
+            LinkFraming::Stream
+        } else {
+            LinkFraming::Datagram
         };
-        let session_a = session(&self.nodes[a], LinkRole::Initiator, sa, sb);
-        let session_b = session(&self.nodes[b], LinkRole::Acceptor, sb, sa);
+        let settings = |node: &Node, role, local, remote| {
+            let agreement = Agreement {
+                role,
+                secret: &secret,
+                local_first_sequence: local,
+                peer_first_sequence: remote,
+                framing,
+                mtu: peering.mtu,
+                features: &agreed,
+            };
+            let local = LocalSettings {
+                schemas: Arc::new(schema_registry(node.scene().registry())),
+                connection_schema: Arc::new(ConnectionSchema::builtin()),
+                timestamp_quantum: Duration::from_millis(1),
+                liveness_timeout: peering.liveness_timeout(),
+            };
+            link_settings(&agreement, &local).expect("valid link settings")
+        };
+        let settings_a = settings(&self.nodes[a], Role::Dialer, sa, sb);
+        let settings_b = settings(&self.nodes[b], Role::Listener, sb, sa);
         let (ida, idb) = (
             self.nodes[a].federation().node_id(),
             self.nodes[b].federation().node_id(),
         );
         let now = self.now;
-        // As the peer driver does: what both offered.
-        let features = lessgate::federation::wire::features::LinkFeatures::from_agreed(&agreed);
-        let up = |id, peer, name, policy, session| LinkUp {
+        let up = |id, peer, name, policy, settings| LinkUp {
             id,
             peer,
             peer_name: name,
             policy,
-            session,
-            features,
+            settings,
         };
         self.nodes[a]
-            .handle_link_up(now, up(la, idb, format!("n{b}"), policy_a, session_a))
+            .handle_link_up(now, up(la, idb, format!("n{b}"), policy_a, settings_a))
             .expect("valid session config");
         self.nodes[b]
-            .handle_link_up(now, up(lb, ida, format!("n{a}"), policy_b, session_b))
+            .handle_link_up(now, up(lb, ida, format!("n{a}"), policy_b, settings_b))
             .expect("valid session config");
         self.wiring.insert((a, la), (b, lb, model));
         self.wiring.insert((b, lb), (a, la, model));
@@ -341,11 +349,26 @@ impl Sim {
 
     /// Logs a protocol 3 client into a node.
     pub fn add_client(&mut self, node: usize) -> ClientId {
+        self.add_client_over(node, ClientTransport::WebSocket)
+    }
+
+    /// Logs a native viewer into a node over kNet UDP: its login data is
+    /// XML, and it takes moves as RigidBodyUpdate (119).
+    pub fn add_native_client(&mut self, node: usize) -> ClientId {
+        self.add_client_over(node, ClientTransport::KnetUdp)
+    }
+
+    fn add_client_over(&mut self, node: usize, transport: ClientTransport) -> ClientId {
         let id = ClientId(self.next_client);
         self.next_client += 1;
-        self.nodes[node].handle_client_connect(id, self.now, ClientTransport::WebSocket);
+        self.nodes[node].handle_client_connect(id, self.now, transport);
+        let login_data = match transport {
+            ClientTransport::WebSocket => "{\"username\":\"sim\"}".to_owned(),
+            _ => "<?xml version=\"1.0\"?>\n<login>\n\t<username value=\"sim\" />\n</login>\n"
+                .to_owned(),
+        };
         let login = Message::Login(Login {
-            login_data: "{\"username\":\"sim\"}".into(),
+            login_data,
             protocol_version: Some(3),
         });
         self.nodes[node].handle_client_frame(
@@ -411,6 +434,29 @@ impl Sim {
             entity_id: EntityId(0x4000_0000 | tag),
             temporary: false,
             parent: None,
+            components,
+        });
+        self.send(node, client, &message);
+    }
+
+    /// A client creates an entity of `components` (under unacked component
+    /// ids), the child of `parent` (an id the client sees) if given.
+    pub fn create_entity(
+        &mut self,
+        node: usize,
+        client: ClientId,
+        tag: u32,
+        components: Vec<ComponentData>,
+        parent: Option<EntityId>,
+    ) {
+        if let Some(state) = self.clients[node].get_mut(&client) {
+            state.pending.insert(tag, components.clone());
+        }
+        let message = Message::CreateEntity(CreateEntity {
+            scene_id: 0,
+            entity_id: EntityId(0x4000_0000 | tag),
+            temporary: false,
+            parent,
             components,
         });
         self.send(node, client, &message);
@@ -770,6 +816,25 @@ fn apply(client: &mut SimClient, message: Message) {
                             *slot = e.value;
                         }
                     }
+                }
+            }
+        }
+        Message::RigidBodyUpdate(update) => {
+            // As a native viewer reads it: each record onto the Placeable
+            // transform it holds (tundra `HandleRigidBodyChanges`).
+            for record in update.entities {
+                let Some(entity) = view.entities.get_mut(&record.entity_id) else {
+                    continue;
+                };
+                let Some((_, values)) = entity.values_mut().find(|(t, _)| *t == 20) else {
+                    continue;
+                };
+                let Some(AttributeValue::Transform(current)) = values.first().cloned() else {
+                    continue;
+                };
+                let received = lessgate::tundra::rigid_body_receiver::receive(&record, current);
+                if let Some(transform) = received.transform {
+                    values[0] = AttributeValue::Transform(transform);
                 }
             }
         }

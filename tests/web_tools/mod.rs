@@ -8,12 +8,21 @@
 //!
 //! The decision is a pure function of what is present ([`Probe`] →
 //! [`plan`]), so it is tested without changing the machine.
+//!
+//! The set-up runs once per test binary, before any of its tests that need
+//! it goes on: each such test calls [`ready`] first, before it starts
+//! anything of its own, and every caller waits at one [`Gate`] until the
+//! set-up is over. So no test's federation runs while apt-get installs
+//! Chromium beside it (on a fresh machine that slowed a sibling test past
+//! its patience). Where it can (apt-get, root), the set-up installs every
+//! tool the JavaScript tests use in one `apt-get install`, whichever test
+//! needs the first: the binary that runs next finds them present.
 
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
+use std::sync::OnceLock;
 
 /// Where the browser test looks for its browser (Debian's chromium package).
 pub const CHROMIUM: &str = "/usr/bin/chromium";
@@ -135,13 +144,60 @@ pub fn plan(probe: &Probe, need: Need) -> Result<Vec<Step>, String> {
     Ok(steps)
 }
 
-/// Makes this machine ready for `need`, or panics with what to do by hand.
-/// Test threads of one binary take turns (two would race apt-get's lock).
-pub fn ensure(need: Need) {
-    static TURN: Mutex<()> = Mutex::new(());
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+/// Runs a set-up once however many threads ask, and makes every caller
+/// wait until it is over (`OnceLock::get_or_init`).
+pub struct Gate {
+    outcome: OnceLock<Result<(), String>>,
+}
+
+impl Gate {
+    pub const fn new() -> Gate {
+        Gate {
+            outcome: OnceLock::new(),
+        }
+    }
+
+    /// Runs `set_up` if no caller has yet, else waits for the one that
+    /// runs it; its outcome, for every caller.
+    pub fn pass(&self, set_up: impl FnOnce() -> Result<(), String>) -> &Result<(), String> {
+        self.outcome.get_or_init(set_up)
+    }
+}
+
+impl Default for Gate {
+    fn default() -> Gate {
+        Gate::new()
+    }
+}
+
+/// Makes this machine ready for `need` before the calling test goes on, or
+/// panics with what to do by hand. The first caller of the binary sets up
+/// every tool the JavaScript tests use, when it can; the others wait for it.
+pub fn ready(need: Need) {
+    static SET_UP: Gate = Gate::new();
     let path = std::env::var("PATH").unwrap_or_default();
-    let steps = plan(&Probe::look(&path), need).unwrap_or_else(|why| panic!("{why}"));
+    let outcome = SET_UP.pass(|| match plan(&Probe::look(&path), Need::Browser) {
+        Ok(steps) => run(&steps),
+        // Not installable here; what `need` lacks is said below.
+        Err(why) => Err(why),
+    });
+    match plan(&Probe::look(&path), need) {
+        Ok(missing) if missing.is_empty() => {}
+        Ok(missing) => panic!(
+            "test set-up did not make the machine ready ({}): {}",
+            outcome.as_ref().err().map_or("no error", String::as_str),
+            missing
+                .iter()
+                .map(Step::shown)
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+        Err(why) => panic!("{why}"),
+    }
+}
+
+/// Runs the set-up commands in order; stops at the first that fails.
+fn run(steps: &[Step]) -> Result<(), String> {
     for step in steps {
         let shown = step.shown();
         eprintln!("test set-up: {shown}");
@@ -150,12 +206,14 @@ pub fn ensure(need: Need) {
             .env("DEBIAN_FRONTEND", "noninteractive")
             .stdout(Stdio::null())
             .status()
-            .unwrap_or_else(|e| panic!("test set-up: cannot run `{shown}`: {e}"));
-        assert!(
-            status.success(),
-            "test set-up: `{shown}` failed ({status}); run it by hand"
-        );
+            .map_err(|e| format!("test set-up: cannot run `{shown}`: {e}"))?;
+        if !status.success() {
+            return Err(format!(
+                "test set-up: `{shown}` failed ({status}); run it by hand"
+            ));
+        }
     }
+    Ok(())
 }
 
 fn on_path(path: &str, program: &str) -> bool {

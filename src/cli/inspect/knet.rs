@@ -10,7 +10,8 @@
 //! print one line per segment with the messages it completed. A malformed
 //! unit gets an `"error"` with the reason; the command then exits with
 //! status 1 after printing everything. The first datagram from a client is
-//! kNet's connect datagram (§4.8), shown as such and not parsed.
+//! kNet's connect datagram (docs/knet-wire.md §4.8), shown as such and not
+//! parsed.
 //!
 //! The codecs are `crate::knet`; this file gathers inputs and prints.
 

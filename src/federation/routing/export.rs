@@ -20,8 +20,32 @@ use crate::less::property_list::PropertyValue;
 use crate::less::value::Value;
 use crate::less::value_type::ValueType;
 use crate::logging::RemoteText;
-use crate::scene::{Change, ChangeKind, ChangeSource, Component, ComponentContent, Origin, Scene};
+use crate::scene::position::PLACEABLE;
+use crate::scene::{
+    Change, ChangeKind, ChangeSource, Component, ComponentContent, Entity, Origin, Scene,
+};
 use crate::tundra::{ComponentId, EntityId};
+
+/// Whether the objects of `target` wait before going out on `link`, so
+/// that the peer receives the entity whole: while the peer may still
+/// subscribe to the type of one of its components (its objects would follow
+/// the entity object by a round trip), or while its parent waits (the
+/// child's parent would go out empty). Introduces the component types it
+/// needs, so the wait starts at once.
+fn entity_waits(link: &mut Link, target: &Entity, rule: Option<&OriginPolicy>) -> bool {
+    if target.parent.is_some_and(|p| link.deferred.contains(&p)) {
+        return true;
+    }
+    let mut waits = false;
+    for component in target.replicated_components() {
+        let (uri, type_name) = component_type(component);
+        if may_export(&link.policy, link.peer, rule, &type_name) {
+            link.type_for(&uri);
+            waits |= link.awaits_subscription(&uri);
+        }
+    }
+    waits
+}
 
 /// Introduces one component object on `link`; `transform` is its
 /// attribute 0 in federation coordinates where it is a placed transform
@@ -71,13 +95,26 @@ impl Federation {
         link_id: LinkId,
         scene: &Scene,
     ) {
-        let want = self.should_export(global, link_id);
-        let path = self.outgoing_path(global);
-        let policy = self.outgoing_policy(global);
-        let authority = self.outgoing_authority(global);
         // Untracked entities were unexported when they left the scene.
         let Some(scene_id) = self.tracked.get(&global).map(|t| t.scene()) else {
             return;
+        };
+        let want =
+            self.should_export(global, link_id) && self.interest_admits(link_id, scene_id, scene);
+        let path = self.outgoing_path(global);
+        let policy = self.outgoing_policy(global);
+        let authority = self.outgoing_authority(global);
+        let rule = self.relay_rule(global);
+        let introducing = want
+            && self
+                .links
+                .get(&link_id)
+                .is_some_and(|l| !l.exported.contains(&scene_id));
+        // Its placed transforms, for the component objects that go out
+        // with a new entity object (`positions.rs`).
+        let transforms = match scene.entity(scene_id) {
+            Some(target) if introducing => self.placed_transforms(link_id, target),
+            _ => Vec::new(),
         };
         let Some(link) = self.links.get_mut(&link_id) else {
             return;
@@ -143,6 +180,11 @@ impl Federation {
                 let Some(type_id) = link.type_for(mapping::entity_uri(version_2)) else {
                     return;
                 };
+                if entity_waits(link, target, rule.as_deref()) {
+                    link.deferred.insert(scene_id);
+                    return; // `release_deferred` exports it
+                }
+                link.deferred.remove(&scene_id);
                 let object = link.session.allocate_object_id();
                 let mut values = vec![
                     pv(
@@ -171,15 +213,25 @@ impl Federation {
                     values.push(pv(entity::COMPONENT, entity::EXPORT, policy.to_value()));
                     values.extend(authority_values(authority));
                 }
-                if let Err(error) = link.session.introduce_entity(object, type_id, values) {
-                    warn!(link = link_id.0, entity = %global, error = %RemoteText(&error), "cannot export entity");
-                    return;
-                }
+                // The components go out before the entity object: a peer
+                // files them until their entity comes (section 3) and then
+                // presents it whole, even when its objects span packets.
                 link.exported.insert_entity(scene_id, object, path, policy);
                 link.exported.set_authority(scene_id, authority);
+                for component in target.replicated_components() {
+                    let transform = placed_for(&transforms, component.id);
+                    export_component(link, scene_id, component, rule.as_deref(), transform);
+                }
+                if let Err(error) = link.session.introduce_entity(object, type_id, values) {
+                    warn!(link = link_id.0, entity = %global, error = %RemoteText(&error), "cannot export entity");
+                    unexport_entity(link, scene_id, &mut self.stats);
+                    return;
+                }
                 debug!(link = link_id.0, entity = %global, object = object.get(), "entity exported");
             }
-            (false, false) => {}
+            (false, false) => {
+                link.deferred.remove(&scene_id);
+            }
         }
     }
 
@@ -254,6 +306,10 @@ impl Federation {
                         },
                     };
                     self.sync_all_links(global, scene);
+                    // A new child may bring its tree into a link's interest.
+                    if scene.entity(id).is_some_and(|e| e.parent.is_some()) {
+                        self.follow_interest(id, scene);
+                    }
                 }
                 ChangeKind::EntityRemoved(_) => {
                     // The entity left the scene: its identity goes with it
@@ -276,6 +332,9 @@ impl Federation {
                     let Some(component) = target.components.get(&c) else {
                         continue;
                     };
+                    if component.type_id == PLACEABLE {
+                        self.follow_interest(id, scene);
+                    }
                     let links: Vec<LinkId> = self.links.keys().copied().collect();
                     for link_id in links {
                         let transform = placed_for(&self.placed_transforms(link_id, target), c);
@@ -293,6 +352,8 @@ impl Federation {
                             withdraw(link, object, &mut self.stats);
                         }
                     }
+                    // It may have been its tree's Placeable.
+                    self.follow_interest(id, scene);
                 }
                 ChangeKind::AttributeChanged(_, c, index)
                 | ChangeKind::AttributeCreated(_, c, index)
@@ -310,6 +371,10 @@ impl Federation {
                         if let Some(global) = self.tracked.global_of(id) {
                             self.own_edits.edited_here((global, c, index));
                         }
+                    }
+                    if is_transform(component.type_id, index) {
+                        // The tree may enter or leave a link's interest.
+                        self.follow_interest(id, scene);
                     }
                     let placed = !self.placement.is_origin();
                     if placed && is_transform(component.type_id, index) {
@@ -382,6 +447,9 @@ impl Federation {
                         self.stats
                             .session(sent, "temporary flag or parent not exported");
                     }
+                    if matches!(change.kind, ChangeKind::ParentChanged(_)) {
+                        self.follow_interest(id, scene);
+                    }
                     if matches!(change.kind, ChangeKind::ParentChanged(_))
                         && !self.placement.is_origin()
                     {
@@ -389,6 +457,26 @@ impl Federation {
                         self.resend_transforms(id, scene);
                     }
                 }
+            }
+        }
+    }
+
+    /// Exports the entities that waited on `link_id` for the peer's answer to
+    /// a type introduction, once the peer has answered every one (parents
+    /// first, so each goes out with its parent).
+    pub(in crate::federation) fn release_deferred(&mut self, link_id: LinkId, scene: &Scene) {
+        let Some(link) = self.links.get(&link_id) else {
+            return;
+        };
+        if link.deferred.is_empty() || link.awaits_any_subscription() {
+            return;
+        }
+        for global in self.export_order(scene) {
+            let waiting = self.tracked.get(&global).map(|t| t.scene());
+            let deferred = self.links.get(&link_id).map(|l| &l.deferred);
+            if waiting.is_some_and(|id| deferred.is_some_and(|d| d.contains(&id))) {
+                self.sync_entity_export(global, link_id, scene);
+                self.sync_component_exports(global, link_id, scene);
             }
         }
     }

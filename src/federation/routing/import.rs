@@ -9,6 +9,7 @@ use tracing::{debug, warn};
 
 use crate::federation::core::{Federation, FederationEvent};
 use crate::federation::ids::LinkId;
+use crate::federation::interest::entry::INTEREST;
 use crate::federation::routing::link::{Link, RemoteType};
 use crate::federation::routing::mirror::{self, ComponentKind, MirrorComponent};
 use crate::federation::routing::positions::{copy_in_world, is_placeable, placed};
@@ -45,8 +46,10 @@ impl Federation {
             }
         }
         // Every event of the packets that arrived is applied: new epochs
-        // whose earlier packets are all here take effect.
+        // whose earlier packets are all here take effect, and entities that
+        // waited for the peer to answer a type introduction go out.
         self.pass_epoch_barriers(link_id, scene);
+        self.release_deferred(link_id, scene);
         None
     }
 
@@ -156,6 +159,12 @@ impl Federation {
                 values,
             } if interaction == DEPARTURE_OFFER || interaction == DEPARTURE_ANSWER => {
                 self.handle_departure_interaction(link_id, interaction, &values)
+            }
+            Event::Interaction {
+                interaction,
+                values,
+            } if interaction == INTEREST => {
+                self.handle_interest_interaction(link_id, &values, scene)
             }
             Event::Interaction { .. } | Event::ConnectionControl { .. } => {}
         }
@@ -328,6 +337,9 @@ impl Federation {
                 .is_some_and(|t| t.selected == Some(link_id));
             if let Some(global) = owner.filter(|_| presented_here) {
                 self.present_component(link_id, global, object, scene);
+            } else if let Some(global) = owner.filter(|g| self.tracked.get(g).is_none()) {
+                // Its entity waited for this object to be complete.
+                self.reroute(global, scene);
             }
             return;
         };

@@ -41,8 +41,11 @@ pub struct Link {
     pub policy: LinkPolicy,
     pub session: Session,
     /// Types this node introduced, by URI (kept with the session by
-    /// `type_for`).
-    local_types: HashMap<String, TypeId<Local>>,
+    /// `type_for`), with the send mark of the packet that introduced each.
+    local_types: HashMap<String, (TypeId<Local>, u64)>,
+    /// Entities whose objects wait for the peer to answer the introduction
+    /// of a component type they carry (`export.rs`, `entity_waits`).
+    pub(in crate::federation) deferred: std::collections::BTreeSet<EntityId>,
     /// Types the peer introduced, as this node understood them.
     pub(in crate::federation) remote_types: HashMap<TypeId<Remote>, RemoteType>,
     /// What this node exports on the link.
@@ -79,6 +82,7 @@ impl Link {
             policy,
             session,
             local_types: HashMap::new(),
+            deferred: Default::default(),
             remote_types: HashMap::new(),
             exported: Exports::new(),
             mirror: Mirror::default(),
@@ -91,12 +95,36 @@ impl Link {
 
     /// The local type id for a URI, introducing the type on first use.
     pub fn type_for(&mut self, uri: &str) -> Option<TypeId<Local>> {
-        if let Some(id) = self.local_types.get(uri) {
+        if let Some((id, _)) = self.local_types.get(uri) {
             return Some(*id);
         }
+        let mark = self.session.send_mark();
         let id = self.session.introduce_type(uri).ok()?;
-        self.local_types.insert(uri.to_owned(), id);
+        self.local_types.insert(uri.to_owned(), (id, mark));
         Some(id)
+    }
+
+    /// Whether the peer may still subscribe to the type of `uri`: this node
+    /// introduced it and the peer has neither subscribed nor acknowledged
+    /// the packet that introduced it (having read the introduction without
+    /// subscribing, it wants none). A stream link acknowledges nothing:
+    /// nothing is awaited there.
+    pub fn awaits_subscription(&self, uri: &str) -> bool {
+        self.local_types
+            .get(uri)
+            .is_some_and(|(id, mark)| self.awaited(*id, *mark))
+    }
+
+    /// Whether the peer may still subscribe to any type this node
+    /// introduced (see [`Link::awaits_subscription`]).
+    pub fn awaits_any_subscription(&self) -> bool {
+        self.local_types
+            .values()
+            .any(|(id, mark)| self.awaited(*id, *mark))
+    }
+
+    fn awaited(&self, id: TypeId<Local>, mark: u64) -> bool {
+        self.session.peer_subscription(id).is_none() && !self.session.acknowledged_through(mark)
     }
 
     /// The object exported for an entity's component, if any.
@@ -112,6 +140,7 @@ impl Link {
 
 /// Removes an entity's objects from a link: components first.
 pub fn unexport_entity(link: &mut Link, entity: EntityId, stats: &mut FederationStats) {
+    link.deferred.remove(&entity);
     let Some(exported) = link.exported.remove_entity(entity) else {
         return;
     };

@@ -19,6 +19,9 @@ impl Federation {
         info!(link = id.0, peer = %link.peer_name, "federation link added");
         self.known_exports
             .insert(link.peer, link.policy.export.clone());
+        let routes_changed = self
+            .interest
+            .add_link(id, link.peer, link.features.interest);
         self.links.insert(id, link);
         self.track_local_entities(scene);
         self.refresh_own_policy(scene);
@@ -29,6 +32,9 @@ impl Federation {
         for global in &globals {
             self.sync_component_exports(*global, id, scene);
         }
+        self.send_first_interest(id);
+        let others: Vec<LinkId> = routes_changed.into_iter().filter(|l| *l != id).collect();
+        self.reapply_interest(&others, scene);
     }
 
     /// A link went down: every copy it carried is withdrawn; entities reachable
@@ -38,6 +44,7 @@ impl Federation {
             return;
         };
         info!(link = id.0, peer = %link.peer_name, "federation link removed");
+        let routes_changed = self.interest.remove_link(id);
         self.take_orphaned_grants(&mut link, scene);
         let affected: Vec<GlobalId> = link.mirror.globals().collect();
         for global in affected {
@@ -65,6 +72,8 @@ impl Federation {
         if !self.links.values().any(|l| l.peer == link.peer) {
             self.reclaim_unanswered(link.peer, scene);
         }
+        // Another link may be the best way to a node that link led to.
+        self.reapply_interest(&routes_changed, scene);
     }
 
     /// Gives every replicated local entity a federation identity.

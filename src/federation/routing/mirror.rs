@@ -11,7 +11,7 @@ use uuid::Uuid;
 use crate::federation::export_policy::origin_policy::OriginPolicy;
 use crate::federation::ids::GlobalId;
 use crate::federation::wire::mapping::{component, entity};
-use crate::less::ids::{ComponentId, ObjectId, PropertyId, PropertyKey, Remote};
+use crate::less::ids::{ComponentId, ComponentPath, ObjectId, PropertyId, PropertyKey, Remote};
 use crate::less::property_list::PropertyValue;
 use crate::less::property_map::PropertyMap;
 use crate::less::schema::TypeSchema;
@@ -119,6 +119,35 @@ impl MirrorComponent {
     #[inline]
     pub fn value(&self, key: &PropertyKey) -> Option<&Value> {
         self.values.get(self.schema.property_index(key)?)
+    }
+
+    /// Whether the object holds what presenting it needs. An object larger
+    /// than one packet is introduced with the properties that fit, lowest
+    /// first, and the rest follow as updates (docs/less-wire.md §11): a
+    /// DynamicComponent whose attribute values came without its layout
+    /// (component 3, their types and names) is not complete yet, and
+    /// presented now its attributes would be created again once the layout
+    /// came. One with neither is presented as it is (empty).
+    pub fn is_presentable(&self) -> bool {
+        if !matches!(self.kind, ComponentKind::Dynamic { .. }) {
+            return true;
+        }
+        let list = |property| match self.value(&PropertyKey::new(component::LAYOUT, property)) {
+            Some(Value::List(_, items)) => Some(items.len()),
+            _ => None,
+        };
+        let types = list(component::LAYOUT_TYPES);
+        let names = list(component::LAYOUT_NAMES);
+        let attributes = ComponentPath::top(ComponentId(component::ATTRIBUTES));
+        match (types, names) {
+            (Some(types), Some(names)) => types == names,
+            (None, None) => !self.values.iter().any(|(index, _)| {
+                self.schema
+                    .property_at(index)
+                    .is_some_and(|(key, _)| key.component == attributes)
+            }),
+            _ => false,
+        }
     }
 }
 

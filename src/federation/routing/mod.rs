@@ -9,12 +9,13 @@
 //! Behaviour (`impl Federation`): `links` (links coming and going), `route`
 //! (choosing the copy and where it goes), `present` (a copy into the
 //! scene), `import` (a peer's events applied), `export` (the scene's
-//! changes sent), `accept` (a narrowed accept list), `read_ahead`.
+//! changes sent), `interest` (what a link's regions admit), `accept` (a narrowed accept list), `read_ahead`.
 
 pub mod accept;
 pub mod export;
 pub mod exports;
 pub mod import;
+pub mod interest;
 pub mod link;
 pub mod links;
 pub mod mirror;

@@ -173,7 +173,8 @@ impl Federation {
         if placement == self.placement {
             return;
         }
-        info!(offset = ?placement.offset(), "world placement changed");
+        let [x, y, z] = placement.offset();
+        info!(x, y, z, "world placement changed");
         self.placement = placement;
         // Remote copies: the scene takes their transforms in the new frame.
         let presented: Vec<(GlobalId, crate::federation::ids::LinkId)> = self

@@ -30,6 +30,17 @@ impl Federation {
         let Some(entity) = link.mirror.copy_of(global) else {
             return;
         };
+        let incomplete = entity
+            .components()
+            .iter()
+            .filter_map(|id| link.mirror.component(*id))
+            .any(|c| !c.is_presentable());
+        if incomplete {
+            // Presented now, a native client would get the entity in pieces;
+            // the update that completes the copy presents it whole.
+            debug!(link = link_id.0, entity = %global, "entity waits for the rest of a component");
+            return;
+        }
         let temporary = entity.temporary;
         let has_parent = entity.parent.is_some();
         let component_objects: Vec<ObjectId<Remote>> =
@@ -99,6 +110,9 @@ impl Federation {
         let Some(mirrored) = link.mirror.component(object) else {
             return;
         };
+        if !mirrored.is_presentable() {
+            return; // the update that completes it presents it
+        }
         let Some(data) = component_data(&self.tracked, link, scene, mirrored, &self.placement)
         else {
             return;

@@ -6,9 +6,10 @@
 //!
 //! A placement is a translation (rotations are untouched). Translating is
 //! done in `f64` and rounded once to `f32`, so a value that is exact in
-//! both frames (every position on a 1/512 m grid within ±16 384 m, when the
-//! placement is on that grid too) translates exactly and back; any other
-//! moves by at most half an `f32` step of the larger of the two positions.
+//! both frames (every position on the compact encoding's 1/256 m grid
+//! within ±16 384 m, when the placement is on that grid too) translates
+//! exactly and back; any other moves by at most half an `f32` step of the
+//! larger of the two positions.
 
 use crate::tundra::values::{Float3, Transform};
 
@@ -153,14 +154,14 @@ mod tests {
         assert_eq!((odd.y, odd.z), (f32::INFINITY, f32::NEG_INFINITY));
     }
 
-    /// A coordinate on the 1/512 m grid of the compact position encoding,
+    /// A coordinate on the 1/256 m grid of the compact position encoding,
     /// within ±16 384 m.
     fn on_grid() -> impl Strategy<Value = f32> {
-        (-(1i32 << 23)..(1i32 << 23)).prop_map(|k| k as f32 / 512.0)
+        (-(1i32 << 22)..(1i32 << 22)).prop_map(|k| k as f32 / 256.0)
     }
 
     fn grid_placement() -> impl Strategy<Value = f64> {
-        (-(1i32 << 21)..(1i32 << 21)).prop_map(|k| f64::from(k) / 512.0)
+        (-(1i32 << 20)..(1i32 << 20)).prop_map(|k| f64::from(k) / 256.0)
     }
 
     proptest! {

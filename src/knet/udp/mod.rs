@@ -5,9 +5,10 @@
 //! The parts live in their own files: duplicate detection (`received`),
 //! pending acks (`acks`), the outbound queue with reliable numbering,
 //! fragmentation and re-sends (`send_queue`), inbound fragment reassembly
-//! (`reassembly`) and pacing (`pacing`). This file owns the life cycle
-//! (§4.8-4.12: Pending → Ok → Disconnecting / PeerClosed → Closed), pings,
-//! timeouts, and the order of things inside one datagram.
+//! (`reassembly`), pacing (`pacing`) and a peer whose port refuses our
+//! datagrams (`unreachable`). This file owns the life cycle (§4.8-4.12:
+//! Pending → Ok → Disconnecting / PeerClosed → Closed), pings, timeouts,
+//! and the order of things inside one datagram.
 
 pub mod acks;
 pub mod pacing;
@@ -15,6 +16,7 @@ pub mod reassembly;
 mod receive;
 pub mod received;
 pub mod send_queue;
+pub mod unreachable;
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -76,6 +78,16 @@ pub struct UdpConfig {
     pub connect_timeout: Duration,
     /// How long a closing side waits for DisconnectAck (500 ms).
     pub disconnect_linger: Duration,
+    /// "Connection refused" reports (ICMP port unreachable) that end the
+    /// connection when they span [`UdpConfig::refusal_span`] with nothing
+    /// heard from the peer (`unreachable`): 5. Not kNet's: it waits for
+    /// its silence timeout.
+    pub refusals_to_close: u32,
+    /// The least time such a run must cover: 1 s.
+    pub refusal_span: Duration,
+    /// While refusals come and the peer is silent, a PingRequest this often
+    /// (each draws a refusal or an answer): 250 ms.
+    pub refusal_probe: Duration,
 }
 
 impl Default for UdpConfig {
@@ -93,6 +105,9 @@ impl Default for UdpConfig {
             max_unsent_bytes: 4 * 1024 * 1024,
             connect_timeout: Duration::from_secs(5),
             disconnect_linger: Duration::from_millis(500),
+            refusals_to_close: 5,
+            refusal_span: Duration::from_secs(1),
+            refusal_probe: Duration::from_millis(250),
         }
     }
 }
@@ -132,6 +147,10 @@ pub enum CloseReason {
     ProtocolError(UdpError),
     /// Client: no answer within [`UdpConfig::connect_timeout`].
     ConnectFailed,
+    /// The peer's port answered `count` datagrams with "connection
+    /// refused" over `over`, nothing heard from it meanwhile (one, for the
+    /// connect datagram): nothing listens there (`unreachable`).
+    Refused { count: u32, over: Duration },
 }
 
 impl std::fmt::Display for CloseReason {
@@ -142,6 +161,11 @@ impl std::fmt::Display for CloseReason {
             CloseReason::TimedOut => f.write_str("timed out"),
             CloseReason::ProtocolError(error) => write!(f, "protocol error: {error}"),
             CloseReason::ConnectFailed => f.write_str("no answer to connect"),
+            CloseReason::Refused { count, over } => write!(
+                f,
+                "refused: {count} datagrams refused over {} ms",
+                over.as_millis()
+            ),
         }
     }
 }
@@ -244,6 +268,9 @@ pub struct UdpConnection {
     next_ping_id: u8,
     next_ping_at: Option<Time>,
     pings_sent: VecDeque<(u8, Time)>,
+    refusals: unreachable::Refusals,
+    /// The next probe while refusals come (`unreachable`).
+    next_probe_at: Option<Time>,
     events: VecDeque<UdpEvent>,
     stats: UdpStats,
 }
@@ -280,6 +307,8 @@ impl UdpConnection {
             next_ping_id: 1,
             next_ping_at: None,
             pings_sent: VecDeque::new(),
+            refusals: unreachable::Refusals::new(config.refusals_to_close, config.refusal_span),
+            next_probe_at: None,
             events: VecDeque::new(),
             stats: UdpStats::default(),
             config,
@@ -364,6 +393,39 @@ impl UdpConnection {
         let _ = now;
     }
 
+    /// The socket reported "connection refused" (an ICMP port unreachable
+    /// for a datagram we sent). A client whose connect datagram is refused
+    /// gives up at once: nothing listens at the server's port. Otherwise a
+    /// steady run of refusals ends the connection (`unreachable`).
+    pub fn handle_unreachable(&mut self, now: Time) {
+        match self.state {
+            State::Closed
+            | State::Pending {
+                connect_sent: false,
+            } => {}
+            State::Pending { connect_sent: true } => self.finish(CloseReason::Refused {
+                count: 1,
+                over: Duration::ZERO,
+            }),
+            _ => match self.refusals.refused(now) {
+                unreachable::Verdict::Lost { count, over } => {
+                    self.finish(CloseReason::Refused { count, over })
+                }
+                unreachable::Verdict::Probe => {
+                    self.next_probe_at
+                        .get_or_insert(now + self.config.refusal_probe);
+                }
+            },
+        }
+    }
+
+    /// The peer was heard from (a datagram with a new packet id): refusals
+    /// so far were stray.
+    pub(super) fn heard(&mut self) {
+        self.refusals.heard();
+        self.next_probe_at = None;
+    }
+
     fn queue_ping(&mut self, now: Time) {
         let ping_id = self.next_ping_id;
         self.next_ping_id = self.next_ping_id.wrapping_add(1);
@@ -406,6 +468,11 @@ impl UdpConnection {
                     self.next_ping_at = Some(now + self.config.ping_interval);
                 }
             }
+            if self.next_probe_at.is_some_and(|at| now >= at) {
+                // Refusals came and the peer is silent: ask it again.
+                self.queue_ping(now);
+                self.next_probe_at = Some(now + self.config.refusal_probe);
+            }
         }
     }
 
@@ -426,6 +493,7 @@ impl UdpConnection {
             Some(self.last_received + self.config.timeout),
             self.queue.next_retransmit(self.config.retransmit_timeout),
             self.next_ping_at.filter(|_| self.state == State::Ok),
+            self.next_probe_at.filter(|_| self.state == State::Ok),
         ];
         let mut earliest = timers.into_iter().flatten().min();
         let due_send = if self.has_sendable() {

@@ -27,6 +27,7 @@ impl UdpConnection {
         }
         if let State::Pending { .. } = self.state {
             self.last_received = now;
+            self.heard();
             self.state = State::Ok;
             self.next_ping_at = Some(now);
             self.events.push_back(UdpEvent::Connected);
@@ -55,8 +56,9 @@ impl UdpConnection {
         // Only a new datagram shows the peer is alive (kNet counts any):
         // a peer that restarted on the same address sends packet ids this
         // side has seen, and must time out rather than hold the old
-        // connection open forever.
+        // connection open forever. It also ends a run of refusals.
         self.last_received = now;
+        self.heard();
         for block in blocks {
             let block = block?;
             self.handle_block(now, block)?;

@@ -263,3 +263,88 @@ fn tundra_frames() {
     );
     assert_eq!(tundra_frame(MessageId(70_000), b""), None);
 }
+
+/// A connected client: connect datagram sent, the server's first datagram
+/// (U2) taken at `at`, whatever it answers sent.
+fn connected_client(at: Time) -> UdpConnection {
+    let mut c = UdpConnection::new(Role::Client, UdpConfig::default(), Time::ZERO);
+    let mut out = Vec::new();
+    assert!(c.poll_transmit(Time::ZERO, &mut out));
+    c.handle_datagram(at, &hex::decode("8100000220010102200102").unwrap());
+    drive(&mut c, at, at, &mut Vec::new());
+    while c.poll_event().is_some() {}
+    c
+}
+
+/// Whether `datagram` carries a PingRequest (a block `02 20 01 <id>`).
+fn has_ping_request(datagram: &[u8]) -> bool {
+    datagram.windows(3).any(|w| w == [0x02, 0x20, 0x01])
+}
+
+#[test]
+fn a_steady_run_of_refusals_ends_the_connection_and_probes_meanwhile() {
+    let mut c = connected_client(ms(1.0));
+    let mut sent = Vec::new();
+    let mut now = ms(100.0);
+    c.handle_unreachable(now);
+    // Each probe the connection sends is refused in turn.
+    for _ in 0..10 {
+        let Some(due) = c.poll_timeout() else { break };
+        now = due;
+        let before = sent.len();
+        drive(&mut c, now, now, &mut sent);
+        if sent[before..].iter().any(|d| has_ping_request(d)) {
+            c.handle_unreachable(now);
+        }
+        if c.is_closed() {
+            break;
+        }
+    }
+    assert!(c.is_closed(), "lost after a second of refusals");
+    assert_eq!(
+        c.poll_event(),
+        Some(UdpEvent::Closed {
+            reason: CloseReason::Refused {
+                count: 5,
+                over: Duration::from_millis(1_000)
+            }
+        })
+    );
+    assert_eq!(now, ms(1_100.0), "probed every 250 ms");
+}
+
+#[test]
+fn a_stray_refusal_does_not_end_a_good_session() {
+    let mut c = connected_client(ms(1.0));
+    let mut sent = Vec::new();
+    for round in 0..20u32 {
+        let t = f64::from(round) * 1_000.0 + 100.0;
+        c.handle_unreachable(ms(t));
+        c.handle_unreachable(ms(t + 1.0));
+        // The peer answers the probe: it is there.
+        drive(&mut c, ms(t), ms(t + 300.0), &mut sent);
+        // PingReply(3) in the peer's next datagram (packet ids 5, 6, ...).
+        let answer = [0x80 | (5 + round as u8), 0, 0, 0x02, 0x20, 0x02, 0x03];
+        c.handle_datagram(ms(t + 301.0), &answer);
+    }
+    drive(&mut c, ms(20_000.0), ms(20_500.0), &mut sent);
+    assert!(!c.is_closed());
+    assert!(sent.iter().any(|d| has_ping_request(d)), "probes went out");
+}
+
+#[test]
+fn a_refused_connect_datagram_fails_the_dial_at_once() {
+    let mut c = UdpConnection::new(Role::Client, UdpConfig::default(), Time::ZERO);
+    let mut out = Vec::new();
+    assert!(c.poll_transmit(Time::ZERO, &mut out));
+    c.handle_unreachable(ms(1.0));
+    assert_eq!(
+        c.poll_event(),
+        Some(UdpEvent::Closed {
+            reason: CloseReason::Refused {
+                count: 1,
+                over: Duration::ZERO
+            }
+        })
+    );
+}

@@ -109,6 +109,7 @@ async fn run_udp(
     config: UdpConfig,
 ) {
     let (datagrams, mut inbox) = mpsc::channel::<Bytes>(DATAGRAM_QUEUE);
+    let (refused, mut refusals) = mpsc::channel::<()>(DATAGRAM_QUEUE);
     let reader_socket = socket.clone();
     let reader = tokio::spawn(async move {
         let mut buffer = vec![0u8; MAX_RECEIVE_DATAGRAM + 1];
@@ -124,15 +125,20 @@ async fn run_udp(
                     }
                 }
                 Ok(_) => debug!("oversize kNet datagram dropped"),
-                // A connected UDP socket reports the server's ICMP
-                // unreachable here; the connect timeout decides.
+                // A connected UDP socket reports the server's ICMP port
+                // unreachable here: the connection weighs it (a steady run
+                // of them ends it, `knet::udp::unreachable`).
+                Err(error) if error.kind() == std::io::ErrorKind::ConnectionRefused => {
+                    debug!(%error, "kNet datagram refused by the server's host");
+                    let _ = refused.try_send(());
+                }
                 Err(error) => debug!(%error, "kNet UDP receive failed"),
             }
         }
     });
     let mut driver = UdpDriver::client(socket, config);
     let end = driver
-        .serve_client(&mut inbox, &mut commands, &inbound)
+        .serve_client(&mut inbox, &mut refusals, &mut commands, &inbound)
         .await;
     reader.abort();
     debug!(reason = %RemoteText(&end), "kNet client connection ended");

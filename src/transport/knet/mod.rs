@@ -5,7 +5,8 @@
 //!
 //! Both directions speak in Tundra frames as the WebSocket transport does
 //! (u16 LE message id + payload), so the node and the bridge see one kind of
-//! client whatever the transport; only the login data differs (XML, §5.3).
+//! client whatever the transport; only the login data differs (XML,
+//! docs/knet-wire.md §5.3).
 
 pub mod client;
 pub mod listener;

@@ -1,4 +1,5 @@
-//! The kNet TCP driver: one task per connection moves bytes between a
+//! The kNet TCP driver (docs/knet-wire.md §3, whose sections are cited
+//! below): one task per connection moves bytes between a
 //! `TcpStream` and the sans-IO [`TcpConnection`], and Tundra frames between
 //! the connection and its owner (the node for an accepted client, the
 //! dialer's owner for [`run_client`]).

@@ -59,6 +59,11 @@ impl fmt::Display for DriverEnd {
                 CloseReason::ConnectFailed => {
                     f.write_str("connect failed: the server did not answer")
                 }
+                CloseReason::Refused { count, over } => write!(
+                    f,
+                    "connection refused: the peer's port refused {count} datagram(s) over {} ms, nothing heard meanwhile (nothing listens there)",
+                    over.as_millis()
+                ),
             },
             DriverEnd::HalfOpenTimeout => f.write_str("no answer to the first datagram"),
             DriverEnd::NodeStopped => f.write_str("node stopping"),
@@ -130,8 +135,13 @@ impl UdpDriver {
                 None => self.socket.send(&self.datagram).await,
             };
             if let Err(error) = sent {
-                // The connection's re-sends and timeout deal with a lost datagram.
+                // The connection's re-sends and timeout deal with a lost
+                // datagram; a refusal (an ICMP error a connected socket
+                // reports on the next call) counts toward the peer's loss.
                 debug!(%error, "kNet datagram not sent");
+                if error.kind() == std::io::ErrorKind::ConnectionRefused {
+                    self.connection.handle_unreachable(now);
+                }
             }
         }
     }
@@ -342,10 +352,12 @@ impl UdpDriver {
         }
     }
 
-    /// Serves a client connection for its user until it ends.
+    /// Serves a client connection for its user until it ends. `refusals`
+    /// carries the "connection refused" errors the socket reported.
     pub async fn serve_client(
         &mut self,
         inbox: &mut mpsc::Receiver<Bytes>,
+        refusals: &mut mpsc::Receiver<()>,
         commands: &mut mpsc::UnboundedReceiver<ClientCommand>,
         inbound: &mpsc::Sender<ClientInbound>,
     ) -> DriverEnd {
@@ -377,6 +389,10 @@ impl UdpDriver {
                     }
                     None => return DriverEnd::NodeStopped,
                 },
+                Some(()) = refusals.recv() => {
+                    let now = self.now();
+                    self.connection.handle_unreachable(now);
+                }
                 _ = tokio::time::sleep_until(deadline) => {
                     let now = self.now();
                     self.connection.handle_timeout(now);

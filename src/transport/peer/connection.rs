@@ -18,15 +18,13 @@ use super::control::{finish_control, lost_reason, Control};
 use super::link::{LinkId, LinkShared};
 use super::registry::CommitRefused;
 use super::{data, PeerEvent, Shared};
-use crate::less::encoding::LinkEncodings;
-use crate::less::session::{FramingMode, SessionConfig};
-use crate::less::signature::{LinkRole, SessionKeys};
 use crate::logging::RemoteText;
 use crate::peering::arbiter::LinkFacts;
 use crate::peering::control::PROTOCOL_VERSION;
 use crate::peering::handshake::{Closure, Handshake, HandshakeEvent, Initiator};
 use crate::peering::keys::{Role, EXPORTED_SECRET_LEN, EXPORTER_CONTEXT, EXPORTER_LABEL};
-use crate::peering::negotiate::{LinkFraming, Negotiated};
+use crate::peering::link_settings::{link_settings, Agreement, LocalSettings};
+use crate::peering::negotiate::Negotiated;
 use crate::peering::peer_file::PeerConfig;
 use crate::peering::reason::{Reason, ReasonCode};
 use crate::transport::peer_tls;
@@ -295,45 +293,16 @@ fn prepare(
     connection
         .export_keying_material(&mut secret, EXPORTER_LABEL, EXPORTER_CONTEXT)
         .map_err(|_| Reason::new(ReasonCode::INTERNAL, "tls exporter unavailable"))?;
-    let link_role = match role {
-        Role::Dialer => LinkRole::Initiator,
-        Role::Listener => LinkRole::Acceptor,
-    };
     export_keys(&peer.name, link, role, &negotiated.features, &secret);
-    let mut session_config = SessionConfig::new(
-        SessionKeys::derive(&secret, link_role),
-        negotiated.local.initial_sequence,
-        negotiated.peer.initial_sequence,
-        config.schemas.clone(),
-        config.connection_schema.clone(),
-    );
-    session_config.mode = match negotiated.framing {
-        LinkFraming::Datagram => FramingMode::Datagram,
-        LinkFraming::Stream => FramingMode::Stream,
+    let local = LocalSettings {
+        schemas: config.schemas.clone(),
+        connection_schema: config.connection_schema.clone(),
+        timestamp_quantum: config.timestamp_quantum,
+        liveness_timeout: config.liveness_timeout,
     };
-    session_config.mtu = usize::from(negotiated.mtu);
-    // Encodings both Hellos offered, applied by the schemas' rules
-    // (docs/less-wire.md §16.1); none agreed means every value plain.
-    session_config.encodings = Arc::new(LinkEncodings::from_features(
-        &negotiated.features,
-        config.schemas.encoding_rules().to_vec(),
-    ));
-    // Bulk packets only if both Hellos listed them (docs/less-wire.md §16.5);
-    // they are stream datagrams, so a stream-mode link has none.
-    session_config.bulk_packets = session_config.mode == FramingMode::Datagram
-        && negotiated
-            .features
-            .iter()
-            .any(|feature| feature == crate::less::bulk::BULK_FEATURE);
-    session_config.timestamp_quantum = config.timestamp_quantum;
-    session_config.idle_timeout = config.liveness_timeout;
-    // Four keepalives per liveness period: one lost packet never ends a link.
-    session_config.keepalive_interval =
-        (config.liveness_timeout / 4).max(std::time::Duration::from_millis(1));
-    session_config
-        .validate()
+    let settings = link_settings(&Agreement::new(&negotiated, &secret, role), &local)
         .map_err(|error| Reason::new(ReasonCode::INCOMPATIBLE, error.to_string()))?;
-    let link_shared = LinkShared::new(session_config);
+    let link_shared = LinkShared::new(settings);
 
     let local_node = config.node;
     let facts = LinkFacts {

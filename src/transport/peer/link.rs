@@ -13,9 +13,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::Notify;
 
-use crate::less::session::{CloseReason, SessionConfig, Stats, Transmit};
+use crate::less::session::{CloseReason, Stats, Transmit};
 use crate::peering::hello::{Hello, NodeId};
 use crate::peering::keys::Role;
+use crate::peering::link_settings::LinkSettings;
 use crate::peering::negotiate::LinkFraming;
 use crate::peering::peer_file::{PeerConfig, PeerName};
 use crate::peering::reason::{Reason, ReasonCode};
@@ -49,8 +50,8 @@ pub(super) struct Traffic {
 /// State shared by the handle and the driver.
 #[derive(Debug)]
 pub(super) struct LinkShared {
-    /// The configuration the application's session is built from.
-    pub(super) handed: Mutex<Option<SessionConfig>>,
+    /// The settings the application's session is built from.
+    pub(super) handed: Mutex<Option<LinkSettings>>,
     /// The session's idle timeout (the link's liveness timeout), for the
     /// reason a link ends with when its session timed out.
     pub(super) idle_timeout: std::time::Duration,
@@ -80,11 +81,11 @@ pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl LinkShared {
-    /// State for a link whose session is built from `config`.
-    pub(super) fn new(config: SessionConfig) -> LinkShared {
+    /// State for a link whose session is built from `settings`.
+    pub(super) fn new(settings: LinkSettings) -> LinkShared {
         LinkShared {
-            idle_timeout: config.idle_timeout,
-            handed: Mutex::new(Some(config)),
+            idle_timeout: settings.session.idle_timeout,
+            handed: Mutex::new(Some(settings)),
             outbox: Mutex::new(VecDeque::new()),
             reported: Mutex::new(None),
             traffic: Mutex::new(Traffic::default()),
@@ -150,10 +151,11 @@ impl PeerLink {
         self.shared.ended.load(Ordering::Acquire)
     }
 
-    /// The negotiated session configuration (keys, first sequence numbers,
-    /// framing, MTU, timers), once. Build the link's session with
-    /// `Session::new(config, now)` on the application's clock.
-    pub fn take_session_config(&self) -> Option<SessionConfig> {
+    /// The link's settings from its handshake (the session's keys, first
+    /// sequence numbers, framing, MTU and timers; the agreed features),
+    /// once. Build the link's session with `Session::new(settings.session,
+    /// now)` on the application's clock.
+    pub fn take_link_settings(&self) -> Option<LinkSettings> {
         lock(&self.shared.handed).take()
     }
 

@@ -7,7 +7,7 @@
 //! only events and [`PeerLink`] handles.
 //!
 //! The application owns each link's LESS `Session` (built from
-//! [`PeerLink::take_session_config`]) and runs it with its own clock, as the
+//! [`PeerLink::take_link_settings`]) and runs it with its own clock, as the
 //! node core does; the driver only moves frames ([`PeerEvent::Frame`] in,
 //! [`PeerLink::transmit`] out) and keeps a liveness fallback. Every session
 //! of a node is in one single-threaded, deterministic place, testable under

@@ -1,6 +1,6 @@
-//! Fuzz target: see lessgate::tundra::fuzz_asset_storage::login_reply.
+//! Fuzz target: see lessgate::fuzz::asset_storage::login_reply.
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    lessgate::tundra::fuzz_asset_storage::login_reply(data);
+    lessgate::fuzz::asset_storage::login_reply(data);
 });

@@ -1,6 +1,6 @@
-//! Fuzz target: see lessgate::config::fuzz::config.
+//! Fuzz target: see lessgate::fuzz::config::config.
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    lessgate::config::fuzz::config(data);
+    lessgate::fuzz::config::config(data);
 });

@@ -1,4 +1,4 @@
 //! Fuzz target: one kNet UDP datagram (parse, split ids, re-encode, re-parse).
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| lessgate::knet::fuzz::fuzz_datagram(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| lessgate::fuzz::knet::fuzz_datagram(data));

@@ -2,4 +2,4 @@
 //! connection (fragments in any order, duplicated, inconsistent).
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| lessgate::knet::fuzz::fuzz_reassembly(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| lessgate::fuzz::knet::fuzz_reassembly(data));

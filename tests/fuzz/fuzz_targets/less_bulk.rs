@@ -1,6 +1,6 @@
-//! Fuzz target: see lessgate::less::fuzz_bulk::bulk.
+//! Fuzz target: see lessgate::fuzz::less_bulk::bulk.
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    lessgate::less::fuzz_bulk::bulk(data);
+    lessgate::fuzz::less_bulk::bulk(data);
 });

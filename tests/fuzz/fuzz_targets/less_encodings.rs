@@ -1,6 +1,6 @@
-//! Fuzz target: see lessgate::less::fuzz_encodings::encodings.
+//! Fuzz target: see lessgate::fuzz::less_encodings::encodings.
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    lessgate::less::fuzz_encodings::encodings(data);
+    lessgate::fuzz::less_encodings::encodings(data);
 });

@@ -1,6 +1,6 @@
-//! Fuzz target: see lessgate::less::fuzz_encodings::keyed_update.
+//! Fuzz target: see lessgate::fuzz::less_encodings::keyed_update.
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    lessgate::less::fuzz_encodings::keyed_update(data);
+    lessgate::fuzz::less_encodings::keyed_update(data);
 });

@@ -1,2 +1,2 @@
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| lessgate::less::fuzz::packet(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| lessgate::fuzz::less::packet(data));

@@ -1,4 +1,4 @@
 #![no_main]
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    lessgate::less::fuzz::session(data);
+    lessgate::fuzz::less::session(data);
 });

@@ -1,4 +1,4 @@
 //! Fuzz target: one Tundra frame (first byte picks the protocol version).
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| lessgate::tundra::fuzz_decode_frame(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| lessgate::fuzz::tundra_frame::decode_frame(data));

@@ -1,6 +1,6 @@
-//! Fuzz target: see lessgate::server::fuzz::frames.
+//! Fuzz target: see lessgate::fuzz::tundra_server::frames.
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    lessgate::server::fuzz::frames(data);
+    lessgate::fuzz::tundra_server::frames(data);
 });

@@ -1,6 +1,6 @@
-//! Fuzz target: see lessgate::tundra::fuzz_txml::txml.
+//! Fuzz target: see lessgate::fuzz::txml::txml.
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    lessgate::tundra::fuzz_txml::txml(data);
+    lessgate::fuzz::txml::txml(data);
 });

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use super::NodeConfig;
+use crate::config::NodeConfig;
 use crate::peering::peer_file::PeerConfig;
 
 /// `config`: the first byte picks the parser (even: node configuration,

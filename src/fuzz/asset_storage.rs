@@ -3,8 +3,8 @@
 //! so `tests/tundra_fuzz_corpus.rs` replays the saved corpus on stable Rust.
 //! The function must return for any input; a panic is a bug.
 
-use super::asset_storage::{AssetStorages, MAX_REPLY_BYTES, MAX_STORAGES};
-use super::LoginDialect;
+use crate::tundra::asset_storage::{AssetStorages, MAX_REPLY_BYTES, MAX_STORAGES};
+use crate::tundra::LoginDialect;
 
 /// `login_reply`: the first byte picks the form (even: native XML, odd:
 /// WebSocket JSON), the rest is the reply data (invalid UTF-8 replaced).

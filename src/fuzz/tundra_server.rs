@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use super::core::{ServerConfig, TundraServer};
 use crate::clock::Time;
 use crate::node::{Event, Node, Transmit};
 use crate::scene::{ClientId, Scene};
+use crate::server::{ServerConfig, TundraServer};
 use crate::tundra::messages::{DecodeContext, Login};
 use crate::tundra::ClientTransport;
 use crate::tundra::{txml, Message, ProtocolVersion, Registry};

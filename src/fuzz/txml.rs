@@ -3,8 +3,8 @@
 //! the library so `tests/tundra_fuzz_corpus.rs` replays the saved corpus on
 //! stable Rust. The function must return for any input; a panic is a bug.
 
-use super::{txml, Registry};
 use crate::scene::Scene;
+use crate::tundra::{txml, Registry};
 
 /// `txml`: the input as scene text (invalid UTF-8 replaced). A file that
 /// parses imports at most the entities it holds, and the scene holds

@@ -7,11 +7,11 @@
 //! the codec's own promises: whatever parses re-encodes, and the re-encoded
 //! bytes parse back to the same thing.
 
-use super::datagram::{parse_datagram, write_datagram, BlockOut, FragmentInfo};
-use super::error::KnetError;
-use super::ids::MessageId;
-use super::message::PacketAck;
-use super::stream::{write_stream_message, StreamDecoder, MAX_STREAM_MESSAGE};
+use crate::knet::datagram::{parse_datagram, write_datagram, BlockOut, FragmentInfo};
+use crate::knet::error::KnetError;
+use crate::knet::ids::MessageId;
+use crate::knet::message::PacketAck;
+use crate::knet::stream::{write_stream_message, StreamDecoder, MAX_STREAM_MESSAGE};
 
 /// A small stream limit, so the fuzzer also reaches the "too large" path.
 const SMALL_STREAM_LIMIT: usize = 512;
@@ -123,18 +123,18 @@ const SMALL_MESSAGE_LIMIT: usize = 4096;
 const SMALL_BUFFER_LIMIT: usize = 16 * 1024;
 
 /// Drives the fragment reassembler with operations read from `data`, both
-/// directly and through a server [`super::udp::UdpConnection`] as
+/// directly and through a server [`crate::knet::udp::UdpConnection`] as
 /// well-formed datagrams (so the fuzzer spends its time on fragment
 /// logic, not on framing). Checks that the buffer never exceeds its cap,
 /// that every assembled message respects the message cap, and that the
 /// connection never panics whatever the order, duplication or
 /// inconsistency of the fragments.
 pub fn fuzz_reassembly(data: &[u8]) {
-    use super::datagram::write_datagram;
-    use super::ids::{PacketId, ReliableNumber, TransferId};
-    use super::udp::reassembly::Reassembly;
-    use super::udp::{Role, UdpConfig, UdpConnection};
     use crate::clock::Time;
+    use crate::knet::datagram::write_datagram;
+    use crate::knet::ids::{PacketId, ReliableNumber, TransferId};
+    use crate::knet::udp::reassembly::Reassembly;
+    use crate::knet::udp::{Role, UdpConfig, UdpConnection};
 
     let mut reassembly = Reassembly::new(SMALL_MESSAGE_LIMIT, SMALL_BUFFER_LIMIT);
     let config = UdpConfig {

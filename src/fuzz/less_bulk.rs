@@ -6,18 +6,18 @@
 
 use std::time::Duration;
 
-use super::bulk::{
+use super::less::{drain, subscribe_to_all};
+use super::less_encodings::{decode_encoded, encoded_fixtures, encoded_messages, CRATE, PLACEABLE};
+use crate::clock::Time;
+use crate::less::bulk::{
     open_formed_stream_datagram, seal_bulk, seal_plain_formed, FormedPacket, COMPRESSION_LEVEL,
 };
-use super::codec::{write_count, write_u64};
-use super::fuzz::{drain, subscribe_to_all};
-use super::fuzz_encodings::{decode_encoded, encoded_fixtures, encoded_messages, CRATE, PLACEABLE};
-use super::ids::{Local, Remote, TypeId};
-use super::message::Message;
-use super::packet::{write_body, DatagramFraming, OpenedPacket};
-use super::session::{FramingMode, Session, SessionConfig};
-use super::signature::{LinkRole, MacKey, SessionKeys, SIGNATURE_LEN};
-use crate::clock::Time;
+use crate::less::codec::{write_count, write_u64};
+use crate::less::ids::{Local, Remote, TypeId};
+use crate::less::message::Message;
+use crate::less::packet::{write_body, DatagramFraming, OpenedPacket};
+use crate::less::session::{FramingMode, Session, SessionConfig};
+use crate::less::signature::{LinkRole, MacKey, SessionKeys, SIGNATURE_LEN};
 
 const SECRET: [u8; 32] = [0x5e; 32];
 /// The initiator's first sequence number as the acceptor session expects it.
@@ -128,7 +128,7 @@ pub fn bulk(data: &[u8]) -> u64 {
     }
     let frame = seal_raw_zstd(&key, &framing, rest);
     if let Ok((_, FormedPacket::Bulk(body))) = open_formed_stream_datagram(&key, &frame) {
-        assert!(body.body_len() <= super::bulk::MAX_BULK_BODY_LEN);
+        assert!(body.body_len() <= crate::less::bulk::MAX_BULK_BODY_LEN);
         let packet = body.packet();
         decode_encoded(packet.message_count, packet.messages);
     }

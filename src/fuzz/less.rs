@@ -6,18 +6,20 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use super::bulk::{decompress_bounded, open_formed_stream_datagram, MAX_BULK_BODY_LEN};
-use super::codec::Reader;
-use super::encoding::link::offered_features;
-use super::encoding::LinkEncodings;
-use super::ids::{Local, ObjectId, Remote, TypeId};
-use super::message::{DecodeContext, Message};
-use super::packet::{open_datagram, open_stream_datagram, open_stream_packet, StreamDeframer};
-use super::schema::{ConnectionSchema, SchemaRegistry, TypeSchema};
-use super::schema_toml::types_from_toml;
-use super::session::{FramingMode, Session, SessionConfig};
-use super::signature::{LinkRole, MacKey, SessionKeys, SIGNATURE_LEN};
 use crate::clock::Time;
+use crate::less::bulk::{decompress_bounded, open_formed_stream_datagram, MAX_BULK_BODY_LEN};
+use crate::less::codec::Reader;
+use crate::less::encoding::link::offered_features;
+use crate::less::encoding::LinkEncodings;
+use crate::less::ids::{Local, ObjectId, Remote, TypeId};
+use crate::less::message::{DecodeContext, Message};
+use crate::less::packet::{
+    open_datagram, open_stream_datagram, open_stream_packet, StreamDeframer,
+};
+use crate::less::schema::{ConnectionSchema, SchemaRegistry, TypeSchema};
+use crate::less::schema_toml::types_from_toml;
+use crate::less::session::{FramingMode, Session, SessionConfig};
+use crate::less::signature::{LinkRole, MacKey, SessionKeys, SIGNATURE_LEN};
 
 const TEST_TYPES: &str = include_str!("../../schemas/less/test-types.toml");
 const CRATE: &str = "urn:lessgate:test:crate";
@@ -121,7 +123,7 @@ fn sign(key: &MacKey, frame: &mut [u8], prefixed: bool, datagram: bool) {
             reader.read_u8()?;
             reader.read_u64()?;
         }
-        Ok::<usize, super::codec::DecodeError>(reader.position())
+        Ok::<usize, crate::less::codec::DecodeError>(reader.position())
     })();
     if let Ok(offset) = offset {
         if offset + SIGNATURE_LEN <= frame.len() {
@@ -223,7 +225,7 @@ pub(super) fn drain(
     let mut events = 0;
     while let Some(event) = session.poll_event() {
         events += 1;
-        if let super::session::Event::TypeIntroduced { type_id, .. } = event {
+        if let crate::less::session::Event::TypeIntroduced { type_id, .. } = event {
             introduced.push(type_id);
         }
     }

@@ -7,20 +7,22 @@
 
 use std::sync::{Arc, OnceLock};
 
-use super::codec::Reader;
-use super::encoding::link::offered_features;
-use super::encoding::rotation::{angle_code, angle_max_error_degrees, ANGLE_BITS, YAW_ANGLE_BITS};
-use super::encoding::{EncodingId, EncodingRule, LinkEncodings};
-use super::ids::{ComponentId, Local, ObjectId, PropertyKey, Remote, TypeId};
-use super::message::{encode_introduce, encode_update, DecodeContext, Message};
-use super::property_list::{PropertyValue, WireValue};
-use super::schema::{ConnectionSchema, SchemaRegistry, TypeSchema};
-use super::schema_toml::types_from_toml;
-use super::value::Value;
-use super::value_type::ValueType;
 use crate::federation::encodings::encoding_rules;
 use crate::federation::mapping::attribute_key;
 use crate::federation::schemas::schema_registry;
+use crate::less::codec::Reader;
+use crate::less::encoding::link::offered_features;
+use crate::less::encoding::rotation::{
+    angle_code, angle_max_error_degrees, ANGLE_BITS, YAW_ANGLE_BITS,
+};
+use crate::less::encoding::{EncodingId, EncodingRule, LinkEncodings};
+use crate::less::ids::{ComponentId, Local, ObjectId, PropertyKey, Remote, TypeId};
+use crate::less::message::{encode_introduce, encode_update, DecodeContext, Message};
+use crate::less::property_list::{PropertyValue, WireValue};
+use crate::less::schema::{ConnectionSchema, SchemaRegistry, TypeSchema};
+use crate::less::schema_toml::types_from_toml;
+use crate::less::value::Value;
+use crate::less::value_type::ValueType;
 
 const TEST_TYPES: &str = include_str!("../../schemas/less/test-types.toml");
 pub(crate) const CRATE: &str = "urn:lessgate:test:crate";
@@ -348,7 +350,7 @@ pub fn encodings(data: &[u8]) {
     if encoding == EncodingId::FixedPointPosition {
         let sent: [f32; 3] = floats.as_slice().try_into().expect("3 floats");
         let got = floats_of(&back);
-        if super::encoding::position::fits_fixed(sent) {
+        if crate::less::encoding::position::fits_fixed(sent) {
             for (s, g) in sent.iter().zip(&got) {
                 let error = (f64::from(*s) - f64::from(*g)).abs();
                 assert!(error <= 1.0 / 512.0, "{s} came back as {g}");
