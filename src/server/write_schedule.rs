@@ -5,23 +5,27 @@
 //! 20 Hz) for nothing, however little or much is going on. Here a client is
 //! written whenever it has something waiting and its connection has taken
 //! what it was last given, at most once per *gap* (a tenth of the tick, at
-//! least [`WRITE_MIN_GAP_FLOOR`]). The rule ([`WriteRule::decide`]), for a
-//! client with changes waiting:
+//! least [`WRITE_MIN_GAP_FLOOR`]). Gaps end on *boundaries*, the multiples
+//! of the gap on the node's clock, the same for every client. The rule
+//! ([`WriteRule::decide`]), for a client with changes waiting:
 //! - its transport holds more than [`WRITE_MAX_BACKLOG_BYTES`] unsent: held.
 //!   Nothing more is queued for it; its sync state keeps coalescing to the
 //!   latest state of each entity (never a queue of stale ones), and it is
 //!   looked at again after a wait as long as it has been held (the gap,
 //!   then doubling, at most the tick). The tick writes it only once drained.
-//! - its changes were last written less than the gap ago: at the end of the
-//!   gap, a deadline ([`TundraServer::poll_timeout`]);
+//! - no boundary has passed since its changes were last written: at the
+//!   next boundary, a deadline ([`TundraServer::poll_timeout`]);
 //! - otherwise: now.
 //!
 //! Under load every client with a steady stream of changes is written once
-//! per gap, each write carrying the gap's changes coalesced: an entity
-//! moved once per tick costs one frame either way, so frames and bytes per
-//! update are the tick's. Clients given the same changes come due at the
-//! same gap end and are written in one pass, sharing their EditAttributes
-//! frames (`edit_frame.rs`) as the tick does. The core only decides: the
+//! per gap, at its boundary, each write carrying the gap's changes
+//! coalesced: an entity moved once per tick costs one frame either way, so
+//! frames and bytes per update are the tick's. Because the boundaries are
+//! shared, all busy clients come due at the same instant and are written in
+//! one pass: one wake-up for all of them, and EditAttributes frames built
+//! once and shared (`edit_frame.rs`) as at the tick. A quiet client's
+//! first change still leaves at once; what follows it within the gap waits
+//! for the next boundary (half a gap on average, not a whole one). The core only decides: the
 //! node calls [`TundraServer::handle_due_writes`] (from its
 //! `handle_timeout`) when [`TundraServer::poll_timeout`] says, with each
 //! client's unsent bytes.
@@ -97,9 +101,20 @@ impl WriteRule {
             return WriteTiming::At(now + held.clamp(self.min_gap, self.max_hold));
         }
         match last_write {
-            Some(last) if now < last + self.min_gap => WriteTiming::At(last + self.min_gap),
+            Some(last) if now < self.next_slot(last) => WriteTiming::At(self.next_slot(last)),
             _ => WriteTiming::Now,
         }
+    }
+
+    /// The first gap boundary after `last`: boundaries are multiples of
+    /// the gap on the node's clock, the same for every client, so busy
+    /// clients come due together and are written in one pass (sharing
+    /// their EditAttributes frames, one wake-up for all) instead of each
+    /// on its own phase.
+    pub fn next_slot(&self, last: Time) -> Time {
+        let gap = (self.min_gap.as_micros() as u64).max(1);
+        let slot = last.as_micros() / gap + 1;
+        Time::from_micros(slot.saturating_mul(gap))
     }
 }
 

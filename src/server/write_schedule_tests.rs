@@ -133,13 +133,13 @@ fn a_client_written_a_moment_ago_gets_the_next_edit_at_the_end_of_its_gap() {
 
 #[test]
 fn a_busy_client_is_written_once_per_gap_not_at_the_tick() {
-    // 200 entities moved every millisecond from 51 ms to 70 ms: the old
+    // 200 entities moved every millisecond from 51 ms to 72 ms: the old
     // rule called this client busy and left it to the tick at 100 ms.
     let (mut scene, _) = scene();
     let entities = add_entities(&mut scene, 200);
     let mut server = two_clients(&mut scene);
     let mut writes = Vec::new();
-    for ms in 51..=70u64 {
+    for ms in 51..=72u64 {
         let now = Time::from_millis(ms);
         node_moves_all(&mut server, &mut scene, &entities, ms as f32);
         if server.poll_timeout().is_some_and(|at| at <= now) {
@@ -149,24 +149,64 @@ fn a_busy_client_is_written_once_per_gap_not_at_the_tick() {
             }
         }
     }
-    // Written at once, then at the end of every 5 ms gap, each write one
-    // frame per entity with its latest position (its earlier moves of the
-    // gap coalesced away).
+    // Written at once, then at every 5 ms boundary, each write one frame
+    // per entity with its latest position (its earlier moves of the gap
+    // coalesced away).
     assert_eq!(
         writes,
-        [(51, 200), (56, 200), (61, 200), (66, 200)],
+        [(51, 200), (55, 200), (60, 200), (65, 200), (70, 200)],
         "one write per gap"
     );
-    assert_eq!(server.poll_timeout(), Some(Time::from_millis(71)));
-    let sent = write_due(&mut server, &scene, Time::from_millis(71), 0);
+    assert_eq!(server.poll_timeout(), Some(Time::from_millis(75)));
+    let sent = write_due(&mut server, &scene, Time::from_millis(75), 0);
     let last = frames_of(&sent, OBSERVER);
     assert_eq!(last.len(), 200);
     assert_eq!(
         last[0],
-        expected_edit(&scene, entities[0], &[(1, PLACEABLE, moved(70.0))])
+        expected_edit(&scene, entities[0], &[(1, PLACEABLE, moved(72.0))])
     );
     // Both clients came due together, in one pass.
     assert_eq!(frames_of(&sent, WRITER).len(), 200);
+}
+
+#[test]
+fn clients_written_at_different_moments_come_due_at_the_same_boundary() {
+    // The writer creates an entity at 61 ms: the observer is written at
+    // once. The node moves another at 63 ms: the writer (idle) is written
+    // at once too. Both are then busy: their next writes are not 5 ms
+    // after their own last ones (66 and 68 ms) but at the shared boundary,
+    // 65 ms, in one pass that builds each EditAttributes frame once.
+    let (mut scene, entity) = scene();
+    let others = add_entities(&mut scene, 1);
+    let mut server = two_clients(&mut scene);
+    writer_moves(&mut server, &mut scene, entity, 2.0, Time::from_millis(61));
+    let first = write_due(&mut server, &scene, Time::from_millis(61), 0);
+    assert_eq!(frames_of(&first, OBSERVER).len(), 1);
+    assert!(frames_of(&first, WRITER).is_empty());
+    node_moves_all(&mut server, &mut scene, &others, 3.0);
+    let second = write_due(&mut server, &scene, Time::from_millis(63), 0);
+    assert_eq!(frames_of(&second, WRITER).len(), 1, "the writer was idle");
+    assert!(frames_of(&second, OBSERVER).is_empty(), "written at 61 ms");
+    assert_eq!(server.poll_timeout(), Some(Time::from_millis(65)));
+    // Both busy now.
+    node_moves_all(&mut server, &mut scene, &others, 4.0);
+    assert_eq!(server.poll_timeout(), Some(Time::ZERO));
+    assert!(write_due(&mut server, &scene, Time::from_millis(64), 0).is_empty());
+    assert_eq!(server.poll_timeout(), Some(Time::from_millis(65)));
+    let together = write_due(&mut server, &scene, Time::from_millis(65), 0);
+    let to_writer = frames_of(&together, WRITER);
+    let to_observer = frames_of(&together, OBSERVER);
+    assert_eq!(to_writer.len(), 1);
+    assert_eq!(to_observer, to_writer);
+    assert_eq!(
+        to_observer[0].as_ptr(),
+        to_writer[0].as_ptr(),
+        "one frame, built once and shared"
+    );
+    assert_eq!(
+        to_observer[0],
+        expected_edit(&scene, others[0], &[(1, PLACEABLE, moved(4.0))])
+    );
 }
 
 #[test]
