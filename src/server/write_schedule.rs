@@ -112,9 +112,7 @@ impl WriteRule {
     /// their EditAttributes frames, one wake-up for all) instead of each
     /// on its own phase.
     pub fn next_slot(&self, last: Time) -> Time {
-        let gap = (self.min_gap.as_micros() as u64).max(1);
-        let slot = last.as_micros() / gap + 1;
-        Time::from_micros(slot.saturating_mul(gap))
+        last.next_boundary(self.min_gap)
     }
 }
 
@@ -274,6 +272,21 @@ mod tests {
         );
         assert_eq!(
             rule().decide(Time::from_millis(105), Some(last), None),
+            WriteTiming::Now
+        );
+    }
+
+    #[test]
+    fn a_client_written_between_boundaries_is_next_due_at_the_boundary() {
+        // Written at 102 ms (a quiet client's first change): due at the
+        // boundary at 105 ms with every other busy client, not at 107 ms.
+        let last = Some(Time::from_millis(102));
+        assert_eq!(
+            rule().decide(Time::from_millis(103), last, None),
+            WriteTiming::At(Time::from_millis(105))
+        );
+        assert_eq!(
+            rule().decide(Time::from_millis(105), last, None),
             WriteTiming::Now
         );
     }
