@@ -48,6 +48,14 @@ impl Time {
         let micros = u64::try_from(duration.as_micros()).ok()?;
         self.0.checked_add(micros).map(Time)
     }
+
+    /// The first multiple of `period` (counted from the origin) after
+    /// `self`: schedules that round to it line up, whoever computes them.
+    /// A zero period counts as one microsecond.
+    pub fn next_boundary(self, period: Duration) -> Time {
+        let period = duration_micros(period).max(1);
+        Time((self.0 / period).saturating_add(1).saturating_mul(period))
+    }
 }
 
 fn duration_micros(duration: Duration) -> u64 {
@@ -91,6 +99,32 @@ impl fmt::Display for Time {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_next_boundary_is_strictly_after_and_a_multiple_of_the_period() {
+        let gap = Duration::from_millis(5);
+        assert_eq!(
+            Time::from_millis(0).next_boundary(gap),
+            Time::from_millis(5)
+        );
+        assert_eq!(
+            Time::from_micros(4_999).next_boundary(gap),
+            Time::from_millis(5)
+        );
+        assert_eq!(
+            Time::from_millis(5).next_boundary(gap),
+            Time::from_millis(10)
+        );
+        assert_eq!(
+            Time::from_millis(7).next_boundary(gap),
+            Time::from_millis(10)
+        );
+        assert_eq!(
+            Time::from_micros(3).next_boundary(Duration::ZERO),
+            Time::from_micros(4)
+        );
+        assert_eq!(Time::MAX.next_boundary(gap), Time::MAX, "saturates");
+    }
 
     #[test]
     fn arithmetic_saturates() {

@@ -14,16 +14,18 @@ use lessgate::loadgen::scenario::{run, LoadTransport, Scenario};
 /// transports.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tiny_load_through_two_nodes_reports_consistent_counts_on_every_transport() {
-    for transport in [
-        LoadTransport::Ws,
-        LoadTransport::KnetUdp,
-        LoadTransport::KnetTcp,
+    // Two observers over WebSocket: their moves are reported per observer
+    // and timed all together.
+    for (transport, observers) in [
+        (LoadTransport::Ws, 2),
+        (LoadTransport::KnetUdp, 1),
+        (LoadTransport::KnetTcp, 1),
     ] {
-        tiny_load(transport).await;
+        tiny_load(transport, observers).await;
     }
 }
 
-async fn tiny_load(transport: LoadTransport) {
+async fn tiny_load(transport: LoadTransport, observers: usize) {
     let scenario = Scenario {
         nodes: 2,
         topology: Topology::Chain,
@@ -31,6 +33,7 @@ async fn tiny_load(transport: LoadTransport) {
         entities: 20,
         rate_hz: 10.0,
         writers: 2,
+        observers,
         warmup: Duration::from_millis(500),
         duration: Duration::from_secs(2),
         target: None,
@@ -52,7 +55,9 @@ async fn tiny_load(transport: LoadTransport) {
     assert_eq!(report.nodes_started, 2);
     assert_eq!(report.writers, 2);
     assert_eq!(report.nodes.len(), 2);
-    let delivered = (report.delivered_per_sec * report.window_secs).round() as u64;
+    assert_eq!(report.observers, observers);
+    let delivered =
+        (report.delivered_per_sec * report.window_secs * observers as f64).round() as u64;
     assert!(
         delivered > 0,
         "moves crossed the link over {transport:?}: {report:?}"
@@ -62,6 +67,9 @@ async fn tiny_load(transport: LoadTransport) {
         delivered,
         "every delivered move is either timed or counted stale"
     );
+    assert!(report.latency.p50_us <= report.latency.p99_us);
+    assert!(report.latency.p99_us <= report.latency.p999_us);
+    assert!(report.latency.p999_us <= report.latency.max_us);
     assert!(report.sent_per_sec > 0.0);
     // Each node printed a stats line for its one link during the window.
     assert!(
@@ -69,4 +77,31 @@ async fn tiny_load(transport: LoadTransport) {
         "{transport:?}: {report:?}"
     );
     assert!(report.nodes.iter().all(|n| n.peak_rss_kib.is_some()));
+}
+
+/// `loadgen --idle`: two linked nodes without clients, measured briefly.
+/// Asserts only that each node was measured, never how little it used.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_pair_is_measured_per_node() {
+    let dir = std::env::temp_dir().join(format!("lessgate-idle-smoke-{}", std::process::id()));
+    let spec = lessgate::loadgen::cluster::ClusterSpec {
+        nodes: 2,
+        topology: Topology::Chain,
+        tick_hz: 20,
+        dir,
+        binary: PathBuf::from(env!("CARGO_BIN_EXE_lessgate")),
+        extra_toml: String::new(),
+        node_threads: None,
+        knet_datagrams_per_sec: 1000,
+        default_stats: true,
+    };
+    let report = lessgate::loadgen::idle::run(spec, Duration::from_secs(1), false)
+        .await
+        .expect("the idle run completes");
+    assert_eq!(report.nodes.len(), 2);
+    for node in &report.nodes {
+        assert!(node.cpu_percent.is_some_and(|c| c >= 0.0), "{node:?}");
+        assert!(node.wake_ups_per_sec.is_some(), "{node:?}");
+        assert!(node.threads > 0, "{node:?}");
+    }
 }

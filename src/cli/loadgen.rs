@@ -8,7 +8,8 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::loadgen::baseline;
-use crate::loadgen::cluster::Topology;
+use crate::loadgen::cluster::{ClusterSpec, Topology};
+use crate::loadgen::idle;
 use crate::loadgen::report::{render_baselines, render_run, Baselines};
 use crate::loadgen::scenario::{self, LoadTransport, Scenario};
 
@@ -31,6 +32,13 @@ pub struct LoadgenArgs {
     /// Writer connections on the first node.
     #[arg(long, default_value_t = 4)]
     pub writers: usize,
+    /// Observer connections on the last node.
+    #[arg(long, default_value_t = 1)]
+    pub observers: usize,
+    /// No clients: start the nodes, let their links settle, and measure
+    /// each one's CPU and wake-ups over `--duration` (default configs).
+    #[arg(long)]
+    pub idle: bool,
     /// Seconds of movement before the window.
     #[arg(long, default_value_t = 2.0)]
     pub warmup: f64,
@@ -105,6 +113,28 @@ pub fn run(args: LoadgenArgs) -> Result<(), Box<dyn std::error::Error>> {
             }
             baselines = Some(measured);
         }
+        if args.idle {
+            let spec = ClusterSpec {
+                nodes: args.nodes.max(1),
+                topology: args.topology,
+                tick_hz: args.tick_hz,
+                dir: std::env::temp_dir().join(format!("lessgate-loadgen-{}", std::process::id())),
+                binary: binary.clone(),
+                extra_toml: args.extra_toml.clone(),
+                node_threads: args.node_threads,
+                knet_datagrams_per_sec: args.knet_rate,
+                default_stats: true,
+            };
+            let window = Duration::from_secs_f64(args.duration);
+            let report = idle::run(spec, window, args.keep)
+                .await
+                .map_err(|e| e.to_string())?;
+            print!("{}", idle::render(&report));
+            if args.json {
+                println!("{}", serde_json::to_string(&report)?);
+            }
+            return Ok(());
+        }
         let scenario = Scenario {
             nodes: args.nodes,
             topology: args.topology,
@@ -112,6 +142,7 @@ pub fn run(args: LoadgenArgs) -> Result<(), Box<dyn std::error::Error>> {
             entities: args.entities,
             rate_hz: args.rate,
             writers: args.writers,
+            observers: args.observers,
             warmup: Duration::from_secs_f64(args.warmup),
             duration: Duration::from_secs_f64(args.duration),
             target: args.target.clone(),

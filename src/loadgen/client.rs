@@ -280,6 +280,15 @@ pub struct ObserverOutcome {
 }
 
 impl ObserverOutcome {
+    /// Adds another observer's counts and samples to these.
+    pub fn absorb(&mut self, other: ObserverOutcome) {
+        self.delivered += other.delivered;
+        self.latency.merge(other.latency);
+        self.stale += other.stale;
+        self.frames += other.frames;
+        self.bytes += other.bytes;
+    }
+
     /// Times one delivered move against its send time, if remembered.
     fn record(&mut self, table: &SendTable, at: u64, pos: [f32; 3]) {
         let Some((index, seq)) = read_position(pos) else {

@@ -101,6 +101,9 @@ pub struct ClusterSpec {
     pub node_threads: Option<usize>,
     /// `[tundra] knet_datagrams_per_sec` of every node.
     pub knet_datagrams_per_sec: u32,
+    /// Stats lines at the default interval (10 s) instead of every second,
+    /// for measuring what an idle node costs with its default config.
+    pub default_stats: bool,
 }
 
 /// The running federation.
@@ -187,6 +190,11 @@ fn node_toml(
     let threads = spec
         .node_threads
         .map_or(String::new(), |n| format!("threads = {n}\n"));
+    let stats = if spec.default_stats {
+        ""
+    } else {
+        "stats_interval_secs = 1"
+    };
     format!(
         r#"[node]
 name = "{name}"
@@ -212,7 +220,7 @@ max_pending_logins_per_address = 1000000
 [log]
 format = "json"
 filter = "info"
-stats_interval_secs = 1
+{stats}
 
 [peering]
 control_listen = "{control}"
@@ -222,7 +230,7 @@ private_key = "identity/node.key.pem"
 peers_dir = "peers"
 mode = "udp"
 reconnect_min_ms = 200
-stats_interval_secs = 1
+{stats}
 {extra}
 "#
     )

@@ -128,7 +128,16 @@ impl Samples {
         self.seen
     }
 
-    /// p50, p99 and max in microseconds (zeros when empty).
+    /// Takes in another observer's samples (kept ones; an observer that
+    /// thinned its own keeps every `stride`-th, so its weight is slightly
+    /// under its share only past [`MAX_SAMPLES`]).
+    pub fn merge(&mut self, other: Samples) {
+        self.seen += other.seen;
+        self.stride = self.stride.max(other.stride).max(1);
+        self.values.extend(other.values);
+    }
+
+    /// p50, p99, p999 and max in microseconds (zeros when empty).
     pub fn summary(&mut self) -> Percentiles {
         if self.values.is_empty() {
             return Percentiles::default();
@@ -141,6 +150,7 @@ impl Samples {
         Percentiles {
             p50_us: at(0.50),
             p99_us: at(0.99),
+            p999_us: at(0.999),
             max_us: at(1.0),
         }
     }
@@ -151,6 +161,7 @@ impl Samples {
 pub struct Percentiles {
     pub p50_us: u64,
     pub p99_us: u64,
+    pub p999_us: u64,
     pub max_us: u64,
 }
 
@@ -194,13 +205,28 @@ mod tests {
     #[test]
     fn percentiles_of_a_known_distribution() {
         let mut samples = Samples::default();
-        for v in 1..=100 {
+        for v in 1..=1000 {
             samples.push(v);
         }
         let p = samples.summary();
-        assert_eq!(p.p50_us, 51);
-        assert_eq!(p.p99_us, 99);
-        assert_eq!(p.max_us, 100);
-        assert_eq!(samples.count(), 100);
+        assert_eq!(p.p50_us, 501);
+        assert_eq!(p.p99_us, 990);
+        assert_eq!(p.p999_us, 999);
+        assert_eq!(p.max_us, 1000);
+        assert_eq!(samples.count(), 1000);
+    }
+
+    #[test]
+    fn merged_observers_count_and_rank_together() {
+        let mut first = Samples::default();
+        let mut second = Samples::default();
+        for v in 1..=500 {
+            first.push(v * 2);
+            second.push(v * 2 - 1);
+        }
+        first.merge(second);
+        assert_eq!(first.count(), 1000);
+        let p = first.summary();
+        assert_eq!((p.p50_us, p.p999_us, p.max_us), (501, 999, 1000));
     }
 }

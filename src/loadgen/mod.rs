@@ -13,6 +13,7 @@
 pub mod baseline;
 pub mod client;
 pub mod cluster;
+pub mod idle;
 pub mod latency;
 pub mod link;
 /// Kept here too: the load generator measured processes with it first.

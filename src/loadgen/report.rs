@@ -49,6 +49,8 @@ pub struct RunReport {
     pub entities_seen: usize,
     pub rate_hz: f64,
     pub writers: usize,
+    /// Observer connections on the last node.
+    pub observers: usize,
     pub window_secs: f64,
     /// Login, creation and the observer seeing every entity.
     pub setup_secs: f64,
@@ -58,13 +60,20 @@ pub struct RunReport {
     pub sent_per_sec: f64,
     /// Sent over due at the end (below 0.95: the writers fell behind).
     pub schedule_kept: f64,
-    /// Moves the observer saw per second (after any coalescing by ticks).
+    /// Moves one observer saw per second (after any coalescing), averaged
+    /// over the observers.
     pub delivered_per_sec: f64,
+    /// `delivered_per_sec` over the offered rate.
+    pub delivered_fraction: f64,
+    /// Every observer's moves together.
     pub latency: Percentiles,
+    /// Timed moves, all observers together.
     pub latency_samples: u64,
-    /// Moves seen whose send time had left the ring.
+    /// Moves seen whose send time had left the ring, all observers.
     pub stale: u64,
+    /// Per observer.
     pub observer_bytes_per_sec: f64,
+    /// Per observer.
     pub observer_frames_per_sec: f64,
     /// Frames the servers sent the writers (drained unread).
     pub writer_frames_received: u64,
@@ -149,7 +158,7 @@ pub fn render_run(
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "run: {} node(s) {:?}{}, tick {} Hz, {} entities ({} seen by the observer) x {} Hz by {} writer(s), window {:.1} s (setup {:.1} s)",
+        "run: {} node(s) {:?}{}, tick {} Hz, {} entities ({} seen by every observer) x {} Hz by {} writer(s), {} observer(s), window {:.1} s (setup {:.1} s)",
         report.nodes_started,
         report.topology,
         report
@@ -162,26 +171,32 @@ pub fn render_run(
         report.entities_seen,
         report.rate_hz,
         report.writers,
+        report.observers,
         report.window_secs,
         report.setup_secs,
     );
     let _ = writeln!(
         out,
-        "updates/s: offered {:.0}, sent {:.0} (schedule kept {:.3}), delivered end to end {:.0}",
-        report.offered_per_sec, report.sent_per_sec, report.schedule_kept, report.delivered_per_sec
+        "updates/s: offered {:.0}, sent {:.0} (schedule kept {:.3}), delivered end to end {:.0} per observer ({:.1} %)",
+        report.offered_per_sec,
+        report.sent_per_sec,
+        report.schedule_kept,
+        report.delivered_per_sec,
+        report.delivered_fraction * 100.0
     );
     let _ = writeln!(
         out,
-        "latency edit->observer: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms ({} samples, {} stale)",
+        "latency edit->observer: p50 {:.3} ms, p99 {:.3} ms, p999 {:.3} ms, max {:.3} ms ({} samples, {} stale)",
         report.latency.p50_us as f64 / 1e3,
         report.latency.p99_us as f64 / 1e3,
+        report.latency.p999_us as f64 / 1e3,
         report.latency.max_us as f64 / 1e3,
         report.latency_samples,
         report.stale
     );
     let _ = writeln!(
         out,
-        "observer: {:.0} frames/s, {:.0} B/s; writers were sent {} frames",
+        "observer: {:.0} frames/s, {:.0} B/s each; writers were sent {} frames",
         report.observer_frames_per_sec,
         report.observer_bytes_per_sec,
         report.writer_frames_received
@@ -205,14 +220,20 @@ pub fn render_run(
             } else {
                 0.0
             };
+            let packets_per_delivered = if report.delivered_per_sec > 0.0 {
+                link.packets_sent_per_sec / report.delivered_per_sec
+            } else {
+                0.0
+            };
             let _ = writeln!(
                 out,
-                "  link {}: sent {:.0} updates/s, {:.0} B/s in {:.0} packets/s ({:.1} B per update, packet overhead included), received {:.0} B/s",
+                "  link {}: sent {:.0} updates/s, {:.0} B/s in {:.0} packets/s ({:.1} B per update, packet overhead included; {:.3} packets per delivered update), received {:.0} B/s",
                 link.link,
                 link.values_sent_per_sec,
                 link.bytes_sent_per_sec,
                 link.packets_sent_per_sec,
                 per_update,
+                packets_per_delivered,
                 link.bytes_received_per_sec
             );
         }
@@ -288,15 +309,18 @@ mod tests {
             entities_seen: 10,
             rate_hz: 20.0,
             writers: 1,
+            observers: 1,
             window_secs: 1.0,
             setup_secs: 1.0,
             offered_per_sec: 200.0,
             sent_per_sec: 200.0,
             schedule_kept: 1.0,
             delivered_per_sec: 200.0,
+            delivered_fraction: 1.0,
             latency: Percentiles {
                 p50_us: 1,
                 p99_us: 2,
+                p999_us: 3,
                 max_us: 3,
             },
             latency_samples: 1,

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::client::{run_observer, run_writer, Error, ObserverState, Session};
+use super::client::{run_observer, run_writer, Error, ObserverOutcome, ObserverState, Session};
 use super::cluster::{Cluster, ClusterSpec, NodeCounters, Topology};
 use super::latency::SendTable;
 use super::proc_stats::{status_kib, CpuMark};
@@ -54,6 +54,8 @@ pub struct Scenario {
     pub rate_hz: f64,
     /// Writer connections (entities are split evenly).
     pub writers: usize,
+    /// Observer connections, all on the last node (or the observer target).
+    pub observers: usize,
     pub warmup: Duration,
     pub duration: Duration,
     /// An external Tundra server for the writers (and the observer unless
@@ -95,6 +97,7 @@ pub async fn run(scenario: &Scenario) -> Result<RunReport, Error> {
                 extra_toml: scenario.extra_toml.clone(),
                 node_threads: scenario.node_threads,
                 knet_datagrams_per_sec: scenario.knet_datagrams_per_sec,
+                default_stats: false,
             };
             Some(tokio::task::spawn_blocking(move || Cluster::start(&spec)).await??)
         }
@@ -118,9 +121,31 @@ pub async fn run(scenario: &Scenario) -> Result<RunReport, Error> {
     };
 
     let table = Arc::new(SendTable::new(scenario.entities));
-    let state = Arc::new(ObserverState::default());
-    let observer = Session::login(&observer_url, "lg-observer", scenario.protocol).await?;
-    let observer = tokio::spawn(run_observer(observer, table.clone(), state.clone()));
+    let observer_count = scenario.observers.max(1);
+    let mut states = Vec::new();
+    let mut observers = Vec::new();
+    for o in 0..observer_count {
+        let state = Arc::new(ObserverState::default());
+        let name = match o {
+            0 => "lg-observer".to_owned(),
+            o => format!("lg-observer-{o}"),
+        };
+        let session = Session::login(&observer_url, &name, scenario.protocol).await?;
+        observers.push(tokio::spawn(run_observer(
+            session,
+            table.clone(),
+            state.clone(),
+        )));
+        states.push(state);
+    }
+    // The fewest entities any observer has seen.
+    let seen = |states: &[Arc<ObserverState>]| {
+        states
+            .iter()
+            .map(|s| s.entities_seen.load(Ordering::Relaxed))
+            .min()
+            .unwrap_or(0)
+    };
 
     // Writers log in and create their share, all at once.
     let writers = scenario.writers.clamp(1, scenario.entities.max(1));
@@ -141,13 +166,13 @@ pub async fn run(scenario: &Scenario) -> Result<RunReport, Error> {
     for creation in creations {
         ready.push(creation.await??);
     }
-    // Wait until the observer has seen every entity, or until the count has
-    // not grown for SEEN_PATIENCE (entities lost on the way are reported,
-    // and the run measures the ones that arrived).
+    // Wait until every observer has seen every entity, or until the count
+    // has not grown for SEEN_PATIENCE (entities lost on the way are
+    // reported, and the run measures the ones that arrived).
     let deadline = Instant::now() + Duration::from_secs(300);
     let mut last = (0u64, Instant::now());
     loop {
-        let seen = state.entities_seen.load(Ordering::Relaxed);
+        let seen = seen(&states);
         if seen as usize >= scenario.entities {
             break;
         }
@@ -195,13 +220,15 @@ pub async fn run(scenario: &Scenario) -> Result<RunReport, Error> {
     let cpu_marks: Vec<CpuMark> = pids.iter().map(|(_, pid)| CpuMark::start(*pid)).collect();
     let own_cpu = CpuMark::start(std::process::id());
     let window_started = Instant::now();
-    state
-        .window_start_us
-        .store(super::now_us().max(1), Ordering::Relaxed);
+    let start_us = super::now_us().max(1);
+    for state in &states {
+        state.window_start_us.store(start_us, Ordering::Relaxed);
+    }
     tokio::time::sleep(scenario.duration).await;
-    state
-        .window_end_us
-        .store(super::now_us().max(1), Ordering::Relaxed);
+    let end_us = super::now_us().max(1);
+    for state in &states {
+        state.window_end_us.store(end_us, Ordering::Relaxed);
+    }
     let window = window_started.elapsed().as_secs_f64();
     let counters_after: Vec<NodeCounters> = cluster
         .as_ref()
@@ -244,8 +271,16 @@ pub async fn run(scenario: &Scenario) -> Result<RunReport, Error> {
         due += outcome.due;
         writer_frames_received += outcome.frames_received;
     }
-    state.stop.store(true, Ordering::Relaxed);
-    let mut observed = observer.await??;
+    for state in &states {
+        state.stop.store(true, Ordering::Relaxed);
+    }
+    // Every observer's outcome, summed (latency samples merged); delivered
+    // moves are reported per observer.
+    let mut observed = ObserverOutcome::default();
+    for observer in observers {
+        observed.absorb(observer.await??);
+    }
+    let entities_seen = seen(&states) as usize;
     drop(cluster);
     if scenario.keep_dir {
         eprintln!("loadgen: configs and node logs kept in {}", work.display());
@@ -260,9 +295,10 @@ pub async fn run(scenario: &Scenario) -> Result<RunReport, Error> {
         external_target: scenario.target.clone(),
         tick_hz: scenario.tick_hz,
         entities: scenario.entities,
-        entities_seen: state.entities_seen.load(Ordering::Relaxed) as usize,
+        entities_seen,
         rate_hz: scenario.rate_hz,
         writers,
+        observers: observer_count,
         window_secs: window,
         setup_secs,
         offered_per_sec: offered,
@@ -272,12 +308,17 @@ pub async fn run(scenario: &Scenario) -> Result<RunReport, Error> {
         } else {
             sent as f64 / due as f64
         },
-        delivered_per_sec: observed.delivered as f64 / window,
+        delivered_per_sec: observed.delivered as f64 / window / observer_count as f64,
+        delivered_fraction: if offered > 0.0 {
+            observed.delivered as f64 / window / observer_count as f64 / offered
+        } else {
+            0.0
+        },
         latency: observed.latency.summary(),
         latency_samples: observed.latency.count(),
         stale: observed.stale,
-        observer_bytes_per_sec: observed.bytes as f64 / window,
-        observer_frames_per_sec: observed.frames as f64 / window,
+        observer_bytes_per_sec: observed.bytes as f64 / window / observer_count as f64,
+        observer_frames_per_sec: observed.frames as f64 / window / observer_count as f64,
         writer_frames_received,
         generator_cpu_cores: generator_cores,
         generator_peak_rss_kib: status_kib(std::process::id(), "VmHWM"),

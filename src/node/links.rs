@@ -14,6 +14,7 @@ use crate::less::session::{ConfigError, Session};
 use crate::link_id::LinkId;
 use crate::logging::RemoteText;
 use crate::peering::link_settings::LinkSettings;
+use crate::server::WriteRule;
 
 /// A negotiated peer link, as the transport reports it.
 #[derive(Debug, Clone)]
@@ -40,7 +41,13 @@ impl Node {
         // What both Hellos listed that the federation uses (its wire
         // versions and extensions, docs/peer-link.md §5.2).
         let features = LinkFeatures::from_agreed(&link.settings.features);
-        let session = Session::new(link.settings.session, now)?;
+        let mut config = link.settings.session;
+        // A link sends what changed at most once per client-write gap (or
+        // a datagram's worth at once): at light load its updates share
+        // packets, and the far node's clients, written at the same gap,
+        // get them at once (docs/federation.md §6).
+        config.send_gap = WriteRule::for_tick(self.tick_period).min_gap;
+        let session = Session::new(config, now)?;
         let mut federated = Link::new(link.id, link.peer, link.peer_name, link.policy, session);
         federated.features = features;
         self.federation.add_link(federated, &self.scene);

@@ -342,11 +342,17 @@ impl Node {
     // ----- timers -----
 
     /// When [`Node::handle_timeout`] should next run: the earliest of the
-    /// network tick, every link session's timer and the bridge's timers
+    /// network tick (while it has work, see [`Node::tick_wanted`]), every
+    /// link session's timer, the bridge's timers and the clients' writes
     /// (the server's login deadlines are checked at the tick). Never
-    /// earlier than [`TIMER_GRANULARITY`] after the last `handle_timeout`.
+    /// earlier than [`TIMER_GRANULARITY`] after the last `handle_timeout`;
+    /// `None` when nothing is due at any time.
     pub fn poll_timeout(&self) -> Option<Time> {
-        let mut deadline = self.next_tick;
+        let mut deadline = if self.tick_wanted() {
+            self.next_tick
+        } else {
+            Time::MAX
+        };
         for link in self.federation.links() {
             if let Some(at) = link.session.poll_timeout() {
                 deadline = deadline.min(at);
@@ -369,16 +375,36 @@ impl Node {
         {
             deadline = deadline.min(at);
         }
+        if deadline == Time::MAX {
+            return None;
+        }
         Some(match self.last_timeout {
             Some(last) => deadline.max(last + TIMER_GRANULARITY),
             None => deadline,
         })
     }
 
+    /// Whether the network tick has work: clients (their writes, login
+    /// deadlines), the embedding program's tick work, or entities (the
+    /// links' background refresh and the hand-over deadlines run at the
+    /// tick). A node with none of these sleeps until an input or one of
+    /// its links' own timers (keepalives, acknowledgements): an idle node
+    /// wakes only for what its links' liveness needs.
+    pub fn tick_wanted(&self) -> bool {
+        self.tick_hook.is_some()
+            || self.server.has_connections()
+            || !self.scene.is_empty()
+            || self
+                .federation
+                .links()
+                .any(|link| !link.exported.is_empty() || link.mirror.entity_count() > 0)
+    }
+
     /// Runs every timer due at `now`: the link sessions' (acknowledgements,
     /// re-sends, keepalives, idle timeouts), the bridge's, the network tick,
-    /// and the early writes of idle clients. `backlog` reports each client's unsent bytes, which only the
-    /// transport knows (the tick sends a slow client less).
+    /// and the clients' writes that are due. `backlog` reports each
+    /// client's unsent bytes, which only the transport knows (a client that
+    /// has not drained its last write is sent nothing more meanwhile).
     pub fn handle_timeout(&mut self, now: Time, backlog: &dyn Fn(ClientId) -> usize) {
         self.last_timeout = Some(now);
         self.apply_received();
@@ -392,7 +418,7 @@ impl Node {
             }
         }
         self.note_world_readiness();
-        if now >= self.next_tick {
+        if now >= self.next_tick && self.tick_wanted() {
             // The next tick keeps the period; a late tick is not caught up.
             self.next_tick += self.tick_period;
             if self.next_tick <= now {
@@ -409,9 +435,9 @@ impl Node {
         } else {
             self.settle();
         }
-        // An idle client's changes leave now rather than at the next tick
-        // (server::early_send); a busy one's wait for the tick.
-        self.server.handle_send_early(&self.scene, now, backlog);
+        // Clients' changes leave as soon as they are worth writing, not at
+        // the next tick (server::write_schedule).
+        self.server.handle_due_writes(&self.scene, now, backlog);
     }
 
     // ----- outputs -----

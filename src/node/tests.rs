@@ -113,14 +113,16 @@ fn link(a: &mut Node, b: &mut Node, now: Time) -> (LinkId, LinkId) {
 }
 
 #[test]
-fn an_idle_node_wakes_only_for_its_tick() {
+fn a_node_with_a_client_ticks_and_does_not_catch_up_a_late_tick() {
     let mut node = node(1);
+    log_in(&mut node, ClientId(1), Time::ZERO);
     assert_eq!(
         node.poll_timeout(),
         Some(Time::ZERO),
         "the first tick is due at once"
     );
     node.handle_timeout(Time::ZERO, &no_backlog);
+    while node.poll_transmit(Time::ZERO).is_some() {}
     assert_eq!(node.poll_timeout(), Some(Time::ZERO + TICK));
     // A late wake-up is not caught up with a burst of ticks.
     let late = Time::ZERO + TICK * 3 + Duration::from_millis(7);
@@ -128,6 +130,59 @@ fn an_idle_node_wakes_only_for_its_tick() {
     assert_eq!(node.poll_timeout(), Some(late + TICK));
     assert!(node.poll_transmit(late).is_none());
     assert!(node.poll_event().is_none());
+}
+
+#[test]
+fn a_node_without_clients_entities_or_links_sleeps_until_an_input() {
+    let mut node = node(1);
+    assert_eq!(node.poll_timeout(), None, "no tick: it has no work");
+    // A client connecting brings the tick back at once (its login deadline
+    // and its writes need it).
+    let now = Time::ZERO + Duration::from_secs(30);
+    node.handle_client_connect(ClientId(1), now, ClientTransport::WebSocket);
+    assert!(node.poll_timeout().is_some_and(|at| at <= now));
+    node.handle_timeout(now, &no_backlog);
+    assert_eq!(node.poll_timeout(), Some(now + TICK));
+    node.handle_client_disconnect(ClientId(1), "gone");
+    assert_eq!(node.poll_timeout(), None);
+}
+
+#[test]
+fn an_idle_linked_node_wakes_only_for_its_links_liveness() {
+    // Two linked nodes, no clients and no entities, for a minute of fake
+    // time: every packet delivered at once. Each wakes only for its
+    // session's keepalives (1 s by default here) and what answers them,
+    // never at the 20 Hz tick, and the link stays up.
+    let mut a = node(1);
+    let mut b = node(2);
+    let (la, lb) = link(&mut a, &mut b, Time::ZERO);
+    let end = Time::ZERO + Duration::from_secs(60);
+    let mut wakes = [0u32; 2];
+    loop {
+        let next = [a.poll_timeout(), b.poll_timeout()];
+        let Some(now) = next.iter().flatten().min().copied().filter(|t| *t <= end) else {
+            break;
+        };
+        for (i, node) in [&mut a, &mut b].into_iter().enumerate() {
+            if node.poll_timeout().is_some_and(|at| at <= now) {
+                wakes[i] += 1;
+                node.handle_timeout(now, &no_backlog);
+            }
+        }
+        for datagram in link_packets(&mut a, now) {
+            b.handle_link_datagram(now, lb, &datagram);
+        }
+        for datagram in link_packets(&mut b, now) {
+            a.handle_link_datagram(now, la, &datagram);
+        }
+    }
+    // One keepalive a second each (and a few wake-ups at link-up): not
+    // the 1 200 ticks of a minute.
+    for w in wakes {
+        assert!((55..=70).contains(&w), "{wakes:?} wake-ups in 60 s");
+    }
+    assert_eq!(a.federation().links().count(), 1, "the link is alive");
+    assert_eq!(b.federation().links().count(), 1, "the link is alive");
 }
 
 #[test]
@@ -148,9 +203,10 @@ fn a_deadline_still_due_after_its_timeout_is_reported_later() {
 fn created_after_the_first_tick() -> (Node, ClientId, Time) {
     let mut node = node(1);
     let (writer, reader) = (ClientId(1), ClientId(2));
-    node.handle_timeout(Time::ZERO, &no_backlog);
     log_in(&mut node, writer, Time::ZERO);
     log_in(&mut node, reader, Time::ZERO);
+    node.handle_timeout(Time::ZERO, &no_backlog);
+    while node.poll_transmit(Time::ZERO).is_some() {}
     let now = Time::ZERO + Duration::from_millis(10);
     node.handle_client_frames(writer, now, &[create_entity(1)]);
     let before: Vec<_> = std::iter::from_fn(|| node.poll_transmit(now)).collect();
@@ -183,23 +239,31 @@ fn a_client_frame_reaches_an_idle_client_before_the_tick() {
 }
 
 #[test]
-fn a_client_frame_reaches_a_busy_client_at_the_tick() {
+fn a_client_frame_waits_for_a_client_that_has_not_drained_and_not_for_the_tick() {
     let (mut node, reader, now) = created_after_the_first_tick();
-    let busy = |_: ClientId| 1 << 20;
+    let unsent = std::cell::Cell::new(1 << 20);
+    let backlog = |_: ClientId| unsent.get();
     let due = node.poll_timeout().unwrap().max(now);
-    node.handle_timeout(due, &busy);
+    node.handle_timeout(due, &backlog);
     assert!(
         !sent_to(&mut node, reader, due),
-        "a client with a backlog waits for the tick"
+        "nothing more is queued behind a backlog"
     );
-    let tick = node.poll_timeout().unwrap();
-    assert_eq!(tick, Time::ZERO + TICK);
-    node.handle_timeout(tick, &busy);
-    assert!(
-        sent_to(&mut node, reader, tick),
-        "the tick sends the new entity to the busy client"
-    );
-    assert_eq!(node.server().stats().early_writes, 0, "not an early write");
+    // Looked at again after the gap (5 ms), then after waits as long as it
+    // has been held (5 ms, then 10 ms), not at the tick.
+    for after in [5, 10] {
+        let at = node.poll_timeout().unwrap();
+        assert_eq!(at, due + Duration::from_millis(after));
+        node.handle_timeout(at, &backlog);
+        assert!(!sent_to(&mut node, reader, at));
+    }
+    // Drained: it gets the new entity at its next look, before the tick.
+    unsent.set(0);
+    let at = node.poll_timeout().unwrap();
+    assert_eq!(at, now + Duration::from_millis(20));
+    node.handle_timeout(at, &backlog);
+    assert!(sent_to(&mut node, reader, at), "written once drained");
+    assert_eq!(node.server().stats().early_writes, 1);
 }
 
 /// Runs a node's due timers and takes its link packets (client frames are

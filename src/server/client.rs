@@ -4,6 +4,7 @@ use std::net::IpAddr;
 
 use foldhash::{HashMap, HashMapExt};
 
+use super::backlog::BacklogWatch;
 use super::interest::Observer;
 use super::refusal_log::RefusalLog;
 use super::refusal_window::RefusalWindow;
@@ -22,7 +23,7 @@ pub enum LoginState {
     Connecting,
     /// Refused; closed at `close_at` (tundra waits ~1 s so the reply arrives).
     Refused { close_at: Time },
-    /// Logged in; scene sync runs from the next tick.
+    /// Logged in; its scene sync starts right after the LoginReply.
     Authenticated,
 }
 
@@ -61,10 +62,12 @@ pub struct Client {
     /// What this client believes of each moving body, for RigidBodyUpdate
     /// thresholds (protocol 4 clients only).
     pub bodies: HashMap<EntityId, BodyState>,
-    /// Since when the client's unsent bytes have been over the limit.
-    pub backlogged_since: Option<Time>,
-    /// When its scene changes were last written (tick or early send).
+    /// Its unsent bytes over time: whether it is held, or not reading.
+    pub backlog: BacklogWatch,
+    /// When its scene changes were last written (at the tick or between).
     pub last_sync_write: Option<Time>,
+    /// Whether it is in the write schedule (`write_schedule.rs`).
+    pub write_scheduled: bool,
     /// The IP address it connected from: its pending-login budget and
     /// `limits.max_entities_per_address`.
     pub address: IpAddr,
@@ -92,8 +95,9 @@ impl Client {
             visibility: Default::default(),
             last_sent: HashMap::new(),
             bodies: HashMap::new(),
-            backlogged_since: None,
+            backlog: BacklogWatch::default(),
             last_sync_write: None,
+            write_scheduled: false,
             address,
         }
     }

@@ -8,11 +8,11 @@ use bytes::Bytes;
 use tracing::{debug, info, warn};
 
 use super::client::{Client, LoginState};
-use super::early_send::{EarlySendRule, EarlySends};
 use super::edit_frame::EditFrames;
 use super::entity_quota::EntityQuota;
 use super::limits::ServerLimits;
 use super::pending_logins::PendingLogins;
+use super::write_schedule::{WriteRule, WriteSchedule};
 use crate::clock::Time;
 use crate::log_budget::LogBudget;
 use crate::logging::RemoteText;
@@ -101,8 +101,8 @@ pub struct ServerStats {
     pub bytes_out: u64,
     pub refused_messages: u64,
     pub clients_closed_for_misbehaviour: u64,
-    /// Clients written before the network tick because their connection
-    /// was idle (`early_send.rs`).
+    /// Clients written between network ticks, as soon as their changes
+    /// were worth writing (`write_schedule.rs`).
     pub early_writes: u64,
     /// ObserverPositions taken and logins: each may move a client's area
     /// (the node redraws its interest when this changes).
@@ -137,9 +137,10 @@ pub struct TundraServer {
     pub(super) entity_quota: EntityQuota,
     /// The time of the frame or tick being handled.
     pub(super) now: Time,
-    /// Clients that may be written before the tick, and the rule deciding.
-    pub(super) early: EarlySends,
-    pub(super) early_rule: EarlySendRule,
+    /// Clients with changes waiting to be written, and the rule deciding
+    /// when (`write_schedule.rs`).
+    pub(super) schedule: WriteSchedule,
+    pub(super) write_rule: WriteRule,
     /// Client areas, in spatial interest (`visibility.rs`); `None`: every
     /// client is shown everything.
     pub(super) areas: Option<super::visibility::ClientAreas>,
@@ -151,11 +152,13 @@ impl TundraServer {
             config.limits.max_client_entities,
             config.limits.max_entities_per_address,
         );
+        let write_rule = WriteRule::for_tick(config.tick)
+            .with_backlog_limit(config.limits.max_client_backlog_bytes);
         TundraServer {
             entity_quota,
             now: Time::ZERO,
-            early: EarlySends::default(),
-            early_rule: EarlySendRule::for_tick(config.tick),
+            schedule: WriteSchedule::default(),
+            write_rule,
             config,
             clients: BTreeMap::new(),
             transmits: VecDeque::new(),
@@ -188,6 +191,11 @@ impl TundraServer {
 
     pub fn client(&self, id: ClientId) -> Option<&Client> {
         self.clients.get(&id)
+    }
+
+    /// Whether any client is connected (logged in or not yet).
+    pub fn has_connections(&self) -> bool {
+        !self.clients.is_empty()
     }
 
     /// Clients that have logged in.
@@ -254,7 +262,7 @@ impl TundraServer {
         let Some(mut gone) = self.clients.remove(&client) else {
             return;
         };
-        self.early.forget(client);
+        self.schedule.forget(client);
         if !gone.is_authenticated() {
             self.pending.release(gone.address);
         }
@@ -284,7 +292,6 @@ impl TundraServer {
                 self.entity_quota.forget(entity);
             }
         }
-        let busy = self.early_rule.max_pending_entities;
         for client in self.clients.values_mut().filter(|c| c.is_authenticated()) {
             let before = client.sync.pending();
             for change in changes {
@@ -297,13 +304,12 @@ impl TundraServer {
                 }
                 client.sync.apply(client.id, change.source, change.kind);
             }
-            // Only newly queued entities make a client worth considering
-            // for an early write (a deferred one is already queued), and
-            // only up to the count that marks it busy: under load this
-            // runs for every frame, and past it the answer is the tick.
-            let pending = client.sync.pending();
-            if pending > before && pending <= busy {
-                self.early.handle_changed(client.id);
+            // Only newly queued entities make a client worth writing (a
+            // deferred one is already queued); one already in the schedule
+            // stays where it is (under load this runs for every frame).
+            if client.sync.pending() > before && !client.write_scheduled {
+                client.write_scheduled = true;
+                self.schedule.handle_changed(client.id);
             }
         }
     }
@@ -335,9 +341,12 @@ impl TundraServer {
     /// Queues an action for every logged-in client, sent after its next
     /// scene sync (an action from another node's client).
     pub fn deliver_action(&mut self, action: EntityAction) {
-        for client in self.clients.values_mut().filter(|c| c.is_authenticated()) {
-            client.pending_actions.push(action.clone());
-            self.early.handle_changed(client.id);
+        let ids: Vec<ClientId> = self.authenticated_clients().map(|c| c.id).collect();
+        for id in ids {
+            if let Some(client) = self.clients.get_mut(&id) {
+                client.pending_actions.push(action.clone());
+            }
+            self.schedule_write(id);
         }
     }
 

@@ -172,6 +172,8 @@ impl TundraServer {
             protocol_version: Some(protocol.0),
         });
         self.push_message(client, &reply);
+        // Its scene leaves right after the reply, not at the next tick.
+        self.schedule_write(client);
         info!(%client, %user, username = %RemoteText(&username), protocol = protocol.0, "client logged in");
         self.events.push_back(ServerEvent::ClientJoined {
             client,

@@ -7,11 +7,9 @@
 //!
 //! [`Scene`]: crate::scene::Scene
 
+mod backlog;
 mod client;
 mod core;
-mod early_send;
-#[cfg(test)]
-mod early_send_tests;
 mod edit_frame;
 mod entity_quota;
 mod handlers;
@@ -38,12 +36,16 @@ mod tests;
 #[cfg(test)]
 mod tick_tests;
 pub mod visibility;
+mod write_schedule;
+#[cfg(test)]
+mod write_schedule_tests;
 mod writer;
 
 pub use self::core::{ServerConfig, ServerEvent, ServerStats, TundraServer};
 pub use crate::tundra::LoginDialect;
+pub use backlog::BacklogWatch;
 pub use client::Client;
-pub use early_send::{EarlySendRule, SendTiming};
 pub use limits::ServerLimits;
 pub use refusal_log::{RefusalLog, Summary, Verdict, SUMMARY_INTERVAL};
 pub use sync_state::{Presence, SlotSet, SyncState};
+pub use write_schedule::{WriteRule, WriteTiming};

@@ -232,6 +232,7 @@ impl TundraServer {
             Some(areas) => shows(scene, members, state.visibility.anchor, areas, shown),
         };
         let me = state.id;
+        let before = state.sync.pending();
         if show {
             // Parents first: a child arrives under a parent the client has.
             for id in members {
@@ -256,6 +257,12 @@ impl TundraServer {
             if any {
                 debug!(%client, entity = %root, "entity tree left the client's area");
             }
+        }
+        // What was queued is written on the client's write schedule, as
+        // any change is.
+        if state.sync.pending() > before && !state.write_scheduled {
+            state.write_scheduled = true;
+            self.schedule.handle_changed(client);
         }
     }
 

@@ -1,7 +1,7 @@
 //! The network tick: each client is sent the latest state of what changed,
 //! in Tundra's per-entity message order (docs/tundra-wire.md §7.2 step 5
-//! and §7.5). An idle client is written the same way
-//! before the tick (`early_send`).
+//! and §7.5). Between ticks a client is written the same way whenever
+//! `write_schedule` says.
 
 use std::time::Duration;
 
@@ -31,6 +31,9 @@ use crate::tundra::rigid_body_sender::{pack, BodyState};
 use crate::tundra::{EntityId, Message, ProtocolVersion};
 
 impl TundraServer {
+    /// The tick: closes the clients that stopped reading and writes every
+    /// other client whose connection has drained, its deferred entities
+    /// included (interest management); a held client keeps coalescing.
     pub(super) fn write_tick(
         &mut self,
         scene: &Scene,
@@ -38,33 +41,31 @@ impl TundraServer {
         backlog: &dyn Fn(ClientId) -> usize,
     ) {
         let limit = self.config.limits.max_client_backlog_bytes;
+        let stall = Duration::from_secs(self.config.limits.max_client_stall_secs);
+        let threshold = self.write_rule.max_backlog_bytes;
         let ids: Vec<ClientId> = self.authenticated_clients().map(|c| c.id).collect();
         self.edit_frames.start_tick(ids.len());
         for id in ids {
             let queued = backlog(id);
-            let stall = Duration::from_secs(self.config.limits.max_client_stall_secs);
-            let since = match self.clients.get_mut(&id) {
-                Some(client) if queued > limit => *client.backlogged_since.get_or_insert(now),
-                Some(client) => {
-                    client.backlogged_since = None;
-                    now
-                }
-                None => continue,
+            let Some(client) = self.clients.get_mut(&id) else {
+                continue;
             };
-            if queued > limit.saturating_mul(2) || (queued > limit && now - since >= stall) {
+            let held = client.backlog.observe(now, queued, threshold);
+            let stuck = client.backlog.stuck_for(now).unwrap_or_default();
+            if queued > limit.saturating_mul(2) || (held && stuck >= stall) {
                 self.refuse_client(
                     id,
                     format!(
-                        "not reading: {queued} bytes queued for {:.1} s (limits.max_client_backlog_bytes = {limit}, limits.max_client_stall_secs = {})",
-                        (now - since).as_secs_f64(),
+                        "not reading: {queued} bytes unsent, none taken for {:.1} s (limits.max_client_backlog_bytes = {limit}, limits.max_client_stall_secs = {})",
+                        stuck.as_secs_f64(),
                         stall.as_secs()
                     ),
                 );
                 continue;
             }
-            if queued > limit {
+            if held {
                 // Leave its changes dirty: it gets coalesced latest state
-                // once it reads again.
+                // once it reads again (`write_schedule` looks at it).
                 continue;
             }
             self.write_client(scene, id, now);
@@ -73,18 +74,19 @@ impl TundraServer {
     }
 
     /// Writes everything waiting for one client: new component types, its
-    /// scene changes, then actions (at the tick, or early: `early_send`).
+    /// scene changes, then actions (at the tick, or between: `write_schedule`).
     pub(super) fn write_client(&mut self, scene: &Scene, id: ClientId, now: Time) {
         self.write_pending_types(scene, id);
         self.write_entities(scene, id, now);
         let actions = match self.clients.get_mut(&id) {
             Some(client) => {
                 client.last_sync_write = Some(now);
+                client.write_scheduled = false;
                 std::mem::take(&mut client.pending_actions)
             }
             None => Vec::new(),
         };
-        self.early.forget(id);
+        self.schedule.forget(id);
         for action in actions {
             self.push_message(id, &Message::EntityAction(action));
         }

@@ -44,6 +44,11 @@ pub struct SessionConfig {
     pub idle_timeout: Duration,
     /// Longest delay before acknowledging a packet that carries messages.
     pub max_ack_delay: Duration,
+    /// New data waits until this long after the last packet sent, so the
+    /// changes of that time leave together (zero: at once). Enough data to
+    /// fill a datagram never waits, and a packet that goes out for another
+    /// reason (an acknowledgement, a keepalive) takes it along.
+    pub send_gap: Duration,
     /// RTT assumed before the first sample.
     pub initial_rtt: Duration,
     /// The session closes after this many consecutive frames with a bad
@@ -83,7 +88,8 @@ pub enum ConfigError {
 impl SessionConfig {
     /// Defaults for everything but what must be negotiated: datagram mode,
     /// MTU 1200, 1 ms timestamps, 1 s keepalive, 15 s idle timeout, 20 ms
-    /// acknowledgement delay, 100 ms initial RTT, 64 bad signatures in a row.
+    /// acknowledgement delay, no send gap, 100 ms initial RTT, 64 bad
+    /// signatures in a row.
     pub fn new(
         keys: SessionKeys,
         local_first_sequence: u8,
@@ -101,6 +107,7 @@ impl SessionConfig {
             keepalive_interval: Duration::from_secs(1),
             idle_timeout: Duration::from_secs(15),
             max_ack_delay: Duration::from_millis(20),
+            send_gap: Duration::ZERO,
             initial_rtt: Duration::from_millis(100),
             max_bad_signature_run: 64,
             stream_id_quarantine: Duration::from_secs(30),

@@ -679,4 +679,10 @@ impl LocalState {
     pub fn has_new_data(&self) -> bool {
         !self.pending.is_empty() || !self.dirty.is_empty() || !self.dirty_tweaks.is_empty()
     }
+
+    /// Entities with changed values, tweaks and other messages waiting: at
+    /// least the number of messages the next packets carry.
+    pub fn queued_messages(&self) -> usize {
+        self.pending.len() + self.dirty.len() + self.dirty_tweaks.len()
+    }
 }

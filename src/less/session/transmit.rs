@@ -15,6 +15,11 @@ use crate::less::packet::{
     seal_datagram, seal_stream_datagram, seal_stream_packet, DatagramFraming, PACKET_HEADER_MAX_LEN,
 };
 
+/// The smallest update a datagram carries (a compact transform with its
+/// entity and property, docs/less-wire.md §16), for judging when waiting
+/// data would fill one.
+const SMALLEST_MESSAGE_BYTES: usize = 12;
+
 impl Session {
     // ----- outputs -----
 
@@ -33,6 +38,28 @@ impl Session {
         let rate = self.peer_update_rate?;
         let interval = Duration::from_secs(1) / rate;
         Some(self.last_send? + interval)
+    }
+
+    /// When new data may leave under the send gap (`SessionConfig::
+    /// send_gap`): at once with no gap, before anything was sent, within
+    /// the burst of packets sent at the same instant, or once a datagram's
+    /// worth waits; otherwise the gap's end.
+    fn new_data_time(&self) -> Time {
+        let gap = self.config.send_gap;
+        match self.last_send {
+            Some(last) if !gap.is_zero() && !self.fills_a_datagram() => last + gap,
+            _ => Time::ZERO,
+        }
+    }
+
+    /// Whether the data waiting would fill a datagram of the smallest
+    /// updates: waiting longer would only delay it.
+    fn fills_a_datagram(&self) -> bool {
+        self.local.queued_messages() * SMALLEST_MESSAGE_BYTES >= datagram_capacity(self.config.mtu)
+    }
+
+    fn new_data_due(&self, now: Time) -> bool {
+        now >= self.new_data_time() || self.last_send == Some(now)
     }
 
     fn keepalive_time(&self) -> Time {
@@ -68,6 +95,15 @@ impl Session {
         if let Some(pace) = self.pace_time().filter(|_| waiting) {
             deadline = deadline.min(pace);
         }
+        // New data held by the send gap, when it could go (a full send
+        // window waits for acknowledgements, not for time).
+        let window_open = match self.config.mode {
+            FramingMode::Datagram => self.send.can_send_new(),
+            FramingMode::Stream => true,
+        };
+        if self.local.has_new_data() && window_open {
+            deadline = deadline.min(self.new_data_time());
+        }
         Some(deadline)
     }
 
@@ -80,7 +116,7 @@ impl Session {
         let keepalive_due = now >= self.keepalive_time();
         match self.config.mode {
             FramingMode::Stream => {
-                if self.local.has_new_data() || keepalive_due {
+                if (self.local.has_new_data() && self.new_data_due(now)) || keepalive_due {
                     return self.transmit_stream(now, keepalive_due);
                 }
                 None
@@ -90,7 +126,7 @@ impl Session {
                     return self.transmit_resend(now, sequence);
                 }
                 if self.send.can_send_new() {
-                    if self.local.has_new_data() {
+                    if self.local.has_new_data() && self.new_data_due(now) {
                         if let Some(transmit) = self.transmit_new(now, ack_due || keepalive_due) {
                             return Some(transmit);
                         }
@@ -256,5 +292,120 @@ impl Session {
         };
         self.sent(now, &transmit, false);
         Some(transmit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::super::{Session, SessionConfig};
+    use crate::clock::Time;
+    use crate::less::ids::TypeId;
+    use crate::less::message::Message;
+    use crate::less::packet::open_datagram;
+    use crate::less::schema::ConnectionSchema;
+    use crate::less::schema_toml::types_from_toml;
+    use crate::less::signature::{LinkRole, SessionKeys};
+
+    const SECRET: [u8; 32] = [3; 32];
+
+    fn session(send_gap: Duration) -> Session {
+        let registry =
+            types_from_toml(include_str!("../../../schemas/less/test-types.toml")).unwrap();
+        let mut config = SessionConfig::new(
+            SessionKeys::derive(&SECRET, LinkRole::Initiator),
+            1,
+            1,
+            Arc::new(registry),
+            Arc::new(ConnectionSchema::builtin()),
+        );
+        config.send_gap = send_gap;
+        Session::new(config, Time::ZERO).unwrap()
+    }
+
+    fn queue(session: &mut Session, id: u64) {
+        session
+            .queue_message(Message::IntroduceType {
+                type_id: TypeId::new(id),
+                uri: "u".into(),
+            })
+            .unwrap();
+    }
+
+    /// The message count of every packet sent at `now`.
+    fn sent(session: &mut Session, now: Time) -> Vec<usize> {
+        let key = SessionKeys::derive(&SECRET, LinkRole::Acceptor).receive;
+        std::iter::from_fn(|| session.poll_transmit(now))
+            .map(|t| open_datagram(&key, &t.bytes).unwrap().1.message_count)
+            .collect()
+    }
+
+    fn ms(n: u64) -> Time {
+        Time::from_millis(n)
+    }
+
+    #[test]
+    fn data_within_the_send_gap_waits_for_its_end_and_leaves_in_one_packet() {
+        let mut session = session(Duration::from_millis(5));
+        // Nothing sent yet: the first change leaves at once.
+        queue(&mut session, 100);
+        assert_eq!(sent(&mut session, ms(1)), [1]);
+        // Within the gap: held, with the gap's end as the deadline.
+        queue(&mut session, 101);
+        assert!(sent(&mut session, ms(2)).is_empty());
+        assert_eq!(session.poll_timeout(), Some(ms(6)));
+        queue(&mut session, 102);
+        assert!(sent(&mut session, ms(4)).is_empty());
+        assert_eq!(sent(&mut session, ms(6)), [2], "together, at the gap's end");
+        // After a quiet spell longer than the gap: at once again.
+        queue(&mut session, 103);
+        assert_eq!(sent(&mut session, ms(30)), [1]);
+    }
+
+    #[test]
+    fn without_a_gap_every_change_leaves_at_once() {
+        let mut session = session(Duration::ZERO);
+        for (id, at) in [(100, 1), (101, 2), (102, 3)] {
+            queue(&mut session, id);
+            assert_eq!(sent(&mut session, ms(at)), [1]);
+        }
+    }
+
+    #[test]
+    fn a_datagrams_worth_of_data_never_waits_for_the_gap() {
+        let mut session = session(Duration::from_millis(5));
+        queue(&mut session, 100);
+        assert_eq!(sent(&mut session, ms(1)), [1]);
+        let full = super::datagram_capacity(1200).div_ceil(super::SMALLEST_MESSAGE_BYTES);
+        for id in 1..full as u64 {
+            queue(&mut session, 200 + id);
+        }
+        assert!(sent(&mut session, ms(2)).is_empty(), "not yet a datagram");
+        queue(&mut session, 200);
+        let packets = sent(&mut session, ms(2));
+        assert_eq!(packets.iter().sum::<usize>(), full, "all of it, at once");
+    }
+
+    #[test]
+    fn a_keepalive_takes_the_waiting_data_along() {
+        let mut session = session(Duration::from_secs(5));
+        queue(&mut session, 100);
+        assert_eq!(sent(&mut session, ms(1)), [1]);
+        // The peer acknowledges it (no re-send timer left).
+        let framing = crate::less::packet::DatagramFraming {
+            sequence: 1,
+            ack_last: 1,
+            ack_bits: u64::MAX,
+        };
+        let key = SessionKeys::derive(&SECRET, LinkRole::Acceptor).send;
+        let ack = crate::less::packet::seal_datagram(&key, &framing, 1, 0, &[]);
+        session.handle_datagram(ms(2), &ack);
+        queue(&mut session, 101);
+        // The keepalive (1 s after the last packet) comes before the gap's
+        // end and carries the message.
+        assert_eq!(session.poll_timeout(), Some(ms(1001)));
+        assert_eq!(sent(&mut session, ms(1001)), [1]);
     }
 }
