@@ -52,6 +52,11 @@ pub const ASSETS: &[Asset] = &[
         body: include_str!("viewer/view3d.js"),
     },
     Asset {
+        path: "/areas.js",
+        content_type: JS,
+        body: include_str!("viewer/areas.js"),
+    },
+    Asset {
         path: "/placement.js",
         content_type: JS,
         body: include_str!("viewer/placement.js"),

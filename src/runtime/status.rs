@@ -255,6 +255,9 @@ pub struct LinkStatus {
 pub struct InterestStatus {
     /// `all` or `spatial` (`[interest] mode`).
     pub mode: &'static str,
+    /// This node's placement (`[node] placement`): regions are in the
+    /// federation's coordinates, its clients see its own.
+    pub placement: [f64; 3],
     /// The regions this node subscribes, federation coordinates
     /// `[min x, min y, min z, max x, max y, max z]`.
     pub regions: Vec<[f32; 6]>,
@@ -446,6 +449,7 @@ impl NodeStatus {
             zones: node.zone_requests(),
             interest: InterestStatus {
                 mode: node.interest_settings().mode.name(),
+                placement: node.federation().placement().offset(),
                 regions: node
                     .federation()
                     .own_interest()

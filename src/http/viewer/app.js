@@ -13,6 +13,7 @@
 import { MSG, T, decodeFrame, encodeLogin, encodeEditAttributes, encodeEditBlock } from './tundra.js';
 import { Registry, Scene, PLACEABLE } from './scene.js';
 import { MapView } from './map.js';
+import { interestAreas } from './areas.js';
 import { View3D } from './view3d.js';
 
 const PROTOCOL = 3;
@@ -215,6 +216,18 @@ function items() {
   return out;
 }
 
+// This node's area of interest and what each link carries to its peer.
+function drawnAreas() {
+  return interestAreas(state.status).map((a) => {
+    const origin = a.peerUuid && state.origins.origins.find((o) => o.uuid === a.peerUuid);
+    return {
+      ...a,
+      color: a.kind === 'own' ? '#7fd1ff' : colorOf(origin),
+      label: a.kind === 'own' ? 'interest of this node' : `carried to ${a.peer}`,
+    };
+  });
+}
+
 function render() {
   const now = performance.now();
   for (const [id, p] of state.pending) {
@@ -229,6 +242,9 @@ function render() {
   const list = items();
   map.set(list);
   if (view3d) view3d.set(list);
+  const areas = drawnAreas();
+  map.setAreas(areas);
+  if (view3d) view3d.setAreas(areas);
   renderHeader(list);
   renderLegend(list);
   renderInspector();

@@ -13,6 +13,7 @@ export class MapView {
     this.center = { x: 0, z: 0 };
     this.scale = 40; // pixels per metre
     this.items = []; // [{id, x, z, label, color, pending:{x,z}|null, selected}]
+    this.areas = []; // [{min:[x,y,z], max:[x,y,z], color, label}] (areas.js)
     this.gesture = null;
     // The view follows the scene until the user pans, zooms or drags.
     this.touched = false;
@@ -138,6 +139,27 @@ export class MapView {
     this.draw();
   }
 
+  setAreas(areas) {
+    this.areas = areas;
+    this.draw();
+  }
+
+  // Areas of interest: dashed rectangles of their x-z extent.
+  drawAreas(ctx) {
+    ctx.lineWidth = 1.5;
+    ctx.setLineDash([6, 4]);
+    ctx.font = '11px system-ui, sans-serif';
+    for (const a of this.areas) {
+      const p0 = this.toScreen(a.min[0], a.min[2]);
+      const p1 = this.toScreen(a.max[0], a.max[2]);
+      ctx.strokeStyle = a.color;
+      ctx.strokeRect(p0.sx, p0.sy, p1.sx - p0.sx, p1.sy - p0.sy);
+      ctx.fillStyle = a.color;
+      ctx.fillText(a.label, Math.max(p0.sx, 0) + 4, Math.max(p0.sy, 0) + 13);
+    }
+    ctx.setLineDash([]);
+  }
+
   grid(ctx, w, h) {
     // A grid line every 1, 5, 10, 50... metres, whichever is >= 40 px apart.
     const steps = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000];
@@ -169,6 +191,7 @@ export class MapView {
     ctx.fillStyle = '#111823';
     ctx.fillRect(0, 0, w, h);
     this.grid(ctx, w, h);
+    this.drawAreas(ctx);
     const g = this.gesture;
     for (const it of this.items) {
       const p = this.toScreen(it.x, it.z);

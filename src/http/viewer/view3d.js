@@ -97,6 +97,9 @@ export class View3D {
     this.selection.matrixAutoUpdate = false;
     this.selection.visible = false;
     this.scene.add(this.selection);
+    // Areas of interest (areas.js): one wire box each.
+    this.areas = new THREE.Group();
+    this.scene.add(this.areas);
     this.camera = new THREE.PerspectiveCamera(50, 1, 0.05, 5000);
     this.camera.position.set(12, 14, 18);
     this.controls = new OrbitControls(this.camera, this.canvas);
@@ -344,6 +347,25 @@ export class View3D {
     const p = new THREE.Vector3().setFromMatrixPosition(o.mesh.matrixWorld).project(this.camera);
     if (p.z < -1 || p.z > 1) return null;
     return { sx: ((p.x + 1) / 2) * r.width, sy: ((1 - p.y) / 2) * r.height };
+  }
+
+  setAreas(areas) {
+    for (const child of [...this.areas.children]) {
+      child.geometry.dispose();
+      child.material.dispose();
+      this.areas.remove(child);
+    }
+    for (const a of areas) {
+      const size = [0, 1, 2].map((i) => Math.max(a.max[i] - a.min[i], 0.01));
+      const box = new THREE.LineSegments(
+        new THREE.EdgesGeometry(new THREE.BoxGeometry(...size)),
+        new THREE.LineDashedMaterial({ color: a.color, dashSize: 2, gapSize: 1 }),
+      );
+      box.position.set(...[0, 1, 2].map((i) => (a.min[i] + a.max[i]) / 2));
+      box.computeLineDistances();
+      this.areas.add(box);
+    }
+    this.needsRender = true;
   }
 
   render() {
