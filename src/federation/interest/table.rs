@@ -23,9 +23,12 @@ use crate::clock::Time;
 use crate::federation::ids::LinkId;
 use crate::tundra::values::Float3;
 
-/// Most entries a node sends one peer in this long, per peer: a walking
-/// client or a flapping route costs at most ten per second.
+/// Sustained rate of entry rounds per link: one per this long, so a
+/// walking client or a flapping route costs at most ten per second...
 pub const MIN_SEND_INTERVAL: Duration = Duration::from_millis(100);
+/// ...after a burst of this many rounds at once (a client that teleports
+/// and back is followed without waiting for the limit).
+pub const SEND_BURST: u32 = 4;
 /// Most origins one link may subscribe for: beyond it, entries of new
 /// origins are refused (a federation this large is far beyond any met).
 pub const MAX_ORIGINS_PER_LINK: usize = 4096;
@@ -112,8 +115,12 @@ struct LinkState {
     sent: BTreeMap<Uuid, InterestEntry>,
     /// Something to send may have changed.
     dirty: bool,
-    /// Entries may not leave before this.
+    /// Entries may not leave before this: the rate limit's allowance
+    /// (a generic cell rate: `SEND_BURST` rounds at once, then one per
+    /// `MIN_SEND_INTERVAL`).
     next_send: Time,
+    /// The limit's theoretical arrival time of the next round.
+    paced_until: Time,
     routed: Routed,
     /// What the link carries of entities that arrived on another link,
     /// by that link (see [`InterestTable::routed_for`]).
@@ -206,6 +213,7 @@ impl InterestTable {
                 sent: BTreeMap::new(),
                 dirty: feature,
                 next_send: Time::ZERO,
+                paced_until: Time::ZERO,
                 routed: Routed::default(),
                 routed_from: BTreeMap::new(),
                 entries_received: 0,
@@ -476,7 +484,13 @@ impl InterestTable {
                 }
             }
             if let (true, Some(now)) = (sent_any, now) {
-                state.next_send = now + MIN_SEND_INTERVAL;
+                let burst = MIN_SEND_INTERVAL * (SEND_BURST - 1);
+                state.paced_until = state.paced_until.max(now) + MIN_SEND_INTERVAL;
+                state.next_send = if state.paced_until > now + burst {
+                    now + (state.paced_until.saturating_duration_since(now + burst))
+                } else {
+                    now
+                };
             }
         }
     }
@@ -695,9 +709,13 @@ mod tests {
     fn entries_are_rate_limited_per_link_and_the_latest_wins() {
         let mut net = Net::new(2);
         let (l01, _) = net.link(0, 1);
-        net.tables[0].set_own(area(0.0), 0.0);
-        let first = net.tables[0].poll_send(Time::ZERO);
-        assert_eq!(first.len(), 1);
+        // A burst goes at once: a client that teleports is followed.
+        for (i, x) in [0.0, 10.0, 20.0, 30.0].into_iter().enumerate() {
+            net.tables[0].set_own(area(x), 0.0);
+            let sent = net.tables[0].poll_send(Time::from_millis(i as u64));
+            assert_eq!(sent.len(), 1, "round {i} of the burst");
+        }
+        // Then one per interval, the latest state.
         net.tables[0].set_own(area(50.0), 0.0);
         net.tables[0].set_own(area(100.0), 0.0);
         assert!(
@@ -709,6 +727,9 @@ mod tests {
         assert_eq!(second.len(), 1);
         assert_eq!(second[0].0, l01);
         assert_eq!(second[0].1.regions, area(100.0), "only the latest");
+        net.tables[0].set_own(area(150.0), 0.0);
+        assert!(net.tables[0].poll_send(Time::from_millis(150)).is_empty(), "paced");
+        assert_eq!(net.tables[0].poll_send(Time::from_millis(200)).len(), 1);
     }
 
     #[test]
