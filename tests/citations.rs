@@ -34,8 +34,16 @@ const SCANNED: &[&str] = &[
 /// This checker: its text is examples of what it refuses.
 const CHECKER: &str = "tests/citations.rs";
 
-/// Directories holding data, not prose: fuzz inputs and build output.
-const SKIPPED_DIRS: &[&str] = &["target", "fuzz_corpus", "corpus", "corpora", "fixtures"];
+/// Directories holding data, not prose, or others' text: fuzz inputs,
+/// build output, the JavaScript tests' installed packages.
+const SKIPPED_DIRS: &[&str] = &[
+    "target",
+    "fuzz_corpus",
+    "corpus",
+    "corpora",
+    "fixtures",
+    "node_modules",
+];
 
 /// Phrases that cite documents outside the repository (compared in lower case).
 const FORBIDDEN: &[&str] = &[
