@@ -81,6 +81,9 @@ fn the_native_login_xml_is_shown_as_text() {
     assert!(xml.contains("<protocol value=\"udp\" />"));
     assert_eq!(login["tundra"]["Login"]["protocol_version"], 4);
     assert_eq!(login["reliable_number"], 0);
+    // And read: the properties the XML carries.
+    assert_eq!(login["readable"]["login"]["username"], "tester", "{login}");
+    assert_eq!(login["readable"]["login"]["protocol"], "udp");
 }
 
 #[test]
@@ -99,6 +102,13 @@ fn the_fragmented_create_entity_is_reassembled_and_decoded() {
     let text = whole[0]["tundra"].to_string();
     assert!(text.contains("0000|0001|0002|"), "{text}");
     assert!(text.contains("0398|0399|"));
+    // Read with the layouts: each component's type and attributes named.
+    let components = whole[0]["readable"]["components"].as_array().unwrap();
+    assert!(!components.is_empty(), "{}", whole[0]);
+    for component in components {
+        assert!(component["type"].is_string(), "{component}");
+        assert!(component["attributes"][0]["id"].is_string(), "{component}");
+    }
     // The client's ack for packets 3-6 (F5).
     let acks: Vec<&Value> = lines
         .iter()
