@@ -34,14 +34,15 @@ const SCANNED: &[&str] = &[
 /// This checker: its text is examples of what it refuses.
 const CHECKER: &str = "tests/citations.rs";
 
-/// Directories holding data, not prose, or others' text: fuzz inputs,
-/// build output, the JavaScript tests' installed packages.
+/// Directories holding data, not prose: fuzz inputs, build output and
+/// installed packages.
 const SKIPPED_DIRS: &[&str] = &[
     "target",
     "fuzz_corpus",
     "corpus",
     "corpora",
     "fixtures",
+    // Installed npm packages (tests/web): others' text, not ours.
     "node_modules",
 ];
 
