@@ -53,6 +53,11 @@ pub struct KnetArgs {
     /// parent field. Native clients ask for 4.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=4))]
     pub protocol: u32,
+    /// A component created before the capture began: `ID=TYPE` (its type's
+    /// name or id), so that EditAttributes name its attributes on every
+    /// connection.
+    #[arg(long = "component", value_name = "ID=TYPE")]
+    pub components: Vec<String>,
 }
 
 pub(super) type Error = Box<dyn std::error::Error>;
@@ -73,6 +78,7 @@ pub fn run_knet(args: &KnetArgs) -> Result<Output, Error> {
         (vec![plain_unit(bytes, args.tcp, None)], true)
     };
     let registry = Registry::builtin();
+    let given = super::component_types(&args.components, &registry)?;
     let mut inspector = Inspector {
         ctx: DecodeContext {
             protocol_version: ProtocolVersion(args.protocol),
@@ -82,6 +88,7 @@ pub fn run_knet(args: &KnetArgs) -> Result<Output, Error> {
         streams: HashMap::new(),
         clients: HashSet::new(),
         types: HashMap::new(),
+        given,
         malformed: false,
     };
     let mut lines = Vec::new();
@@ -125,6 +132,8 @@ struct Inspector<'a> {
     /// Component types learnt from CreateEntity and CreateComponents, per
     /// connection, for naming the attributes of later edits.
     types: HashMap<String, ComponentTypes>,
+    /// What `--component` says, the start of every connection's types.
+    given: ComponentTypes,
     malformed: bool,
 }
 
@@ -327,7 +336,10 @@ impl Inspector<'_> {
                 Err(error) => json!({"login_error": error.to_string()}),
             });
         }
-        let types = self.types.entry(connection.to_owned()).or_default();
+        let types = self
+            .types
+            .entry(connection.to_owned())
+            .or_insert_with(|| self.given.clone());
         readable(message, self.ctx.registry, types)
     }
 
@@ -377,6 +389,7 @@ mod tests {
             tcp,
             port: None,
             protocol: 4,
+            components: Vec::new(),
         })
         .unwrap()
     }
@@ -509,7 +522,8 @@ mod tests {
             input: "zz".into(),
             tcp: false,
             port: None,
-            protocol: 4
+            protocol: 4,
+            components: Vec::new(),
         })
         .is_err());
     }
