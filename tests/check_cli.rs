@@ -575,6 +575,19 @@ fn peer_files_naming_one_node_or_the_wrong_uuid_are_refused_naming_the_files() {
             ),
         ],
     );
+    // `lessgate run` refuses it at start in the same words, before it
+    // binds or dials anything (the fixture holds every port the file
+    // names: a node that got as far as binding would fail otherwise).
+    let node = federation.path("alpha/node.toml");
+    let run = lessgate(&["run", "--config", node.to_str().unwrap()]);
+    assert!(!run.success, "{}", run.stdout);
+    let refusal = format!(
+        "{}: key `uuid`: already used by {}: two peer files name one node",
+        federation.path("alpha/peers/beta2.toml").display(),
+        federation.path("alpha/peers/beta.toml").display()
+    );
+    assert!(run.stderr.contains(&refusal), "{}", run.stderr);
+    assert!(!run.stderr.contains("in use"), "{}", run.stderr);
     std::fs::remove_file(federation.path("alpha/peers/beta2.toml")).unwrap();
     // A uuid that is not the pinned node's: refused when both node files
     // are checked together, with the right uuid.
