@@ -569,3 +569,67 @@ fn a_burst_far_above_the_rate_is_warned_about_and_a_following_one_is_not() {
         "{warning}"
     );
 }
+
+#[test]
+fn peer_files_naming_one_node_or_the_wrong_uuid_are_refused_naming_the_files() {
+    let federation = Federation::new();
+    // alpha's file for beta names beta's uuid: checks.
+    federation.edit(
+        "alpha/peers/beta.toml",
+        "accept = \"all\"\n",
+        &format!("accept = \"all\"\nuuid = \"{BETA_UUID}\"\n"),
+    );
+    let output = federation.check_both();
+    assert!(output.success, "{}", output.stderr);
+    // A second file (another name and pin) naming the same node: refused
+    // for one node alone, before anything starts, naming both files.
+    let copy = federation
+        .read("alpha/peers/beta.toml")
+        .replace("name = \"beta\"", "name = \"beta-old\"");
+    let pinned = copy.lines().find(|l| l.starts_with("fingerprint")).unwrap();
+    let copy = copy.replace(
+        pinned,
+        &format!("fingerprint = \"{}\"", federation.spare_fingerprint),
+    );
+    federation.write("alpha/peers/beta2.toml", &copy);
+    assert_refused(
+        &federation.check(&["alpha/node.toml"]),
+        &federation.path("alpha/peers/beta2.toml"),
+        &[
+            "key `uuid`",
+            &format!(
+                "already used by {}",
+                federation.path("alpha/peers/beta.toml").display()
+            ),
+        ],
+    );
+    // `lessgate run` refuses it at start in the same words, before it
+    // binds or dials anything (the fixture holds every port the file
+    // names: a node that got as far as binding would fail otherwise).
+    let node = federation.path("alpha/node.toml");
+    let run = lessgate(&["run", "--config", node.to_str().unwrap()]);
+    assert!(!run.success, "{}", run.stdout);
+    let refusal = format!(
+        "{}: key `uuid`: already used by {}: two peer files name one node",
+        federation.path("alpha/peers/beta2.toml").display(),
+        federation.path("alpha/peers/beta.toml").display()
+    );
+    assert!(run.stderr.contains(&refusal), "{}", run.stderr);
+    assert!(!run.stderr.contains("in use"), "{}", run.stderr);
+    std::fs::remove_file(federation.path("alpha/peers/beta2.toml")).unwrap();
+    // A uuid that is not the pinned node's: refused when both node files
+    // are checked together, with the right uuid.
+    federation.edit("alpha/peers/beta.toml", BETA_UUID, ALPHA_UUID);
+    assert_refused(
+        &federation.check(&["alpha/node.toml"]),
+        &federation.path("alpha/peers/beta.toml"),
+        &["key `uuid`", "this node's own `node.uuid`"],
+    );
+    let other = "0f0e0d0c-0b0a-4908-8706-050403020100";
+    federation.edit("alpha/peers/beta.toml", ALPHA_UUID, other);
+    assert_refused(
+        &federation.check_both(),
+        &federation.path("alpha/peers/beta.toml"),
+        &["key `uuid`", "is not the uuid of node `beta`", BETA_UUID],
+    );
+}

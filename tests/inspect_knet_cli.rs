@@ -1,13 +1,21 @@
 //! `lessgate inspect knet` as an operator runs it, on the real captures in
 //! `tests/data/knet/` and on a pcap built from them: everything decodes
 //! without an error, the native login XML and the fragmented CreateEntity
-//! come out decoded, and a malformed datagram is reported, not a crash.
+//! come out decoded, a pcap of two viewers is read per connection (edits
+//! named, RigidBodyUpdate in metres and degrees), and a malformed datagram
+//! is reported, not a crash.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::Duration;
 
 use etherparse::PacketBuilder;
+use lessgate::knet::datagram::{write_datagram, BlockOut, FragmentInfo};
+use lessgate::knet::ids::{MessageId, PacketId};
+use lessgate::tundra::messages::{EditAttributes, EditAttributesBlock};
+use lessgate::tundra::{
+    AttributeEdit, AttributeValue, ComponentId, EntityId, Message, ProtocolVersion, Registry,
+};
 use pcap_file::pcap::{PcapPacket, PcapWriter};
 use serde_json::Value;
 
@@ -81,6 +89,9 @@ fn the_native_login_xml_is_shown_as_text() {
     assert!(xml.contains("<protocol value=\"udp\" />"));
     assert_eq!(login["tundra"]["Login"]["protocol_version"], 4);
     assert_eq!(login["reliable_number"], 0);
+    // And read: the properties the XML carries.
+    assert_eq!(login["readable"]["login"]["username"], "tester", "{login}");
+    assert_eq!(login["readable"]["login"]["protocol"], "udp");
 }
 
 #[test]
@@ -99,6 +110,13 @@ fn the_fragmented_create_entity_is_reassembled_and_decoded() {
     let text = whole[0]["tundra"].to_string();
     assert!(text.contains("0000|0001|0002|"), "{text}");
     assert!(text.contains("0398|0399|"));
+    // Read with the layouts: each component's type and attributes named.
+    let components = whole[0]["readable"]["components"].as_array().unwrap();
+    assert!(!components.is_empty(), "{}", whole[0]);
+    for component in components {
+        assert!(component["type"].is_string(), "{component}");
+        assert!(component["attributes"][0]["id"].is_string(), "{component}");
+    }
     // The client's ack for packets 3-6 (F5).
     let acks: Vec<&Value> = lines
         .iter()
@@ -150,6 +168,53 @@ fn frame(
     out
 }
 
+/// A pcap of `frames`, one millisecond apart, in a temporary directory.
+fn pcap(frames: &[Vec<u8>]) -> (tempfile::TempDir, PathBuf) {
+    let mut writer = PcapWriter::new(Vec::new()).unwrap();
+    for (i, data) in frames.iter().enumerate() {
+        let time = Duration::from_millis(1_700_000_000_000 + i as u64);
+        let packet = PcapPacket::new(time, data.len() as u32, data);
+        writer.write_packet(&packet).unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("knet.pcap");
+    std::fs::write(&path, writer.into_writer()).unwrap();
+    (dir, path)
+}
+
+/// A kNet datagram carrying one whole Tundra frame (u16 id + payload).
+fn datagram(packet: u32, frame: &[u8]) -> Vec<u8> {
+    let id = u16::from_le_bytes([frame[0], frame[1]]);
+    let block = BlockOut {
+        in_order: true,
+        reliable_number: None,
+        fragment: FragmentInfo::Whole,
+        message_id: Some(MessageId(u32::from(id))),
+        payload: &frame[2..],
+    };
+    let mut out = Vec::new();
+    write_datagram(&mut out, PacketId::new(packet), &[block]).unwrap();
+    out
+}
+
+/// An EditAttributes frame setting the description (attribute 1) of the
+/// Name component `component` of `entity`.
+fn name_edit(entity: u32, component: u32, description: &str) -> Vec<u8> {
+    let slots = Registry::builtin().get(26).unwrap().slot_types();
+    let change = AttributeEdit {
+        index: 1,
+        value: AttributeValue::String(description.into()),
+    };
+    let block = EditAttributesBlock::encode(ComponentId(component), &[change], &slots).unwrap();
+    Message::EditAttributes(EditAttributes {
+        scene_id: 0,
+        entity_id: EntityId(entity),
+        blocks: vec![block],
+    })
+    .encode_frame(ProtocolVersion(4))
+    .unwrap()
+}
+
 /// The rows of a fixture as (to the server?, bytes).
 fn rows(name: &str) -> Vec<(bool, Vec<u8>)> {
     std::fs::read_to_string(fixture(name))
@@ -190,15 +255,7 @@ fn a_pcap_with_udp_and_tcp_on_the_knet_port() {
         }
         seq[side] += bytes.len() as u32;
     }
-    let mut writer = PcapWriter::new(Vec::new()).unwrap();
-    for (i, data) in frames.iter().enumerate() {
-        let time = Duration::from_millis(1_700_000_000_000 + i as u64);
-        let packet = PcapPacket::new(time, data.len() as u32, data);
-        writer.write_packet(&packet).unwrap();
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("knet.pcap");
-    std::fs::write(&path, writer.into_writer()).unwrap();
+    let (_dir, path) = pcap(&frames);
 
     let port = PORT.to_string();
     let lines = lines(&[path.to_str().unwrap(), "--port", &port]);
@@ -217,4 +274,75 @@ fn a_pcap_with_udp_and_tcp_on_the_knet_port() {
     assert_eq!(tcp_lines, 33, "the repeated segment adds nothing");
     // Without --port a capture cannot be read.
     assert!(!inspect(&[path.to_str().unwrap()]).status.success());
+}
+
+#[test]
+fn a_pcap_of_two_native_viewers_is_read_per_connection() {
+    let viewer_a = ([127, 0, 0, 1], 41301);
+    let viewer_b = ([127, 0, 0, 1], 41302);
+    // CreateEntity 5 with component 3 a Name "a" (to viewer a only), an
+    // edit of that component to each viewer, a RigidBodyUpdate to viewer b.
+    let create = hex::decode("6e000005000000000001031a000701006100000000").unwrap();
+    let rigid = hex::decode("7700075a800a04082030ff0000").unwrap();
+    let frames = [
+        frame(viewer_a, SERVER, None, &[0; 8]),
+        frame(viewer_b, SERVER, None, &[0; 8]),
+        frame(SERVER, viewer_a, None, &datagram(1, &create)),
+        frame(
+            SERVER,
+            viewer_b,
+            None,
+            &datagram(1, &name_edit(5, 3, "lamp")),
+        ),
+        frame(
+            SERVER,
+            viewer_a,
+            None,
+            &datagram(2, &name_edit(5, 3, "lamp")),
+        ),
+        frame(SERVER, viewer_b, None, &datagram(2, &rigid)),
+    ];
+    let (_dir, path) = pcap(&frames);
+    let path = path.to_str().unwrap();
+    let port = PORT.to_string();
+
+    let read = lines(&[path, "--port", &port]);
+    assert_eq!(read.len(), 6, "{read:?}");
+    assert_eq!(read[0]["connect"], true);
+    assert_eq!(read[1]["connect"], true);
+    let created = &read[2]["blocks"][0]["readable"];
+    assert_eq!(created["components"][0]["type"], "Name", "{created}");
+    // Viewer b's connection never saw the CreateEntity: its edit cannot be
+    // named, and the note says how to name it.
+    let unnamed = &read[3]["blocks"][0]["readable"]["blocks"][0];
+    assert_eq!(unnamed["type"], Value::Null, "{unnamed}");
+    assert!(
+        unnamed["note"]
+            .as_str()
+            .unwrap()
+            .contains("--component ID=TYPE"),
+        "{unnamed}"
+    );
+    // Viewer a's edit is named from the CreateEntity on its connection.
+    let named = &read[4]["blocks"][0]["readable"]["blocks"][0];
+    assert_eq!(named["type"], "Name", "{named}");
+    assert_eq!(named["attributes"][0]["id"], "description");
+    assert_eq!(named["attributes"][0]["value"], "lamp");
+    // Metres and degrees.
+    let record = &read[5]["blocks"][0]["readable"]["entities"][0];
+    assert_eq!(record["entity_id"], 7, "{record}");
+    assert_eq!(record["position_m"], serde_json::json!([10.5, 1.0, -3.25]));
+    assert_eq!(record["rotation_deg"][1], -90.0);
+
+    // A component created before the capture began, named by the operator.
+    let given = lines(&[path, "--port", &port, "--component", "3=Name"]);
+    let named = &given[3]["blocks"][0]["readable"]["blocks"][0];
+    assert_eq!(named["type"], "Name", "{named}");
+    assert_eq!(named["attributes"][0]["value"], "lamp");
+    // A type the registry does not know is refused, not guessed.
+    assert!(
+        !inspect(&[path, "--port", &port, "--component", "3=NoSuchType"])
+            .status
+            .success()
+    );
 }

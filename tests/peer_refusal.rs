@@ -324,3 +324,37 @@ async fn a_second_peer_claiming_a_linked_peers_uuid_is_refused() {
     beta_node.shutdown().await;
     alpha_node.shutdown().await;
 }
+
+/// alpha's peer file for beta names a uuid that is not beta's: the link is
+/// refused with `identity-conflict`, the reason naming both uuids and the
+/// file, and counted; beta is told why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_whose_uuid_is_not_the_one_its_file_names_is_refused() {
+    logs();
+    let alpha = Seat::new("alpha", 0xa1, PeerLinkMode::Udp);
+    let beta = Seat::new("beta", 0xb2, PeerLinkMode::Udp);
+    let mut beta_entry = beta.as_peer(true);
+    let named = uuid::Uuid::from_u128(0xb3);
+    beta_entry.uuid = Some(named);
+    let alpha_config = config(&alpha, vec![beta_entry], PeerLinkMode::Udp);
+    let beta_config = config(&beta, vec![alpha.as_peer(false)], PeerLinkMode::Udp);
+    let (alpha_node, mut alpha_events) = start(alpha, alpha_config).await;
+    let (beta_node, mut beta_events) = start(beta, beta_config).await;
+
+    let at_alpha = refusal(&mut alpha_events, "alpha refusing beta's uuid").await;
+    assert_eq!(at_alpha.peer.as_deref(), Some("beta"));
+    assert_eq!(at_alpha.reason.code, ReasonCode::IDENTITY_CONFLICT);
+    let text = &at_alpha.reason.text;
+    assert!(
+        text.contains(&uuid::Uuid::from_u128(0xb2).to_string())
+            && text.contains(&named.to_string())
+            && text.contains("peers/beta.toml"),
+        "{text}"
+    );
+    let at_beta = refusal(&mut beta_events, "beta told why").await;
+    assert_eq!(at_beta.reason.code, ReasonCode::IDENTITY_CONFLICT);
+    assert!(alpha_node.identity_conflicts() >= 1);
+
+    beta_node.shutdown().await;
+    alpha_node.shutdown().await;
+}

@@ -364,6 +364,19 @@ fn check_pair(a: &Checked, b: &Checked, report: &mut CheckReport) {
         }
         return;
     }
+    if let (Some(said), Some(actual)) = (peer.uuid, b.config.node.uuid) {
+        if said != actual {
+            report.problems.push(ConfigError::Invalid {
+                file: peer.source.clone(),
+                key: "uuid",
+                message: format!(
+                    "{said} is not the uuid of node `{}` ({}), whose certificate it pins: put {actual} here",
+                    b.name(),
+                    b.file.display()
+                ),
+            });
+        }
+    }
     if peer.name.as_str() != b.name() {
         report.warnings.push(format!(
             "{}: pins node `{}` ({}) under the name `{}`; its logs and metrics will say `{}`",

@@ -67,6 +67,16 @@ impl NodeConfig {
                 message: "is this node's own certificate: pin the peer's (`lessgate keygen --show` on the peer prints it)".to_owned(),
             });
         }
+        if let Some(own) = self.node.uuid.and_then(|uuid| peers.by_uuid(uuid)) {
+            return Err(ConfigError::Invalid {
+                file: own.source.clone(),
+                key: "uuid",
+                message: format!(
+                    "is this node's own `node.uuid` ({}): give the peer's",
+                    self.file().display()
+                ),
+            });
+        }
         Ok(peers)
     }
 

@@ -24,6 +24,8 @@ struct RawPeer {
     /// host name, with a port.
     control: Option<String>,
     fingerprint: Fingerprint,
+    /// The peer's `[node] uuid`; optional.
+    uuid: Option<uuid::Uuid>,
     /// Read as plain TOML and converted by [`filter`], so that a bad value
     /// is reported under its key rather than as a bare parse error.
     export: Option<toml::Value>,
@@ -84,12 +86,20 @@ impl PeerConfig {
                 key: "control",
                 message,
             })?;
+        if raw.uuid.is_some_and(|uuid| uuid.is_nil()) {
+            return Err(ConfigError::Invalid {
+                file: path.to_owned(),
+                key: "uuid",
+                message: "must be the peer's `[node] uuid`, not the nil UUID".to_owned(),
+            });
+        }
         let registry = Registry::builtin();
         Ok(PeerConfig {
             source: path.to_owned(),
             name,
             control,
             fingerprint: raw.fingerprint,
+            uuid: raw.uuid,
             export: filter(path, "export", raw.export, &registry)?,
             accept: filter(path, "accept", raw.accept, &registry)?,
         })
@@ -119,9 +129,15 @@ impl PeerSet {
             })?;
             set.insert(PeerConfig::parse(&path, &text)?)
                 .map_err(|duplicate| ConfigError::Invalid {
+                    message: match duplicate.key {
+                        "uuid" => format!(
+                            "already used by {}: two peer files name one node; keep the one that pins the node's certificate",
+                            duplicate.other.display()
+                        ),
+                        _ => format!("already used by {}", duplicate.other.display()),
+                    },
                     file: duplicate.file,
                     key: duplicate.key,
-                    message: format!("already used by {}", duplicate.other.display()),
                 })?;
         }
         Ok(set)
@@ -254,5 +270,63 @@ mod tests {
             "a/gamma.toml: key `fingerprint`: already used by a/beta.toml"
         );
         assert_eq!(set.len(), 1);
+    }
+
+    #[test]
+    fn two_files_naming_one_node_are_refused_naming_both() {
+        let dir = tempfile::tempdir().unwrap();
+        let uuid = "a2d4e6f8-1b3c-4d5e-8f70-9a1b2c3d4e02";
+        let other = "sha256:".to_owned() + &"cd".repeat(32);
+        std::fs::write(
+            dir.path().join("beta.toml"),
+            format!("name = \"beta\"\nfingerprint = \"{FINGERPRINT}\"\nuuid = \"{uuid}\"\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("old-beta.toml"),
+            format!("name = \"old-beta\"\nfingerprint = \"{other}\"\nuuid = \"{uuid}\"\n"),
+        )
+        .unwrap();
+        let error = PeerSet::load_dir(dir.path()).unwrap_err().to_string();
+        let first = dir.path().join("beta.toml").display().to_string();
+        let second = dir.path().join("old-beta.toml").display().to_string();
+        assert!(
+            error.starts_with(&format!("{second}: key `uuid`: already used by {first}")),
+            "{error}"
+        );
+        assert!(error.contains("two peer files name one node"), "{error}");
+        // Without uuids (or with different ones) both load.
+        std::fs::write(
+            dir.path().join("old-beta.toml"),
+            format!("name = \"old-beta\"\nfingerprint = \"{other}\"\n"),
+        )
+        .unwrap();
+        let set = PeerSet::load_dir(dir.path()).unwrap();
+        assert_eq!(set.len(), 2);
+        assert!(set.by_uuid(uuid.parse().unwrap()).is_some());
+    }
+
+    #[test]
+    fn a_uuid_is_a_real_one_and_checked_against_the_hello() {
+        let error = parse(&format!(
+            "name = \"b\"\nfingerprint = \"{FINGERPRINT}\"\nuuid = \"00000000-0000-0000-0000-000000000000\"\n"
+        ))
+        .unwrap_err();
+        assert!(error.contains("key `uuid`"), "{error}");
+        let named: uuid::Uuid = "a2d4e6f8-1b3c-4d5e-8f70-9a1b2c3d4e02".parse().unwrap();
+        let peer = parse(&format!(
+            "name = \"b\"\nfingerprint = \"{FINGERPRINT}\"\nuuid = \"{named}\"\n"
+        ))
+        .unwrap();
+        assert_eq!(peer.check_declared(named), Ok(()));
+        let other = uuid::Uuid::from_u128(7);
+        let refusal = peer.check_declared(other).unwrap_err();
+        assert!(
+            refusal.contains(&other.to_string()) && refusal.contains(&named.to_string()),
+            "{refusal}"
+        );
+        // A file without a uuid takes whatever the certificate's node says.
+        let open = parse(&format!("name = \"b\"\nfingerprint = \"{FINGERPRINT}\"\n")).unwrap();
+        assert_eq!(open.check_declared(other), Ok(()));
     }
 }

@@ -267,12 +267,12 @@ pub fn node_file(plan: &NodePlan) -> String {
     text
 }
 
-/// The peer file a node keeps for `peer`: where to dial it and the
-/// fingerprint to pin.
+/// The peer file a node keeps for `peer`: where to dial it, the
+/// fingerprint to pin and the node uuid it has.
 pub fn peer_file(peer: &NodePlan, fingerprint: &Fingerprint) -> String {
     format!(
-        "name = \"{}\"\ncontrol = \"{}\"\nfingerprint = \"{}\"\nexport = \"all\"\naccept = \"all\"\n",
-        peer.name, peer.control, fingerprint
+        "name = \"{}\"\ncontrol = \"{}\"\nfingerprint = \"{}\"\nuuid = \"{}\"\nexport = \"all\"\naccept = \"all\"\n",
+        peer.name, peer.control, fingerprint, peer.uuid
     )
 }
 

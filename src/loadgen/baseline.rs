@@ -20,9 +20,10 @@ use crate::tundra::rigid_body_sender::{encode_body, pack, BodyState, SendDecisio
 use crate::tundra::values::{Float3, Transform};
 use crate::tundra::{ComponentId, EntityId, ProtocolVersion, Registry};
 
-/// Hadean Aether's example `HADEAN_PACK(struct Entity { vec3f position; quat rotation;
-/// unsigned int color; unsigned long id; float size; })`: 12 + 16 + 4 + 8 + 4.
-pub const SEED_003_ENTITY_BYTES: usize = 44;
+/// Hadean Aether's packed entity struct, `HADEAN_PACK(struct Entity { vec3f
+/// position; quat rotation; unsigned int color; unsigned long id; float
+/// size; })`: 12 + 16 + 4 + 8 + 4.
+pub const AETHER_ENTITY_BYTES: usize = 44;
 
 /// What the WebSocket sink counted over its window.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
@@ -187,8 +188,9 @@ pub fn blake3_keyed_rate(input_bytes: usize, duration: Duration) -> f64 {
 /// Wire sizes of one entity's transform update, bytes.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct WireSizes {
-    /// Hadean Aether's packed struct.
-    pub seed_003_struct: usize,
+    /// Hadean Aether's packed entity struct (position, rotation, colour,
+    /// id, size): what another engine sends per entity update.
+    pub aether_packed_entity: usize,
     /// A Tundra EditAttributes frame (with its 2-byte id) moving a
     /// Placeable's Transform: what a client sends and a server forwards.
     pub tundra_edit_attributes: usize,
@@ -231,7 +233,7 @@ pub fn wire_sizes() -> Result<WireSizes, Error> {
         Ok(2 + messages.iter().map(Vec::len).sum::<usize>())
     };
     Ok(WireSizes {
-        seed_003_struct: SEED_003_ENTITY_BYTES,
+        aether_packed_entity: AETHER_ENTITY_BYTES,
         tundra_edit_attributes: edit.len(),
         tundra_rigid_body_position: record_size(moved(Float3::new(0.0, 0.0, 0.0)), false)?,
         tundra_rigid_body_position_rotation: record_size(

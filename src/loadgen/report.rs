@@ -279,7 +279,7 @@ pub fn render_run(
 pub fn render_baselines(b: &Baselines) -> String {
     format!(
         "baselines ({} B frames): websocket sink {:.0} frames/s on {} sink cores ({} frames per sink core-second), udp {:.0} datagrams/s, blake3 keyed {:.0} hashes/s\n\
-         bytes per transform update: seed 003 struct {}, Tundra EditAttributes {}, RigidBodyUpdate position {} / position+rotation {}\n",
+         bytes per transform update: Hadean Aether packed entity struct {}, Tundra EditAttributes {}, Tundra RigidBodyUpdate position {} / position+rotation {}\n",
         b.frame_bytes,
         b.websocket_frames_per_sec,
         b.websocket_sink_cores
@@ -288,7 +288,7 @@ pub fn render_baselines(b: &Baselines) -> String {
             .map_or("?".into(), |f| format!("{f:.0}")),
         b.udp_datagrams_per_sec,
         b.blake3_keyed_hashes_per_sec,
-        b.sizes.seed_003_struct,
+        b.sizes.aether_packed_entity,
         b.sizes.tundra_edit_attributes,
         b.sizes.tundra_rigid_body_position,
         b.sizes.tundra_rigid_body_position_rotation,
@@ -397,5 +397,26 @@ mod tests {
         assert_eq!(relay.first_node_per_core(None).unwrap().values_out, None);
         let text = render_run(&relay, 2, None);
         assert!(text.contains("takes 200 client frames\n"), "{text}");
+    }
+
+    #[test]
+    fn the_baselines_name_each_format_in_words_a_user_can_follow() {
+        let baselines = Baselines {
+            frame_bytes: 44,
+            websocket_frames_per_sec: 1000.0,
+            websocket_sink_cores: None,
+            websocket_frames_per_sink_core_sec: None,
+            udp_datagrams_per_sec: 2000.0,
+            blake3_keyed_hashes_per_sec: 3000.0,
+            sizes: crate::loadgen::baseline::wire_sizes().unwrap(),
+        };
+        let text = render_baselines(&baselines);
+        assert!(
+            text.contains("bytes per transform update: Hadean Aether packed entity struct 44, Tundra EditAttributes "),
+            "{text}"
+        );
+        assert!(text.contains("Tundra RigidBodyUpdate position "), "{text}");
+        // No document the user does not have.
+        assert!(!text.to_lowercase().contains("seed"), "{text}");
     }
 }

@@ -63,7 +63,10 @@ pub fn diff(old: &PeerSet, new: &PeerSet) -> Vec<PeerChange> {
             changes.push(PeerChange::Added(peer.clone()));
             continue;
         };
-        let change = if before.fingerprint != peer.fingerprint || before.control != peer.control {
+        let change = if before.fingerprint != peer.fingerprint
+            || before.control != peer.control
+            || before.uuid != peer.uuid
+        {
             PeerChange::Replaced(peer.clone())
         } else if !narrows(&before.accept, &peer.accept) {
             PeerChange::Relinked(peer.clone())
@@ -101,6 +104,7 @@ mod tests {
             name: PeerName::new(name).unwrap(),
             control: control.map(|c| PeerAddress::parse(c).unwrap()),
             fingerprint: Fingerprint::from_bytes([pin; 32]),
+            uuid: None,
             export: TypeFilter::All,
             accept: TypeFilter::All,
         }

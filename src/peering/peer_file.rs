@@ -11,6 +11,8 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::path::PathBuf;
 
+use uuid::Uuid;
+
 use super::fingerprint::Fingerprint;
 use super::peer_address::PeerAddress;
 use crate::tundra::Registry;
@@ -152,33 +154,53 @@ pub struct PeerConfig {
     pub control: Option<PeerAddress>,
     /// The only certificate accepted from this peer.
     pub fingerprint: Fingerprint,
+    /// The peer's federation identity (its `[node] uuid`), when the file
+    /// says it: two files naming one node are refused before start, and a
+    /// peer whose Hello states another uuid is refused.
+    pub uuid: Option<Uuid>,
     /// Types this node sends to the peer.
     pub export: TypeFilter,
     /// Types this node takes from the peer.
     pub accept: TypeFilter,
 }
 
-/// A peer file that repeats another's name or fingerprint.
+impl PeerConfig {
+    /// Checks the uuid a connecting peer declares in its Hello against
+    /// the one its file names (none named: any). The error is the reason
+    /// the link is refused.
+    pub fn check_declared(&self, declared: Uuid) -> Result<(), String> {
+        match self.uuid {
+            Some(expected) if expected != declared => Err(format!(
+                "the peer's Hello says node uuid {declared}, its peer file {} says {expected}",
+                self.source.display()
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A peer file that repeats another's name, fingerprint or uuid.
 #[derive(Debug, thiserror::Error)]
 #[error("{}: key `{key}`: already used by {}", file.display(), other.display())]
 pub struct DuplicatePeer {
     /// The file refused.
     pub file: PathBuf,
-    /// `name` or `fingerprint`.
+    /// `name`, `fingerprint` or `uuid`.
     pub key: &'static str,
     /// The file that used it first.
     pub other: PathBuf,
 }
 
-/// Every configured peer, with unique names and fingerprints.
+/// Every configured peer, with unique names, fingerprints and uuids.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PeerSet {
     peers: Vec<PeerConfig>,
 }
 
 impl PeerSet {
-    /// Adds a peer, refusing a second use of a name or fingerprint (an
-    /// ambiguous pin would make the peer's identity depend on file order).
+    /// Adds a peer, refusing a second use of a name, fingerprint or uuid
+    /// (an ambiguous pin would make the peer's identity depend on file
+    /// order; two files naming one node would link it twice).
     pub fn insert(&mut self, peer: PeerConfig) -> Result<(), DuplicatePeer> {
         let clash = |key, other: &PeerConfig| DuplicatePeer {
             file: peer.source.clone(),
@@ -190,6 +212,9 @@ impl PeerSet {
         }
         if let Some(other) = self.by_fingerprint(&peer.fingerprint) {
             return Err(clash("fingerprint", other));
+        }
+        if let Some(other) = peer.uuid.and_then(|uuid| self.by_uuid(uuid)) {
+            return Err(clash("uuid", other));
         }
         self.peers.push(peer);
         Ok(())
@@ -205,6 +230,11 @@ impl PeerSet {
         self.peers
             .iter()
             .find(|peer| &peer.fingerprint == fingerprint)
+    }
+
+    /// The peer whose file names this node uuid.
+    pub fn by_uuid(&self, uuid: Uuid) -> Option<&PeerConfig> {
+        self.peers.iter().find(|peer| peer.uuid == Some(uuid))
     }
 
     /// All peers, in file-name order.

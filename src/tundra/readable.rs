@@ -82,7 +82,7 @@ pub fn readable(
                     return json!({
                         "component": block.component_id.0,
                         "type": Json::Null,
-                        "note": "component type unknown: it was created in an earlier frame (decode that frame first with --hex-lines, or give --component ID=TYPE)",
+                        "note": "component type unknown: no CreateEntity or CreateComponents before it in this input named it (give --component ID=TYPE)",
                     });
                 };
                 match block.decode(&schema.slot_types()) {

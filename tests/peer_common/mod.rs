@@ -153,6 +153,7 @@ pub fn peer_entry(name: &str, control: Option<SocketAddr>, fingerprint: Fingerpr
         name: PeerName::new(name).unwrap(),
         control: control.map(Into::into),
         fingerprint,
+        uuid: None,
         export: TypeFilter::All,
         accept: TypeFilter::All,
     }

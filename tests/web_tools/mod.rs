@@ -20,6 +20,7 @@
 
 #![allow(dead_code)]
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
@@ -200,7 +201,10 @@ pub fn ready(need: Need) {
 fn run(steps: &[Step]) -> Result<(), String> {
     for step in steps {
         let shown = step.shown();
-        eprintln!("test set-up: {shown}");
+        // Straight to the process's stderr: the test harness captures
+        // eprintln! of passing tests, and whoever waits for an apt-get
+        // should see that it runs.
+        let _ = writeln!(std::io::stderr(), "test set-up: {shown}");
         let status = Command::new(step.program)
             .args(&step.args)
             .env("DEBIAN_FRONTEND", "noninteractive")

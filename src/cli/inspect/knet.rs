@@ -7,7 +7,11 @@
 //! internal messages (ping ids, PacketAck ids) and Tundra messages (whole,
 //! or once every fragment of a transfer is seen, put together by index).
 //! TCP streams (`--tcp`, `.jsonl` rows marked `tcp`, pcap TCP segments)
-//! print one line per segment with the messages it completed. A malformed
+//! print one line per segment with the messages it completed. Each Tundra
+//! message carries the `readable` view `inspect tundra` prints (components
+//! and attributes named by their layouts, RigidBodyUpdate in metres and
+//! degrees; a native Login's properties), with the component types learnt
+//! per connection. A malformed
 //! unit gets an `"error"` with the reason; the command then exits with
 //! status 1 after printing everything. The first datagram from a client is
 //! kNet's connect datagram (docs/knet-wire.md §4.8), shown as such and not
@@ -28,7 +32,9 @@ use crate::knet::ids::MessageId;
 use crate::knet::message::PacketAck;
 use crate::knet::stream::{StreamDecoder, MAX_STREAM_MESSAGE};
 use crate::tundra::ids::ProtocolVersion;
+use crate::tundra::login_xml::parse_login_xml;
 use crate::tundra::messages::{DecodeContext, Message};
+use crate::tundra::readable::{readable, ComponentTypes};
 use crate::tundra::registry::Registry;
 
 /// Arguments of `lessgate inspect knet`.
@@ -47,6 +53,11 @@ pub struct KnetArgs {
     /// parent field. Native clients ask for 4.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=4))]
     pub protocol: u32,
+    /// A component created before the capture began: `ID=TYPE` (its type's
+    /// name or id), so that EditAttributes name its attributes on every
+    /// connection.
+    #[arg(long = "component", value_name = "ID=TYPE")]
+    pub components: Vec<String>,
 }
 
 pub(super) type Error = Box<dyn std::error::Error>;
@@ -67,6 +78,7 @@ pub fn run_knet(args: &KnetArgs) -> Result<Output, Error> {
         (vec![plain_unit(bytes, args.tcp, None)], true)
     };
     let registry = Registry::builtin();
+    let given = super::component_types(&args.components, &registry)?;
     let mut inspector = Inspector {
         ctx: DecodeContext {
             protocol_version: ProtocolVersion(args.protocol),
@@ -75,6 +87,8 @@ pub fn run_knet(args: &KnetArgs) -> Result<Output, Error> {
         transfers: HashMap::new(),
         streams: HashMap::new(),
         clients: HashSet::new(),
+        types: HashMap::new(),
+        given,
         malformed: false,
     };
     let mut lines = Vec::new();
@@ -115,6 +129,11 @@ struct Inspector<'a> {
     streams: HashMap<String, StreamDecoder>,
     /// Clients whose connect datagram has been seen.
     clients: HashSet<String>,
+    /// Component types learnt from CreateEntity and CreateComponents, per
+    /// connection, for naming the attributes of later edits.
+    types: HashMap<String, ComponentTypes>,
+    /// What `--component` says, the start of every connection's types.
+    given: ComponentTypes,
     malformed: bool,
 }
 
@@ -166,7 +185,7 @@ impl Inspector<'_> {
         let mut shown = Vec::new();
         for block in blocks {
             match block {
-                Ok(block) => shown.push(self.block(&unit.flow, &block)),
+                Ok(block) => shown.push(self.block(unit, &block)),
                 Err(error) => {
                     out.insert("error".into(), json!(error.to_string()));
                     break;
@@ -176,7 +195,8 @@ impl Inspector<'_> {
         out.insert("blocks".into(), Value::Array(shown));
     }
 
-    fn block(&mut self, flow: &str, block: &Block) -> Value {
+    fn block(&mut self, unit: &Unit, block: &Block) -> Value {
+        let flow = unit.flow.as_str();
         let mut out = Map::new();
         out.insert("in_order".into(), json!(block.in_order));
         out.insert(
@@ -208,7 +228,9 @@ impl Inspector<'_> {
             out.insert("message_id".into(), json!(id.0));
         }
         match (block.fragment, id) {
-            (FragmentInfo::Whole, Some(id)) => self.message(id, payload, &mut out),
+            (FragmentInfo::Whole, Some(id)) => {
+                self.message(&unit.connection, id, payload, &mut out);
+            }
             (FragmentInfo::Start { count, transfer }, Some(id)) => {
                 let mut chunks = BTreeMap::new();
                 chunks.insert(0, payload.to_vec());
@@ -216,7 +238,7 @@ impl Inspector<'_> {
                 // A new start replaces an unfinished transfer (§4.7).
                 self.transfers
                     .insert(key.clone(), Transfer { count, id, chunks });
-                self.try_reassemble(key, &mut out);
+                self.try_reassemble(&unit.connection, key, &mut out);
             }
             (FragmentInfo::Part { transfer, index }, _) => {
                 let key = (flow.to_owned(), transfer.0);
@@ -228,7 +250,7 @@ impl Inspector<'_> {
                         out.insert("note".into(), json!("fragment before its start"));
                     }
                 }
-                self.try_reassemble(key, &mut out);
+                self.try_reassemble(&unit.connection, key, &mut out);
             }
             _ => {}
         }
@@ -236,7 +258,12 @@ impl Inspector<'_> {
     }
 
     /// Decodes a transfer once all its fragments are in (ordered by index).
-    fn try_reassemble(&mut self, key: (String, u8), out: &mut Map<String, Value>) {
+    fn try_reassemble(
+        &mut self,
+        connection: &str,
+        key: (String, u8),
+        out: &mut Map<String, Value>,
+    ) {
         let complete = self.transfers.get(&key).is_some_and(|t| {
             t.chunks.len() as u64 == u64::from(t.count) && t.chunks.keys().copied().eq(0..t.count)
         });
@@ -250,12 +277,18 @@ impl Inspector<'_> {
         let mut whole = Map::new();
         whole.insert("message_id".into(), json!(transfer.id.0));
         whole.insert("payload_len".into(), json!(payload.len()));
-        self.message(transfer.id, &payload, &mut whole);
+        self.message(connection, transfer.id, &payload, &mut whole);
         out.insert("reassembled".into(), Value::Object(whole));
     }
 
-    /// Names and decodes one whole message into `out`.
-    fn message(&self, id: MessageId, payload: &[u8], out: &mut Map<String, Value>) {
+    /// Names and decodes one whole message of `connection` into `out`.
+    fn message(
+        &mut self,
+        connection: &str,
+        id: MessageId,
+        payload: &[u8],
+        out: &mut Map<String, Value>,
+    ) {
         if let Some(name) = id.internal_name() {
             out.insert("name".into(), json!(name));
         }
@@ -280,6 +313,9 @@ impl Inspector<'_> {
                         out.insert("name".into(), json!(message.name()));
                         let value = serde_json::to_value(&message).unwrap_or(Value::Null);
                         out.insert("tundra".into(), value);
+                        if let Some(view) = self.readable(connection, &message) {
+                            out.insert("readable".into(), view);
+                        }
                     }
                     Err(error) => {
                         out.insert("error".into(), json!(format!("tundra: {error}")));
@@ -288,6 +324,23 @@ impl Inspector<'_> {
             }
             _ => {}
         }
+    }
+
+    /// What a Tundra message means, as `inspect tundra` shows it: its
+    /// components and attributes by name, RigidBodyUpdate in metres and
+    /// degrees; a native Login's properties read from its XML.
+    fn readable(&mut self, connection: &str, message: &Message) -> Option<Value> {
+        if let Message::Login(login) = message {
+            return Some(match parse_login_xml(&login.login_data) {
+                Ok(properties) => json!({"login": properties}),
+                Err(error) => json!({"login_error": error.to_string()}),
+            });
+        }
+        let types = self
+            .types
+            .entry(connection.to_owned())
+            .or_insert_with(|| self.given.clone());
+        readable(message, self.ctx.registry, types)
     }
 
     fn segment(&mut self, unit: &Unit, out: &mut Map<String, Value>) {
@@ -315,7 +368,7 @@ impl Inspector<'_> {
                 let mut message = Map::new();
                 message.insert("message_id".into(), json!(id.0));
                 message.insert("payload_len".into(), json!(payload.len()));
-                self.message(*id, payload, &mut message);
+                self.message(&unit.connection, *id, payload, &mut message);
                 Value::Object(message)
             })
             .collect();
@@ -336,6 +389,7 @@ mod tests {
             tcp,
             port: None,
             protocol: 4,
+            components: Vec::new(),
         })
         .unwrap()
     }
@@ -365,6 +419,91 @@ mod tests {
         assert_eq!(value["buffered"], 0);
     }
 
+    /// A datagram carrying one whole Tundra message (a WebSocket frame:
+    /// u16 id + payload), unreliable.
+    fn datagram_of(packet: u32, frame_hex: &str) -> String {
+        use crate::knet::datagram::{write_datagram, BlockOut};
+        use crate::knet::ids::PacketId;
+        let frame = hex::decode(frame_hex.replace(' ', "")).unwrap();
+        let id = u16::from_le_bytes([frame[0], frame[1]]);
+        let mut out = Vec::new();
+        let block = BlockOut {
+            in_order: true,
+            reliable_number: None,
+            fragment: FragmentInfo::Whole,
+            message_id: Some(MessageId(u32::from(id))),
+            payload: &frame[2..],
+        };
+        write_datagram(&mut out, PacketId::new(packet), &[block]).unwrap();
+        hex::encode(out)
+    }
+
+    #[test]
+    fn tundra_messages_read_as_inspect_tundra_reads_them() {
+        // A CreateEntity (entity 5, component 3 a Name "a"), then an edit of
+        // that component, then a RigidBodyUpdate: one hex line each.
+        let create = datagram_of(1, "6e00 0005 00 00000000 01 031a0007 01006100000000");
+        let edit = {
+            use crate::tundra::messages::{EditAttributes, EditAttributesBlock};
+            use crate::tundra::{AttributeEdit, AttributeValue, ComponentId, EntityId};
+            let slots = Registry::builtin().get(26).unwrap().slot_types();
+            let change = AttributeEdit {
+                index: 1,
+                value: AttributeValue::String("lamp".into()),
+            };
+            let block = EditAttributesBlock::encode(ComponentId(3), &[change], &slots).unwrap();
+            let message = Message::EditAttributes(EditAttributes {
+                scene_id: 0,
+                entity_id: EntityId(5),
+                blocks: vec![block],
+            });
+            datagram_of(
+                2,
+                &hex::encode(message.encode_frame(ProtocolVersion(4)).unwrap()),
+            )
+        };
+        let rigid = datagram_of(3, "7700075a800a04082030ff0000");
+        let dir = tempfile::tempdir().unwrap();
+        let lines = dir.path().join("datagrams.txt");
+        std::fs::write(&lines, format!("{create}\n{edit}\n{rigid}\n")).unwrap();
+        let output = run(lines.to_str().unwrap(), false);
+        assert!(!output.malformed, "{}", output.text);
+        let values: Vec<Value> = output
+            .text
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        let created = &values[0]["blocks"][0]["readable"];
+        assert_eq!(created["components"][0]["type"], "Name", "{created}");
+        assert_eq!(created["components"][0]["attributes"][0]["id"], "name");
+        assert_eq!(created["components"][0]["attributes"][0]["value"], "a");
+        // The edit's attribute is named from the CreateEntity before it.
+        let edited = &values[1]["blocks"][0]["readable"]["blocks"][0];
+        assert_eq!(edited["type"], "Name", "{edited}");
+        assert_eq!(edited["attributes"][0]["id"], "description");
+        assert_eq!(edited["attributes"][0]["value"], "lamp");
+        // Metres and degrees, as docs/inspect.md shows for inspect tundra.
+        let record = &values[2]["blocks"][0]["readable"]["entities"][0];
+        assert_eq!(record["position_m"], json!([10.5, 1.0, -3.25]), "{record}");
+        assert_eq!(record["rotation_deg"][1], json!(-90.0));
+    }
+
+    #[test]
+    fn a_native_login_shows_its_properties() {
+        let xml = "<?xml version=\"1.0\"?>\n<login>\n\t<username value=\"tester\" />\n</login>\n";
+        let login = Message::Login(crate::tundra::messages::Login {
+            login_data: xml.into(),
+            protocol_version: Some(4),
+        });
+        let frame = hex::encode(login.encode_frame(ProtocolVersion(4)).unwrap());
+        let output = run(&datagram_of(1, &frame), false);
+        let value: Value = serde_json::from_str(&output.text).unwrap();
+        assert_eq!(
+            value["blocks"][0]["readable"]["login"]["username"], "tester",
+            "{value}"
+        );
+    }
+
     #[test]
     fn errors_are_reported_not_raised() {
         let output = run("01 00 00 05 00 01", false);
@@ -383,7 +522,8 @@ mod tests {
             input: "zz".into(),
             tcp: false,
             port: None,
-            protocol: 4
+            protocol: 4,
+            components: Vec::new(),
         })
         .is_err());
     }

@@ -21,6 +21,10 @@ pub(super) struct Unit {
     pub(super) flow: String,
     /// The client end, for spotting the connect datagram; `None` if unknown.
     pub(super) client: Option<String>,
+    /// The connection, both directions alike (the client's endpoint and
+    /// the transport; empty when unknown): component types a CreateEntity
+    /// declares name the later edits of the same connection.
+    pub(super) connection: String,
     pub(super) tcp: bool,
     pub(super) bytes: Vec<u8>,
 }
@@ -43,6 +47,7 @@ pub(super) fn plain_unit(bytes: Vec<u8>, tcp: bool, line: Option<usize>) -> Unit
         origin,
         flow: String::new(),
         client: None,
+        connection: String::new(),
         tcp,
         bytes,
     }
@@ -89,6 +94,7 @@ pub(super) fn read_file(path: &Path, args: &KnetArgs) -> Result<Vec<Unit>, Error
             flow: dir.clone(),
             // The capture is of one client: its datagrams go "c2s".
             client: (dir == "c2s").then(|| "client".to_owned()),
+            connection: String::new(),
             tcp,
             bytes,
         });
@@ -113,6 +119,7 @@ fn pcap_units(data: &[u8], port: u16) -> Result<Vec<Unit>, Error> {
             Unit {
                 origin: origin(d.time, &d.src, &d.dst),
                 flow: format!("udp {} > {}", d.src, d.dst),
+                connection: format!("udp {client}"),
                 client: to_server(&d.dst).then(|| client.clone()),
                 tcp: false,
                 bytes: d.bytes,
@@ -124,6 +131,7 @@ fn pcap_units(data: &[u8], port: u16) -> Result<Vec<Unit>, Error> {
     let mut next_seq: HashMap<String, u32> = HashMap::new();
     for s in capture::tcp_segments(data, port)? {
         let flow = format!("tcp {} > {}", s.src, s.dst);
+        let connection = format!("tcp {}", if to_server(&s.dst) { &s.src } else { &s.dst });
         if s.syn {
             next_seq.insert(flow.clone(), s.seq.wrapping_add(1));
         }
@@ -147,6 +155,7 @@ fn pcap_units(data: &[u8], port: u16) -> Result<Vec<Unit>, Error> {
                 origin,
                 flow,
                 client: None,
+                connection,
                 tcp: true,
                 bytes,
             },

@@ -289,6 +289,9 @@ fn prepare(
             "peer no longer configured on this node",
         ));
     }
+    // The node the peer file names, when it names one.
+    peer.check_declared(negotiated.peer.node.0)
+        .map_err(|text| Reason::new(ReasonCode::IDENTITY_CONFLICT, text))?;
     let mut secret = [0u8; EXPORTED_SECRET_LEN];
     connection
         .export_keying_material(&mut secret, EXPORTER_LABEL, EXPORTER_CONTEXT)
