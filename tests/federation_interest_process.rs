@@ -269,6 +269,10 @@ async fn measure_chain_link_bytes_and_observer_latency() {
                 let (client, _) = &movers[0];
                 let mut times = Vec::new();
                 for _ in 0..20 {
+                    // A pause between rounds, as between a user's
+                    // teleports: the entries' rate limit (a burst of 4,
+                    // then 10 rounds a second) is not what is measured.
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
                     let started = std::time::Instant::now();
                     client.send(&look_from(2050.0)).await;
                     wait_observers(&[client], PATIENCE, "world 2 arrives", |seen| {

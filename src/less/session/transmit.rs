@@ -101,7 +101,8 @@ impl Session {
             FramingMode::Datagram => self.send.can_send_new(),
             FramingMode::Stream => true,
         };
-        if self.local.has_new_data() && window_open {
+        // Paced, it waits for the pace (above) whatever the gap says.
+        if self.local.has_new_data() && window_open && self.pace_time().is_none() {
             deadline = deadline.min(self.new_data_time());
         }
         Some(deadline)
