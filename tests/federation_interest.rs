@@ -61,6 +61,17 @@ fn observe(sim: &mut Sim, node: usize, client: ClientId, x: f32) {
     sim.send(node, client, &message);
 }
 
+/// The link of node `from` whose peer is node `to`.
+fn link_towards(sim: &Sim, from: usize, to: usize) -> lessgate::federation::LinkId {
+    let peer = sim.nodes[to].federation().node_id();
+    sim.nodes[from]
+        .federation()
+        .links()
+        .find(|l| l.peer == peer)
+        .map(|l| l.id)
+        .expect("a link between the two nodes")
+}
+
 fn sees(sim: &Sim, node: usize, client: ClientId, name: &str) -> usize {
     sim.find(node, client, name).len()
 }
@@ -95,12 +106,7 @@ fn a_node_receives_only_what_its_clients_look_at_and_follows_them() {
         }
     }
     // Node 1 withholds its own world from node 0, and says so.
-    let towards_0 = sim.nodes[1]
-        .federation()
-        .links()
-        .find(|l| l.peer == sim.nodes[0].federation().node_id())
-        .map(|l| l.id)
-        .unwrap();
+    let towards_0 = link_towards(&sim, 1, 0);
     assert_eq!(sim.nodes[1].federation().withheld(towards_0), 1);
     // Node 0's client walks to world 3 (three links away): it appears,
     // through the two relays.
@@ -509,12 +515,7 @@ fn in_a_triangle_an_entity_takes_the_direct_link_only() {
     assert_eq!(federation.route_of(global).map(|r| r.0), Some(l02));
     // Node 1 holds world 2 but does not relay it to node 0.
     let at_1 = entity_named(sim.nodes[1].scene(), "w2").unwrap();
-    let towards_0 = sim.nodes[1]
-        .federation()
-        .links()
-        .find(|l| l.peer == sim.nodes[0].federation().node_id())
-        .map(|l| l.id)
-        .unwrap();
+    let towards_0 = link_towards(&sim, 1, 0);
     assert!(sim.nodes[1]
         .federation()
         .exported_objects(towards_0, at_1)

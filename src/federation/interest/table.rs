@@ -728,7 +728,10 @@ mod tests {
         assert_eq!(second[0].0, l01);
         assert_eq!(second[0].1.regions, area(100.0), "only the latest");
         net.tables[0].set_own(area(150.0), 0.0);
-        assert!(net.tables[0].poll_send(Time::from_millis(150)).is_empty(), "paced");
+        assert!(
+            net.tables[0].poll_send(Time::from_millis(150)).is_empty(),
+            "paced"
+        );
         assert_eq!(net.tables[0].poll_send(Time::from_millis(200)).len(), 1);
     }
 
