@@ -95,11 +95,11 @@ fn a_node_receives_only_what_its_clients_look_at_and_follows_them() {
     let (mut sim, clients) = spatial_chain(4, LinkModel::CLEAN, 1);
     sim.run(SETTLE);
     // Each node sees its own world, and nothing of the others 1 km away.
-    for node in 0..4 {
-        assert_eq!(sees(&sim, node, clients[node], &format!("w{node}")), 1);
+    for (node, client) in clients.iter().enumerate() {
+        assert_eq!(sees(&sim, node, *client, &format!("w{node}")), 1);
         for other in (0..4).filter(|o| *o != node) {
             assert_eq!(
-                sees(&sim, node, clients[node], &format!("w{other}")),
+                sees(&sim, node, *client, &format!("w{other}")),
                 0,
                 "node {node} sees world {other}"
             );

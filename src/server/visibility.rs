@@ -164,7 +164,7 @@ impl TundraServer {
     pub(super) fn review_client(&mut self, client: ClientId, scene: &Scene) {
         let roots: Vec<EntityId> = scene
             .entities()
-            .filter(|e| e.parent.is_none_or(|p| scene.entity(p).is_none()))
+            .filter(|e| e.parent.map_or(true, |p| scene.entity(p).is_none()))
             .map(|e| e.id)
             .collect();
         for root in roots {
@@ -270,6 +270,6 @@ impl TundraServer {
     pub(super) fn shown_to(&self, client: ClientId, id: EntityId) -> bool {
         self.clients
             .get(&client)
-            .is_none_or(|c| !c.visibility.hides(id))
+            .map_or(true, |c| !c.visibility.hides(id))
     }
 }

@@ -162,7 +162,7 @@ impl Federation {
         if self
             .interest
             .routed(link_id)
-            .is_none_or(|r| r.is_everywhere())
+            .map_or(true, |r| r.is_everywhere())
         {
             return 0;
         }
