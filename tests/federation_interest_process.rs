@@ -275,10 +275,14 @@ async fn measure_chain_link_bytes_and_observer_latency() {
                     tokio::time::sleep(std::time::Duration::from_secs(1)).await;
                     let started = std::time::Instant::now();
                     client.send(&look_from(2050.0)).await;
-                    wait_observers(&[client], PATIENCE, "world 2 arrives", |seen| {
-                        (0..BOXES).all(|b| seen[0].view.find(&format!("w2-{b}")).is_some())
-                    })
-                    .await;
+                    // Polled every millisecond (wait_observers polls every
+                    // 100 ms: too coarse to time with).
+                    while !(0..BOXES)
+                        .all(|b| client.snapshot().view.find(&format!("w2-{b}")).is_some())
+                    {
+                        assert!(started.elapsed() < PATIENCE, "world 2 never arrived");
+                        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                    }
                     times.push(started.elapsed().as_secs_f64() * 1e3);
                     client.send(&look_from(50.0)).await;
                     wait_observers(&[client], PATIENCE, "world 2 leaves", |seen| {
