@@ -5,7 +5,9 @@
 //! beacon while it looks at home (gamma's sign, which has no Placeable and
 //! was created after the beacon, arrives as the proof that the beacon would
 //! have); it receives it, through beta, once its ObserverPosition is at
-//! gamma's world, and loses it again when it looks home.
+//! gamma's world (a teleport of 2 km); the beacon stays while it is moved
+//! within the hysteresis beyond the radius, leaves beyond it and comes
+//! back where it is; and it leaves again when the client looks home.
 
 mod common;
 mod net_common;
@@ -14,7 +16,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use common::process::{lessgate_binary, Process};
-use common::tundra_values::{name_component, named_box_at};
+use common::tundra_values::{move_to, name_component, named_box_at};
 use common::PATIENCE;
 use lessgate::tundra::messages::ObserverPosition;
 use lessgate::tundra::rigid_body_parts::PositionUpdate;
@@ -83,7 +85,8 @@ async fn a_client_receives_a_far_world_only_while_it_looks_there() {
     let ann = Observer::join(&alpha_url, "ann").await;
     ann.send(&look_from(0.0)).await;
     let gil = Observer::join(&gamma_url, "gil").await;
-    gil.create(1, named_box_at("beacon", 1.0)).await;
+    let (beacon, beacon_placeable) = gil.create(1, named_box_at("beacon", 1.0)).await;
+    let beacon_placeable = beacon_placeable.unwrap();
     gil.create(2, vec![name_component(1, "sign")]).await;
     wait_observers(
         &[&ann],
@@ -103,6 +106,42 @@ async fn a_client_receives_a_far_world_only_while_it_looks_there() {
         &[&ann],
         PATIENCE,
         "alpha's client receives the beacon once it looks at gamma's world",
+        |seen| seen[0].view.find("beacon").and_then(|(_, s)| s.x) == Some(2001.0),
+    )
+    .await;
+
+    // Hysteresis: 105 m from where ann looks (radius 100, hysteresis 10)
+    // the beacon stays; gamma's marker, moved after it, proves the move
+    // arrived. At 130 m it leaves; back at 1 m it returns where it is.
+    let (marker, marker_placeable) = gil.create(3, named_box_at("marker", 50.0)).await;
+    let marker_placeable = marker_placeable.unwrap();
+    gil.send(&move_to(beacon, beacon_placeable, 105.0)).await;
+    gil.send(&move_to(marker, marker_placeable, 60.0)).await;
+    wait_observers(
+        &[&ann],
+        PATIENCE,
+        "alpha's client sees the marker's later move",
+        |seen| seen[0].view.find("marker").and_then(|(_, s)| s.x) == Some(2060.0),
+    )
+    .await;
+    assert_eq!(
+        ann.snapshot().view.find("beacon").and_then(|(_, s)| s.x),
+        Some(2105.0),
+        "within the hysteresis the beacon stays, moved"
+    );
+    gil.send(&move_to(beacon, beacon_placeable, 130.0)).await;
+    wait_observers(
+        &[&ann],
+        PATIENCE,
+        "the beacon leaves alpha's client beyond the hysteresis",
+        |seen| seen[0].view.find("beacon").is_none(),
+    )
+    .await;
+    gil.send(&move_to(beacon, beacon_placeable, 1.0)).await;
+    wait_observers(
+        &[&ann],
+        PATIENCE,
+        "the beacon comes back where it now is",
         |seen| seen[0].view.find("beacon").and_then(|(_, s)| s.x) == Some(2001.0),
     )
     .await;
@@ -189,7 +228,6 @@ const BOXES: u32 = 100;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore]
 async fn measure_chain_link_bytes_and_observer_latency() {
-    use common::tundra_values::move_to;
     for spatial in [true, false] {
         for n in [3usize, 8] {
             let root = tempfile::tempdir().unwrap();
