@@ -101,8 +101,13 @@ impl Session {
             FramingMode::Datagram => self.send.can_send_new(),
             FramingMode::Stream => true,
         };
+        // Only data the gap holds back has a deadline of its own: data it
+        // does not hold went out with `poll_transmit` already, or waits
+        // for something other than time (a subscription, the window).
         // Paced, it waits for the pace (above) whatever the gap says.
-        if self.local.has_new_data() && window_open && self.pace_time().is_none() {
+        let held =
+            !self.config.send_gap.is_zero() && self.last_send.is_some() && !self.fills_a_datagram();
+        if self.local.has_new_data() && window_open && held && self.pace_time().is_none() {
             deadline = deadline.min(self.new_data_time());
         }
         Some(deadline)
