@@ -12,7 +12,6 @@
 mod common;
 mod net_common;
 
-use std::path::Path;
 use std::process::{Command, Stdio};
 
 use common::process::{lessgate_binary, Process};
@@ -22,7 +21,7 @@ use lessgate::tundra::messages::ObserverPosition;
 use lessgate::tundra::rigid_body_parts::PositionUpdate;
 use lessgate::tundra::values::Float3;
 use lessgate::tundra::Message;
-use net_common::{wait_observers, write_nodes, NodeFiles, Observer};
+use net_common::{edit, wait_observers, write_nodes, NodeFiles, Observer};
 
 async fn start(files: &NodeFiles) -> (Process, String) {
     let mut command = Command::new(lessgate_binary());
@@ -38,12 +37,6 @@ async fn start(files: &NodeFiles) -> (Process, String) {
     let mut process = Process::spawn(&mut command);
     let url = process.tundra_url().await;
     (process, url)
-}
-
-fn edit(file: &Path, from: &str, to: &str) {
-    let text = std::fs::read_to_string(file).unwrap();
-    assert!(text.contains(from), "{} has no {from:?}", file.display());
-    std::fs::write(file, text.replace(from, to)).unwrap();
 }
 
 fn look_from(x: f32) -> Message {

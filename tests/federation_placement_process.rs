@@ -19,7 +19,7 @@ use common::tundra_values::{move_to, named_box_at};
 use common::PATIENCE;
 use lessgate::tundra::messages::CreateEntity;
 use lessgate::tundra::{EntityId, Message};
-use net_common::{free_udp_port, wait_observers, write_nodes, NodeFiles, Observer};
+use net_common::{edit, free_udp_port, wait_observers, write_nodes, NodeFiles, Observer};
 
 /// A node process; its log (stderr) goes to a file.
 struct Node {
@@ -47,12 +47,6 @@ async fn start(files: &NodeFiles, pid_file: Option<&Path>) -> Node {
         _process: process,
         url,
     }
-}
-
-fn edit(file: &Path, from: &str, to: &str) {
-    let text = std::fs::read_to_string(file).unwrap();
-    assert!(text.contains(from), "{} has no {from:?}", file.display());
-    std::fs::write(file, text.replace(from, to)).unwrap();
 }
 
 fn reload(pid_file: &Path) {

@@ -25,7 +25,7 @@ use std::time::Duration;
 use common::process::{lessgate_binary, Process};
 use common::tundra_values::{move_to, named_box_at, PLACEABLE};
 use common::PATIENCE;
-use net_common::{wait_observers, write_nodes, NodeFiles, Observer};
+use net_common::{edit, wait_observers, write_nodes, NodeFiles, Observer};
 
 /// A node process whose log (stderr) goes to a file.
 struct Node {
@@ -97,12 +97,6 @@ fn reload(pid_file: &Path) {
         "lessgate reload failed: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-}
-
-fn edit(file: &Path, from: &str, to: &str) {
-    let text = std::fs::read_to_string(file).unwrap();
-    assert!(text.contains(from), "{} has no {from:?}", file.display());
-    std::fs::write(file, text.replace(from, to)).unwrap();
 }
 
 fn has_placeable(observer: &Observer, name: &str) -> Option<bool> {

@@ -179,12 +179,8 @@ impl TundraServer {
     /// the trees that moved, or gained members, are decided anew for every
     /// client.
     pub fn follow_client_areas(&mut self, scene: &Scene, changes: &[Change]) {
-        if self.areas.is_none()
-            && self
-                .clients
-                .values()
-                .all(|c| c.visibility.hidden.is_empty())
-        {
+        // Without areas nothing is hidden: `set_client_areas` showed all.
+        if self.areas.is_none() {
             return;
         }
         let mut roots = HashSet::new();

@@ -218,6 +218,13 @@ impl Proxy {
 }
 
 /// A free UDP port on 127.0.0.1 (bound, read, released).
+/// Replaces `from` by `to` in a node's file (which must contain it).
+pub fn edit(file: &std::path::Path, from: &str, to: &str) {
+    let text = std::fs::read_to_string(file).unwrap();
+    assert!(text.contains(from), "{} has no {from:?}", file.display());
+    std::fs::write(file, text.replace(from, to)).unwrap();
+}
+
 pub fn free_udp_port() -> u16 {
     std::net::UdpSocket::bind("127.0.0.1:0")
         .unwrap()
