@@ -64,10 +64,10 @@ fn bulk_introductions_default_on_and_is_a_boolean() {
 }
 
 #[test]
-fn threads_default_to_one_per_core_and_are_bounded() {
-    assert_eq!(NodeConfig::default().node.threads, 0);
-    let one = NodeConfig::parse(Path::new("n.toml"), "[node]\nthreads = 1\n").unwrap();
-    assert_eq!(one.node.threads, 1);
+fn threads_default_to_one_and_are_bounded() {
+    assert_eq!(NodeConfig::default().node.threads, 1);
+    let per_core = NodeConfig::parse(Path::new("n.toml"), "[node]\nthreads = 0\n").unwrap();
+    assert_eq!(per_core.node.threads, 0);
     let error = NodeConfig::parse(Path::new("n.toml"), "[node]\nthreads = 300\n")
         .unwrap_err()
         .to_string();
