@@ -15,17 +15,25 @@ use lessgate::loadgen::scenario::{run, LoadTransport, Scenario};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tiny_load_through_two_nodes_reports_consistent_counts_on_every_transport() {
     // Two observers over WebSocket: their moves are reported per observer
-    // and timed all together.
-    for (transport, observers) in [
-        (LoadTransport::Ws, 2),
-        (LoadTransport::KnetUdp, 1),
-        (LoadTransport::KnetTcp, 1),
+    // and timed all together. The WebSocket writers send a tick's moves at
+    // once (as a Tundra client does), the native ones every millisecond.
+    // The kNet/UDP nodes serve their sockets on one worker per core
+    // (`[node] threads = 0`), the others on their one thread (the default).
+    for (transport, observers, send_interval_ms, node_threads) in [
+        (LoadTransport::Ws, 2, 50, None),
+        (LoadTransport::KnetUdp, 1, 1, Some(0)),
+        (LoadTransport::KnetTcp, 1, 1, None),
     ] {
-        tiny_load(transport, observers).await;
+        tiny_load(transport, observers, send_interval_ms, node_threads).await;
     }
 }
 
-async fn tiny_load(transport: LoadTransport, observers: usize) {
+async fn tiny_load(
+    transport: LoadTransport,
+    observers: usize,
+    send_interval_ms: u64,
+    node_threads: Option<usize>,
+) {
     let scenario = Scenario {
         nodes: 2,
         topology: Topology::Chain,
@@ -33,6 +41,7 @@ async fn tiny_load(transport: LoadTransport, observers: usize) {
         entities: 20,
         rate_hz: 10.0,
         writers: 2,
+        send_interval: Duration::from_millis(send_interval_ms),
         observers,
         warmup: Duration::from_millis(500),
         duration: Duration::from_secs(2),
@@ -44,9 +53,7 @@ async fn tiny_load(transport: LoadTransport, observers: usize) {
         knet_datagrams_per_sec: 1000,
         binary: PathBuf::from(env!("CARGO_BIN_EXE_lessgate")),
         extra_toml: String::new(),
-        // The nodes run on one thread each: the runtime `[node] threads = 1`
-        // builds carries a federation end to end.
-        node_threads: Some(1),
+        node_threads,
         keep_dir: false,
     };
     let report = run(&scenario)
@@ -54,6 +61,7 @@ async fn tiny_load(transport: LoadTransport, observers: usize) {
         .unwrap_or_else(|e| panic!("the run over {transport:?} completes: {e}"));
     assert_eq!(report.nodes_started, 2);
     assert_eq!(report.writers, 2);
+    assert_eq!(report.send_interval_ms, send_interval_ms);
     assert_eq!(report.nodes.len(), 2);
     assert_eq!(report.observers, observers);
     let delivered =

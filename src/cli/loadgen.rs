@@ -32,6 +32,11 @@ pub struct LoadgenArgs {
     /// Writer connections on the first node.
     #[arg(long, default_value_t = 4)]
     pub writers: usize,
+    /// Milliseconds between a writer's sends: each send carries the moves
+    /// that came due since the last. 1 spreads them evenly; 50 sends a
+    /// 20 Hz tick's moves at once, as a Tundra client's sync does.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub send_interval_ms: u64,
     /// Observer connections on the last node.
     #[arg(long, default_value_t = 1)]
     pub observers: usize,
@@ -68,7 +73,7 @@ pub struct LoadgenArgs {
     /// Tundra protocol version the clients ask for.
     #[arg(long, default_value_t = 3)]
     pub protocol: u32,
-    /// `[node] threads` of the generated nodes (default: theirs, 0).
+    /// `[node] threads` of the generated nodes (default: theirs, 1).
     #[arg(long)]
     pub node_threads: Option<usize>,
     /// TOML appended to every generated node.toml.
@@ -142,6 +147,7 @@ pub fn run(args: LoadgenArgs) -> Result<(), Box<dyn std::error::Error>> {
             entities: args.entities,
             rate_hz: args.rate,
             writers: args.writers,
+            send_interval: Duration::from_millis(args.send_interval_ms),
             observers: args.observers,
             warmup: Duration::from_secs_f64(args.warmup),
             duration: Duration::from_secs_f64(args.duration),

@@ -197,12 +197,14 @@ pub struct WriterOutcome {
 }
 
 /// Moves `entities` (global indices from `first_index`) round-robin, each
-/// at `rate_hz`, until `stop`; update times go into `table`.
+/// at `rate_hz`, sending every `send_interval` the moves that came due,
+/// until `stop`; update times go into `table`.
 pub async fn run_writer(
     session: Session,
     entities: Vec<(EntityId, ComponentId)>,
     first_index: usize,
     rate_hz: f64,
+    send_interval: Duration,
     table: Arc<SendTable>,
     stop: Arc<AtomicBool>,
 ) -> Result<WriterOutcome, Error> {
@@ -222,7 +224,7 @@ pub async fn run_writer(
     });
     let total_rate = rate_hz * entities.len() as f64;
     let started = now_us();
-    let mut slice = tokio::time::interval(Duration::from_millis(1));
+    let mut slice = tokio::time::interval(send_interval);
     slice.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut sent = 0u64;
     let mut due = 0u64;

@@ -49,6 +49,8 @@ pub struct RunReport {
     pub entities_seen: usize,
     pub rate_hz: f64,
     pub writers: usize,
+    /// Milliseconds between a writer's sends.
+    pub send_interval_ms: u64,
     /// Observer connections on the last node.
     pub observers: usize,
     pub window_secs: f64,
@@ -158,7 +160,7 @@ pub fn render_run(
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "run: {} node(s) {:?}{}, tick {} Hz, {} entities ({} seen by every observer) x {} Hz by {} writer(s), {} observer(s), window {:.1} s (setup {:.1} s)",
+        "run: {} node(s) {:?}{}, tick {} Hz, {} entities ({} seen by every observer) x {} Hz by {} writer(s) sending every {} ms, {} observer(s), window {:.1} s (setup {:.1} s)",
         report.nodes_started,
         report.topology,
         report
@@ -171,6 +173,7 @@ pub fn render_run(
         report.entities_seen,
         report.rate_hz,
         report.writers,
+        report.send_interval_ms,
         report.observers,
         report.window_secs,
         report.setup_secs,
@@ -309,6 +312,7 @@ mod tests {
             entities_seen: 10,
             rate_hz: 20.0,
             writers: 1,
+            send_interval_ms: 1,
             observers: 1,
             window_secs: 1.0,
             setup_secs: 1.0,

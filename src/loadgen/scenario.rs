@@ -54,6 +54,8 @@ pub struct Scenario {
     pub rate_hz: f64,
     /// Writer connections (entities are split evenly).
     pub writers: usize,
+    /// Time between a writer's sends (each carries what came due).
+    pub send_interval: Duration,
     /// Observer connections, all on the last node (or the observer target).
     pub observers: usize,
     pub warmup: Duration,
@@ -199,6 +201,7 @@ pub async fn run(scenario: &Scenario) -> Result<RunReport, Error> {
             entities,
             first,
             scenario.rate_hz,
+            scenario.send_interval,
             table.clone(),
             stop.clone(),
         )));
@@ -298,6 +301,7 @@ pub async fn run(scenario: &Scenario) -> Result<RunReport, Error> {
         entities_seen,
         rate_hz: scenario.rate_hz,
         writers,
+        send_interval_ms: u64::try_from(scenario.send_interval.as_millis()).unwrap_or(u64::MAX),
         observers: observer_count,
         window_secs: window,
         setup_secs,
