@@ -12,5 +12,6 @@ pub mod open_files;
 pub mod peer;
 pub mod peer_tls;
 pub mod tls;
+pub mod udp_buffers;
 pub mod upstream;
 pub mod websocket;

@@ -19,6 +19,7 @@ use crate::knet::datagram::MAX_RECEIVE_DATAGRAM;
 use crate::knet::tcp::TcpConfig;
 use crate::knet::udp::UdpConfig;
 use crate::logging::RemoteText;
+use crate::transport::udp_buffers::enlarge_buffers;
 
 /// Batches of inbound frames queued before the connection waits for its
 /// user (which then shows as backpressure toward the server).
@@ -87,6 +88,7 @@ pub async fn connect(
                 (Ipv6Addr::UNSPECIFIED, 0).into()
             };
             let socket = UdpSocket::bind(unspecified).await?;
+            enlarge_buffers(socket2::SockRef::from(&socket), "kNet client");
             socket.connect(server).await?;
             let local_addr = socket.local_addr()?;
             tokio::spawn(

@@ -15,6 +15,7 @@ use crate::transport::address_limits::AddressLimits;
 use crate::transport::client::{ClientEvent, ConnectionIds};
 use crate::transport::guarded_listener::GuardedListener;
 use crate::transport::message_budget::BudgetConfig;
+use crate::transport::udp_buffers::enlarge_buffers;
 
 /// Ports tried when any free port will do and the one UDP got is taken
 /// for TCP.
@@ -49,6 +50,7 @@ impl KnetListener {
         let mut last = None;
         for _ in 0..tries {
             let udp = UdpSocket::bind(addr).await?;
+            enlarge_buffers(socket2::SockRef::from(&udp), "kNet");
             let bound = udp.local_addr()?;
             match TcpListener::bind(bound).await {
                 Ok(tcp) => {

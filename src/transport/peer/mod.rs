@@ -40,7 +40,7 @@ use std::time::Duration;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tokio::sync::{mpsc, watch};
-use tracing::{debug, info, info_span, warn, Instrument};
+use tracing::{info, info_span, warn, Instrument};
 
 pub use link::{Frame, LinkClosed, LinkId, PeerLink};
 pub use node_config::{PeerNodeConfig, PeerStartError};
@@ -56,6 +56,7 @@ use crate::peering::peer_diff::PeerChange;
 use crate::peering::peer_file::{PeerConfig, PeerName, PeerSet};
 use crate::peering::reason::Reason;
 use crate::transport::peer_tls::{self, PeerTlsError};
+use crate::transport::udp_buffers::enlarge_buffers;
 
 /// Capacity of the node's event channel; a federation that stops reading
 /// stalls the links (backpressure) rather than growing memory.
@@ -212,30 +213,6 @@ pub struct PeerNode {
     span: tracing::Span,
 }
 
-/// Socket buffer asked for on the data socket, each way. The default
-/// (about 200 KiB, some 90 full datagrams of kernel accounting) overflowed
-/// when a peer's window of 64 datagrams met a burst of acknowledgements
-/// and re-sends while the node was busy: the kernel dropped them and LESS
-/// re-sent, which made the next burst larger. The kernel caps the request
-/// at `net.core.rmem_max` / `wmem_max`.
-const DATA_SOCKET_BUFFER: usize = 4 << 20;
-
-/// Best effort: a smaller buffer still works, with more re-sends.
-fn enlarge_buffers(socket: &std::net::UdpSocket) {
-    let socket = socket2::SockRef::from(socket);
-    if let Err(error) = socket.set_recv_buffer_size(DATA_SOCKET_BUFFER) {
-        debug!(%error, "cannot enlarge the data socket's receive buffer");
-    }
-    if let Err(error) = socket.set_send_buffer_size(DATA_SOCKET_BUFFER) {
-        debug!(%error, "cannot enlarge the data socket's send buffer");
-    }
-    debug!(
-        receive = socket.recv_buffer_size().unwrap_or(0),
-        send = socket.send_buffer_size().unwrap_or(0),
-        "data socket buffers"
-    );
-}
-
 impl PeerNode {
     /// Binds the configured addresses and starts.
     pub async fn start(
@@ -278,7 +255,7 @@ impl PeerNode {
         let (udp, data_address) = match data {
             Some(socket) => {
                 socket.set_nonblocking(true)?;
-                enlarge_buffers(&socket);
+                enlarge_buffers(socket2::SockRef::from(&socket), "peer data");
                 let socket = tokio::net::UdpSocket::from_std(socket)?;
                 let address = socket.local_addr()?;
                 (Some(Arc::new(socket)), Some(address))
