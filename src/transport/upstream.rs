@@ -16,7 +16,7 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message as WsMessage;
 use tracing::debug;
 
-use super::knet::client::{connect as knet_connect, KnetClientConfig};
+use super::knet::client::{connect as knet_connect, KnetClient, KnetClientConfig};
 use super::knet::{parse_knet_url, ClientInbound, KnetTransport};
 use crate::logging::RemoteText;
 use crate::peering::backoff::Backoff;
@@ -185,7 +185,7 @@ async fn run_knet(
             command = outgoing.recv() => match command {
                 Some(UpstreamCommand::Frame(frame)) => {
                     if !client.send(frame.into()) {
-                        return Ok("connection task ended".to_owned());
+                        return Ok(end_reason(&mut client).await);
                     }
                 }
                 Some(UpstreamCommand::LoggedIn) => backoff.reset(),
@@ -208,8 +208,25 @@ async fn run_knet(
                     }
                 }
                 Some(ClientInbound::Closed(reason)) => return Ok(reason),
-                None => return Ok("connection task ended".to_owned()),
+                None => return Ok(TASK_ENDED.to_owned()),
             },
         }
     }
+}
+
+/// Said when a kNet connection's task ended without saying why.
+const TASK_ENDED: &str = "connection task ended";
+
+/// Why the connection whose task has ended (a frame could not be handed
+/// to it) ended: its last word, which may still wait behind frames that
+/// no longer matter. Without this, an edit forwarded in the same instant
+/// as the world server died hid the reason ("connection refused") behind
+/// the failed hand-over.
+async fn end_reason(client: &mut KnetClient) -> String {
+    while let Some(inbound) = client.inbound.recv().await {
+        if let ClientInbound::Closed(reason) = inbound {
+            return reason;
+        }
+    }
+    TASK_ENDED.to_owned()
 }
