@@ -12,7 +12,7 @@
 use tracing::debug;
 
 /// Buffer asked for each way.
-pub const UDP_SOCKET_BUFFER: usize = 4 << 20;
+const UDP_SOCKET_BUFFER: usize = 4 << 20;
 
 /// Best effort: a smaller buffer still works, with more drops under bursts.
 pub fn enlarge_buffers(socket: socket2::SockRef<'_>, what: &'static str) {
