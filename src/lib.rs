@@ -89,6 +89,8 @@ pub mod proc_stats;
 pub mod runtime;
 pub mod scene;
 pub mod server;
+#[cfg(test)]
+mod test_log;
 pub mod transport;
 pub mod tundra;
 pub mod upstream;

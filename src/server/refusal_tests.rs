@@ -4,51 +4,14 @@
 //! clients create are bounded per node and per address across reconnects.
 
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex};
-
-use tracing::field::{Field, Visit};
-use tracing_subscriber::layer::{Context, SubscriberExt};
-use tracing_subscriber::Layer;
 
 use super::core::{ServerConfig, TundraServer};
 use crate::clock::Time;
 use crate::scene::{ChangeSource, ClientId, Scene};
+use crate::test_log::{capture, LogLine};
 use crate::tundra::messages::{CreateEntity, EntityAction, Login, RemoveEntity};
 use crate::tundra::LoginDialect;
 use crate::tundra::{EntityId, Message, ProtocolVersion, Registry};
-
-/// One WARN line: its message and its `count` field, if any.
-#[derive(Debug, Clone, Default)]
-struct Line {
-    message: String,
-    count: Option<u64>,
-}
-
-impl Visit for Line {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "message" {
-            self.message = format!("{value:?}");
-        }
-    }
-    fn record_u64(&mut self, field: &Field, value: u64) {
-        if field.name() == "count" {
-            self.count = Some(value);
-        }
-    }
-}
-
-#[derive(Clone, Default)]
-struct Warnings(Arc<Mutex<Vec<Line>>>);
-
-impl<S: tracing::Subscriber> Layer<S> for Warnings {
-    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
-        if *event.metadata().level() == tracing::Level::WARN {
-            let mut line = Line::default();
-            event.record(&mut line);
-            self.0.lock().unwrap().push(line);
-        }
-    }
-}
 
 fn log_in(server: &mut TundraServer, scene: &mut Scene, client: ClientId, now: Time) {
     log_in_from(server, scene, client, now, IpAddr::from([127, 0, 0, 1]));
@@ -78,12 +41,7 @@ fn frame(message: &Message) -> Vec<u8> {
 
 #[test]
 fn ten_clients_refused_in_bulk_write_a_bounded_number_of_lines_that_carry_the_counts() {
-    let warnings = Warnings::default();
-    let subscriber = tracing_subscriber::registry().with(warnings.clone());
-    tracing::subscriber::with_default(subscriber, || {
-        // Another test's thread may have cached a callsite's interest
-        // without this scoped subscriber: ask every callsite again.
-        tracing::callsite::rebuild_interest_cache();
+    let ((clients, refused), lines) = capture(|| {
         let mut scene = Scene::new(Registry::builtin());
         let mut server = TundraServer::new(ServerConfig::default());
         let clients: Vec<ClientId> = (1..=10).map(ClientId).collect();
@@ -126,28 +84,31 @@ fn ten_clients_refused_in_bulk_write_a_bounded_number_of_lines_that_carry_the_co
             server.handle_disconnect(*client, "done");
         }
         assert_eq!(server.stats().refused_messages, refused);
-        let lines = warnings.0.lock().unwrap().clone();
-        let refusal_lines: Vec<&Line> = lines
-            .iter()
-            .filter(|l| l.message.contains("refused"))
-            .collect();
-        // One kind per client: one line in full, then at most one per 10 s
-        // interval (three in 30 s) and one when the client leaves.
-        let bound = clients.len() * (1 + 3 + 1);
-        assert!(
-            refusal_lines.len() <= bound,
-            "{} lines for {refused} refusals (bound {bound})",
-            refusal_lines.len()
-        );
-        let full = refusal_lines.iter().filter(|l| l.count.is_none()).count();
-        let summarised: u64 = refusal_lines.iter().filter_map(|l| l.count).sum();
-        assert_eq!(full, clients.len());
-        assert_eq!(
-            summarised + full as u64,
-            refused,
-            "every refusal is counted in a line"
-        );
+        (clients, refused)
     });
+    let refusal_lines: Vec<&LogLine> = lines
+        .iter()
+        .filter(|l| l.level == tracing::Level::WARN && l.message.contains("refused"))
+        .collect();
+    // One kind per client: one line in full, then at most one per 10 s
+    // interval (three in 30 s) and one when the client leaves.
+    let bound = clients.len() * (1 + 3 + 1);
+    assert!(
+        refusal_lines.len() <= bound,
+        "{} lines for {refused} refusals (bound {bound})",
+        refusal_lines.len()
+    );
+    let full = refusal_lines
+        .iter()
+        .filter(|l| l.number("count").is_none())
+        .count();
+    let summarised: u64 = refusal_lines.iter().filter_map(|l| l.number("count")).sum();
+    assert_eq!(full, clients.len());
+    assert_eq!(
+        summarised + full as u64,
+        refused,
+        "every refusal is counted in a line"
+    );
 }
 
 #[test]
@@ -308,16 +269,19 @@ fn echo_of(
 #[test]
 fn a_native_clients_echo_of_what_it_was_sent_is_not_refused() {
     use crate::scene::Origin;
-    let warnings = Warnings::default();
-    let subscriber = tracing_subscriber::registry().with(warnings.clone());
-    tracing::subscriber::with_default(subscriber, || {
-        tracing::callsite::rebuild_interest_cache();
-        let mut scene = Scene::new(Registry::builtin());
-        let mut server = TundraServer::new(ServerConfig::default());
-        let client = ClientId(1);
+    let warnings = |lines: &[LogLine]| {
+        lines
+            .iter()
+            .filter(|l| l.level == tracing::Level::WARN)
+            .count()
+    };
+    let mut scene = Scene::new(Registry::builtin());
+    let mut server = TundraServer::new(ServerConfig::default());
+    let client = ClientId(1);
+    let mut ids = Vec::new();
+    let ((), lines) = capture(|| {
         log_in(&mut server, &mut scene, client, Time::ZERO);
         // A peer's entity (read-only here) and one of the node's own.
-        let mut ids = Vec::new();
         for origin in [Origin::Remote, Origin::Local] {
             let created = scene
                 .create_entity(
@@ -344,16 +308,12 @@ fn a_native_clients_echo_of_what_it_was_sent_is_not_refused() {
         assert!(scene.take_journal().is_empty(), "an echo changes nothing");
         let after: Vec<_> = ids.iter().map(|(e, _)| scene.entity(*e).cloned()).collect();
         assert_eq!(after, before);
-        assert!(
-            warnings.0.lock().unwrap().is_empty(),
-            "{:?}",
-            warnings.0.lock().unwrap()
-        );
-        // Other attributes under those indices are still refused.
-        let (remote, component) = ids[0];
-        let other = echo_of(remote, component, "colour", "red");
-        server.handle_frame(&mut scene, client, Time::ZERO, &other);
-        assert_eq!(server.stats().refused_messages, 1);
-        assert!(!warnings.0.lock().unwrap().is_empty());
     });
+    assert_eq!(warnings(&lines), 0, "{lines:?}");
+    // Other attributes under those indices are still refused.
+    let (remote, component) = ids[0];
+    let other = echo_of(remote, component, "colour", "red");
+    let ((), lines) = capture(|| server.handle_frame(&mut scene, client, Time::ZERO, &other));
+    assert_eq!(server.stats().refused_messages, 1);
+    assert_eq!(warnings(&lines), 1, "{lines:?}");
 }

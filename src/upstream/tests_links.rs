@@ -9,6 +9,7 @@ use super::*;
 use crate::clock::Time;
 use crate::federation::GlobalId;
 use crate::scene::{ChangeSource, Origin, Scene};
+use crate::test_log::{capture, LogLine};
 use crate::tundra::asset_storage::AssetStorages;
 use crate::tundra::messages::{LoginReply, RemoveEntity};
 use crate::tundra::{
@@ -213,37 +214,18 @@ fn a_held_removal_that_does_not_come_back_is_sent_after_the_grace_period() {
     ));
 }
 
-/// INFO lines, by message, written in this thread.
-#[derive(Clone, Default)]
-struct InfoLines(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
-
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for InfoLines {
-    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
-        struct Message(String);
-        impl tracing::field::Visit for Message {
-            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-                if field.name() == "message" {
-                    self.0 = format!("{value:?}");
-                }
-            }
-        }
-        if *event.metadata().level() == tracing::Level::INFO {
-            let mut message = Message(String::new());
-            event.record(&mut message);
-            self.0.lock().unwrap().push(message.0);
-        }
-    }
+/// The INFO lines' messages among `lines`.
+fn info_messages(lines: &[LogLine]) -> Vec<String> {
+    lines
+        .iter()
+        .filter(|l| l.level == tracing::Level::INFO)
+        .map(|l| l.message.clone())
+        .collect()
 }
 
 #[test]
 fn one_info_line_per_outage_not_per_redial() {
-    use tracing_subscriber::layer::SubscriberExt;
-    let lines = InfoLines::default();
-    let subscriber = tracing_subscriber::registry().with(lines.clone());
-    tracing::subscriber::with_default(subscriber, || {
-        // Another test's thread may have cached a callsite's interest
-        // without this scoped subscriber: ask every callsite again.
-        tracing::callsite::rebuild_interest_cache();
+    let ((), lines) = capture(|| {
         let (mut b, mut scene) = (bridge(), Scene::new(Registry::builtin()));
         logged_in(&mut b, &mut scene, Time::ZERO, &[(5, "box", 1)]);
         // The world server goes away; ten redials fail (refused, or
@@ -270,13 +252,9 @@ fn one_info_line_per_outage_not_per_redial() {
             "Connection refused (os error 111)",
         );
     });
-    let lost: Vec<String> = lines
-        .0
-        .lock()
-        .unwrap()
-        .iter()
+    let lost: Vec<String> = info_messages(&lines)
+        .into_iter()
         .filter(|m| m.contains("connection lost"))
-        .cloned()
         .collect();
     assert_eq!(lost.len(), 2, "one per outage: {lost:?}");
 }
@@ -286,11 +264,7 @@ fn one_info_line_per_outage_not_per_redial() {
 /// is written once, however long the world server stays away.
 #[test]
 fn the_grace_period_ends_once_per_outage() {
-    use tracing_subscriber::layer::SubscriberExt;
-    let lines = InfoLines::default();
-    let subscriber = tracing_subscriber::registry().with(lines.clone());
-    tracing::subscriber::with_default(subscriber, || {
-        tracing::callsite::rebuild_interest_cache();
+    let ((), lines) = capture(|| {
         let (mut b, mut scene) = (bridge(), Scene::new(Registry::builtin()));
         logged_in(&mut b, &mut scene, Time::ZERO, &[(5, "box", 1)]);
         let mut now = Time::from_millis(1_000);
@@ -310,13 +284,9 @@ fn the_grace_period_ends_once_per_outage() {
         }
         assert_eq!(scene.entities().count(), 0, "the world's entities left");
     });
-    let ended: Vec<String> = lines
-        .0
-        .lock()
-        .unwrap()
-        .iter()
+    let ended: Vec<String> = info_messages(&lines)
+        .into_iter()
         .filter(|m| m.contains("past the grace period"))
-        .cloned()
         .collect();
     assert_eq!(ended.len(), 1, "one per outage: {ended:?}");
 }
