@@ -51,8 +51,16 @@ const DRIVERS: &[&str] = &[
 ];
 
 /// Support open to every layer (`logging` also sets up the drivers' log
-/// output; the cores use only its `RemoteText`).
-const SUPPORT: &[&str] = &["clock", "link_id", "build_info", "log_budget", "logging"];
+/// output; the cores use only its `RemoteText`; `test_log` is compiled for
+/// unit tests only, to read what they log).
+const SUPPORT: &[&str] = &[
+    "clock",
+    "link_id",
+    "build_info",
+    "log_budget",
+    "logging",
+    "test_log",
+];
 
 /// The cores each core may use; the codecs at the bottom use none above
 /// them. Support modules outside the cores (`clock`, `log_budget`,
