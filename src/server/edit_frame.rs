@@ -95,19 +95,13 @@ impl EditFrames {
             if let Some(built) = self.shared.get(&id) {
                 // Compared in place: a hit (every client after the first)
                 // builds no key.
-                if built
-                    .key
-                    .iter()
-                    .map(|(c, d)| (*c, d))
-                    .eq(key_entries(pending))
-                {
+                if built.key.iter().copied().eq(key_entries(pending)) {
                     return Lookup::Shared(built.frame.clone());
                 }
             }
         }
         self.key.clear();
-        self.key
-            .extend(key_entries(pending).map(|(component, dirty)| (component, *dirty)));
+        self.key.extend(key_entries(pending));
         Lookup::Build
     }
 
@@ -187,19 +181,16 @@ fn is_edit_only(pending: &EntitySync) -> bool {
         && !pending.temporary_dirty
         && !pending.parent_dirty
         && pending.components.iter().all(|(component_id, sync)| {
-            component_id.is_local()
-                || (sync.presence == Presence::Known
-                    && sync.created.is_empty()
-                    && sync.removed.is_empty())
+            component_id.is_local() || (sync.presence == Presence::Known && sync.only_values())
         })
 }
 
 /// The key of an edit-only `pending`: its replicated components with
 /// dirty attributes, in ascending id, and which attributes.
-fn key_entries(pending: &EntitySync) -> impl Iterator<Item = (ComponentId, &SlotSet)> {
+fn key_entries(pending: &EntitySync) -> impl Iterator<Item = (ComponentId, SlotSet)> + '_ {
     pending
         .components
         .iter()
-        .filter(|(component_id, sync)| !component_id.is_local() && !sync.dirty.is_empty())
-        .map(|(component_id, sync)| (*component_id, &sync.dirty))
+        .filter(|(component_id, sync)| !component_id.is_local() && sync.has_dirty())
+        .map(|(component_id, sync)| (*component_id, sync.dirty()))
 }

@@ -73,17 +73,17 @@ pub fn take_rigid_body_change(
     let body = component_of(entity, RIGID_BODY);
     let mut dirty = DirtyFlags::default();
     if let Some(sync) = pending.components.get_mut(&placeable) {
-        if sync.presence == Presence::Known && sync.dirty.contains(TRANSFORM) {
+        if sync.presence == Presence::Known && sync.is_dirty(TRANSFORM) {
             dirty.transform = true;
-            sync.dirty.remove(TRANSFORM);
+            sync.clear_dirty(TRANSFORM);
         }
     }
     if let Some(sync) = body.and_then(|b| pending.components.get_mut(&b)) {
         if sync.presence == Presence::Known {
-            dirty.linear_velocity = sync.dirty.contains(LINEAR_VELOCITY);
-            dirty.angular_velocity = sync.dirty.contains(ANGULAR_VELOCITY);
-            sync.dirty.remove(LINEAR_VELOCITY);
-            sync.dirty.remove(ANGULAR_VELOCITY);
+            dirty.linear_velocity = sync.is_dirty(LINEAR_VELOCITY);
+            dirty.angular_velocity = sync.is_dirty(ANGULAR_VELOCITY);
+            sync.clear_dirty(LINEAR_VELOCITY);
+            sync.clear_dirty(ANGULAR_VELOCITY);
         }
     }
     if !(dirty.transform || dirty.linear_velocity || dirty.angular_velocity) {

@@ -314,13 +314,13 @@ fn changed_entity_messages(
                 if matches!(component.content, ComponentContent::Opaque(_)) {
                     continue;
                 }
-                for index in sync.removed.iter() {
+                for index in sync.removed().iter() {
                     removed_attributes.push(RemovedAttribute {
                         component_id: *component_id,
                         index,
                     });
                 }
-                for index in sync.created.iter() {
+                for index in sync.created().iter() {
                     if let Some(attribute) = component.attribute(index) {
                         created_attributes.push(NewAttribute {
                             component_id: *component_id,
@@ -330,7 +330,7 @@ fn changed_entity_messages(
                         });
                     }
                 }
-                let edits = dirty_edits(component, &sync.dirty);
+                let edits = dirty_edits(component, &sync.dirty());
                 if !edits.is_empty() {
                     let slots = SceneSlots::of(component);
                     let mut w =
