@@ -2,32 +2,51 @@
 //! server each names, and the events the driver acts on. Frames for a
 //! connection that is already gone are dropped.
 
+use bytes::Bytes;
 use tracing::trace;
 
 use super::driver::Driver;
 use crate::clock::Time;
 use crate::node::{Event, Transmit};
+use crate::scene::ClientId;
 use crate::transport::upstream::UpstreamCommand;
 use crate::upstream::LinkCommand;
 
 impl Driver {
     /// Sends what the node has to send at `now` and acts on its events.
     pub(super) fn drain(&mut self, now: Time) {
+        // A client's frames come out together (one write at a time), and
+        // are handed to its connection together.
+        let mut batch: Option<(ClientId, Vec<Bytes>)> = None;
         while let Some(transmit) = self.node.poll_transmit(now) {
-            self.send(transmit);
+            match transmit {
+                Transmit::Client(client, frame) => match &mut batch {
+                    Some((to, frames)) if *to == client => frames.push(frame),
+                    _ => {
+                        self.send_batch(batch.take());
+                        batch = Some((client, vec![frame]));
+                    }
+                },
+                other => self.send(other),
+            }
         }
+        self.send_batch(batch);
         while let Some(event) = self.node.poll_event() {
             self.act(event);
         }
     }
 
+    fn send_batch(&self, batch: Option<(ClientId, Vec<Bytes>)>) {
+        if let Some((client, frames)) = batch {
+            if let Some(handle) = self.clients.get(&client) {
+                handle.send_all(frames);
+            }
+        }
+    }
+
     fn send(&self, transmit: Transmit) {
         match transmit {
-            Transmit::Client(client, frame) => {
-                if let Some(handle) = self.clients.get(&client) {
-                    handle.send(frame);
-                }
-            }
+            Transmit::Client(client, frame) => self.send_batch(Some((client, vec![frame]))),
             Transmit::Link(link, transmit) => {
                 // A link closing drops its packets: its session ends with
                 // it (LinkDown follows), so nothing waits for them.

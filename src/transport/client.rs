@@ -8,6 +8,7 @@
 //! (u16 LE message id + payload) for every transport; a transport converts
 //! its own framing at its edge. Nothing here touches a socket.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -81,6 +82,15 @@ pub enum Outbound {
     Close(String),
 }
 
+/// What crosses the channel: the frames of one write together, so a
+/// client written 150 frames at once costs one channel operation and one
+/// wake-up of its connection task, not 150.
+#[derive(Debug)]
+enum Queued {
+    Frames(Vec<Bytes>),
+    Close(String),
+}
+
 /// Set once the node asked to close; wakes every waiter.
 #[derive(Debug, Default)]
 struct Closing {
@@ -91,7 +101,7 @@ struct Closing {
 /// The node's side of one client connection.
 #[derive(Debug, Clone)]
 pub struct ClientHandle {
-    outbound: mpsc::UnboundedSender<Outbound>,
+    outbound: mpsc::UnboundedSender<Queued>,
     queued: Arc<AtomicUsize>,
     closing: Arc<Closing>,
 }
@@ -100,7 +110,11 @@ pub struct ClientHandle {
 /// queued, and the byte count the transport gives back as it takes them.
 #[derive(Debug)]
 pub struct ClientOutbound {
-    outbound: mpsc::UnboundedReceiver<Outbound>,
+    outbound: mpsc::UnboundedReceiver<Queued>,
+    /// The rest of the last batch taken off the channel.
+    batch: VecDeque<Bytes>,
+    /// A close that arrived behind the batch.
+    close: Option<String>,
     queued: Arc<AtomicUsize>,
     closing: Arc<Closing>,
 }
@@ -119,6 +133,8 @@ impl ClientHandle {
         };
         let outbound = ClientOutbound {
             outbound: receiver,
+            batch: VecDeque::new(),
+            close: None,
             queued,
             closing,
         };
@@ -128,8 +144,17 @@ impl ClientHandle {
     /// Queues one frame. The queue is unbounded by design: the node bounds it
     /// by checking [`ClientHandle::queued_bytes`] before building more.
     pub fn send(&self, frame: Bytes) {
-        self.queued.fetch_add(frame.len(), Ordering::Relaxed);
-        if self.outbound.send(Outbound::Frame(frame)).is_err() {
+        self.send_all(vec![frame]);
+    }
+
+    /// Queues frames to go out in this order, handed over at once.
+    pub fn send_all(&self, frames: Vec<Bytes>) {
+        if frames.is_empty() {
+            return;
+        }
+        let bytes = frames.iter().map(Bytes::len).sum();
+        self.queued.fetch_add(bytes, Ordering::Relaxed);
+        if self.outbound.send(Queued::Frames(frames)).is_err() {
             // The connection task has ended; its Closed event is on its way.
         }
     }
@@ -143,7 +168,7 @@ impl ClientHandle {
     /// Closes the connection after the frames already queued; a client that
     /// is not reading gets [`CLOSE_GRACE`] to take them, then is dropped.
     pub fn close(&self, reason: impl Into<String>) {
-        let _ = self.outbound.send(Outbound::Close(reason.into()));
+        let _ = self.outbound.send(Queued::Close(reason.into()));
         self.closing.asked.store(true, Ordering::Release);
         self.closing.notify.notify_waiters();
     }
@@ -152,14 +177,41 @@ impl ClientHandle {
 impl ClientOutbound {
     /// The next thing the node asked for; `None` once the node dropped the
     /// handle (every clone of it) and everything queued was taken.
+    /// Cancel safe: a batch taken off the channel is kept before the
+    /// future can be dropped.
     pub async fn recv(&mut self) -> Option<Outbound> {
-        self.outbound.recv().await
+        if let Some(next) = self.next_taken() {
+            return Some(next);
+        }
+        let queued = self.outbound.recv().await?;
+        self.take(queued);
+        self.next_taken()
     }
 
     /// [`ClientOutbound::recv`] without waiting: `None` if nothing is queued
     /// right now (or the node dropped the handle).
     pub fn try_recv(&mut self) -> Option<Outbound> {
-        self.outbound.try_recv().ok()
+        if let Some(next) = self.next_taken() {
+            return Some(next);
+        }
+        let queued = self.outbound.try_recv().ok()?;
+        self.take(queued);
+        self.next_taken()
+    }
+
+    fn take(&mut self, queued: Queued) {
+        match queued {
+            Queued::Frames(frames) => self.batch.extend(frames),
+            Queued::Close(reason) => self.close = Some(reason),
+        }
+    }
+
+    /// The next frame of the batch taken, then the close behind it.
+    fn next_taken(&mut self) -> Option<Outbound> {
+        match self.batch.pop_front() {
+            Some(frame) => Some(Outbound::Frame(frame)),
+            None => self.close.take().map(Outbound::Close),
+        }
     }
 
     /// The transport took `bytes` of frames off the queue (written, or handed
@@ -232,6 +284,41 @@ mod tests {
         assert_eq!(handle.queued_bytes(), 0);
         outbound.taken(10);
         assert_eq!(handle.queued_bytes(), 0, "saturates instead of wrapping");
+    }
+
+    #[test]
+    fn a_batch_arrives_frame_by_frame_in_order_before_what_follows_it() {
+        let (handle, mut outbound) = ClientHandle::pair();
+        handle.send_all(vec![
+            Bytes::from_static(b"a"),
+            Bytes::from_static(b"bb"),
+            Bytes::from_static(b"ccc"),
+        ]);
+        handle.send_all(Vec::new());
+        handle.send(Bytes::from_static(b"dddd"));
+        handle.close("bye");
+        assert_eq!(handle.queued_bytes(), 10);
+        let mut seen = Vec::new();
+        while let Some(next) = outbound.try_recv() {
+            match next {
+                Outbound::Frame(frame) => seen.push(frame.len().to_string()),
+                Outbound::Close(reason) => seen.push(reason),
+            }
+        }
+        assert_eq!(seen, ["1", "2", "3", "4", "bye"]);
+    }
+
+    #[tokio::test]
+    async fn recv_dropped_mid_wait_loses_nothing() {
+        let (handle, mut outbound) = ClientHandle::pair();
+        // A recv that is polled once, finds nothing and is dropped, as in a
+        // select! whose other branch won.
+        assert!(outbound.recv().now_or_never().is_none());
+        handle.send_all(vec![Bytes::from_static(b"x"), Bytes::from_static(b"yy")]);
+        assert!(matches!(outbound.recv().await, Some(Outbound::Frame(f)) if f.len() == 1));
+        assert!(
+            matches!(outbound.recv().now_or_never(), Some(Some(Outbound::Frame(f))) if f.len() == 2)
+        );
     }
 
     #[test]
