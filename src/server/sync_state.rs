@@ -561,6 +561,11 @@ impl SyncState {
 mod tests {
     use super::*;
 
+    fn detail(state: &SyncState, entity: EntityId, component: ComponentId) -> &ComponentSync {
+        let pending = state.entity(entity).expect("tracked");
+        pending.components.get(&component).expect("pending")
+    }
+
     #[test]
     fn a_clients_entry_for_a_moving_entity_is_one_small_block() {
         // What every client holds per entity that moved since its last
@@ -580,12 +585,7 @@ mod tests {
                 ChangeKind::AttributeChanged(entity, component, index),
             );
         }
-        let pending = state
-            .entity(entity)
-            .unwrap()
-            .components
-            .get(&component)
-            .unwrap();
+        let pending = detail(&state, entity, component);
         assert_eq!(pending.dirty().iter().collect::<Vec<_>>(), [0, 63, 64, 200]);
         assert!(pending.is_dirty(64) && !pending.is_dirty(1) && pending.only_values());
         state.apply(
@@ -598,12 +598,7 @@ mod tests {
             other,
             ChangeKind::AttributeCreated(entity, component, 100),
         );
-        let pending = state
-            .entity(entity)
-            .unwrap()
-            .components
-            .get(&component)
-            .unwrap();
+        let pending = detail(&state, entity, component);
         assert_eq!(pending.dirty().iter().collect::<Vec<_>>(), [0, 64, 200]);
         assert_eq!(pending.removed().iter().collect::<Vec<_>>(), [63]);
         assert_eq!(pending.created().iter().collect::<Vec<_>>(), [100]);
