@@ -99,8 +99,14 @@ async fn inspect_decodes_every_frame_of_a_default_link() {
     // Keyed, compact updates: b moves boxes, whose Placeable is component 1
     // of each box as b's client created it.
     let watch_b = Observer::join(&b.url, "watch_b").await;
+    // Every box about to be moved: each is read from this view below.
     wait_observers(&[&watch_b], LIMIT, "b's own boxes seen at b", |seen| {
-        seen[0].view.find("box0").is_some()
+        (0..MOVED).all(|i| {
+            seen[0]
+                .view
+                .find(&format!("box{i}"))
+                .is_some_and(|(_, s)| s.placeable.is_some())
+        })
     })
     .await;
     for i in 0..MOVED {
