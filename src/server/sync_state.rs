@@ -175,20 +175,10 @@ impl ComponentSync {
             .is_some_and(|m| m.created.contains(index))
     }
 
-    fn is_removed(&self, index: u8) -> bool {
-        self.more
-            .as_ref()
-            .is_some_and(|m| m.removed.contains(index))
-    }
-
     /// Forgets every slot (the whole component is sent, or removed).
     fn clear_slots(&mut self) {
         self.dirty_low = 0;
         self.more = None;
-    }
-
-    pub fn has_changes(&self) -> bool {
-        self.presence != Presence::Known || self.has_dirty() || !self.only_values()
     }
 }
 
@@ -471,7 +461,7 @@ impl SyncState {
                 if component.presence != Presence::Known {
                     return component.presence != Presence::Removed;
                 }
-                let never_sent = component.is_created(i) && !component.is_removed(i);
+                let never_sent = component.is_created(i) && !component.removed().contains(i);
                 let more = component.more();
                 if !never_sent {
                     more.removed.insert(i);
@@ -493,25 +483,11 @@ impl SyncState {
         true
     }
 
-    /// Takes the next dirty entity to send, in the order changes happened.
-    /// The caller reads it with [`SyncState::entity`], sends it and calls
-    /// [`SyncState::sent`], or calls [`SyncState::defer`] to keep every
-    /// detail for a later tick (interest management, a client not reading).
-    pub fn pop_dirty(&mut self) -> Option<EntityId> {
-        while let Some(id) = self.queue.pop_front() {
-            if let Some(entity) = self.entities.get_mut(&id) {
-                entity.queued = false;
-                return Some(id);
-            }
-        }
-        None
-    }
-
-    /// As [`SyncState::pop_dirty`], with the entity's pending detail, so
-    /// the caller needs no further lookup to read it and mark it delivered
-    /// (`EntitySync::delivered`); a removed entity's state is dropped with
-    /// [`SyncState::sent`], and a deferred one goes back with
-    /// [`SyncState::defer`].
+    /// Takes the next dirty entity to send, in the order changes happened,
+    /// with its pending detail, so the caller needs no further lookup to
+    /// read it and mark it delivered (`EntitySync::delivered`); a removed
+    /// entity's state is dropped with [`SyncState::sent`], and a deferred
+    /// one goes back with [`SyncState::defer`].
     pub fn pop_dirty_mut(&mut self) -> Option<(EntityId, &mut EntitySync)> {
         // Skips ids whose state went away after they were queued; the
         // lookup is repeated for the one returned, as a borrow taken in the
@@ -576,7 +552,7 @@ mod tests {
         let (me, other) = (ClientId(1), ChangeSource::Client(ClientId(2)));
         let (entity, component) = (EntityId(1), ComponentId(20));
         state.apply(me, other, ChangeKind::EntityCreated(entity));
-        state.pop_dirty();
+        state.pop_dirty_mut();
         state.sent(entity);
         for index in [0, 63, 64, 200] {
             state.apply(
