@@ -345,8 +345,9 @@ impl Node {
     /// network tick (while it has work, see [`Node::tick_wanted`]), every
     /// link session's timer, the bridge's timers and the clients' writes
     /// (the server's login deadlines are checked at the tick). Never
-    /// earlier than [`TIMER_GRANULARITY`] after the last `handle_timeout`;
-    /// `None` when nothing is due at any time.
+    /// earlier than [`TIMER_GRANULARITY`] after the last `handle_timeout`,
+    /// except for clients' changes a peer's packet brought; `None` when
+    /// nothing is due at any time.
     pub fn poll_timeout(&self) -> Option<Time> {
         let mut deadline = if self.tick_wanted() {
             self.next_tick
@@ -378,9 +379,13 @@ impl Node {
         if deadline == Time::MAX {
             return None;
         }
+        // Changes a peer's packet brought are not held to the step: their
+        // link gathered them for a gap already (server::write_schedule).
         Some(match self.last_timeout {
-            Some(last) => deadline.max(last + TIMER_GRANULARITY),
-            None => deadline,
+            Some(last) if !self.server.has_fresh_peer_changes() => {
+                deadline.max(last + TIMER_GRANULARITY)
+            }
+            _ => deadline,
         })
     }
 

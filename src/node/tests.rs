@@ -336,6 +336,61 @@ fn a_link_datagram_is_acknowledged_before_it_is_applied() {
     );
 }
 
+/// Hands every link packet `from` has due at `now` to `to`, on `link`.
+fn carry(from: &mut Node, to: &mut Node, link: LinkId, now: Time) {
+    for datagram in link_packets(from, now) {
+        to.handle_link_datagram(now, link, &datagram);
+    }
+}
+
+#[test]
+fn a_change_from_a_link_reaches_a_client_without_the_timer_step() {
+    let mut a = node(1);
+    let mut b = node(2);
+    let mut now = Time::ZERO;
+    let (la, lb) = link(&mut a, &mut b, now);
+    let (writer, reader) = (ClientId(1), ClientId(2));
+    log_in(&mut a, writer, now);
+    log_in(&mut b, reader, now);
+    a.handle_client_frames(writer, now, &[create_entity(1)]);
+    // Rounds until B has A's entity (B subscribes to the types first).
+    for _ in 0..100 {
+        now += Duration::from_millis(10);
+        carry(&mut a, &mut b, lb, now);
+        carry(&mut b, &mut a, la, now);
+        if b.scene().len() == 1 {
+            break;
+        }
+    }
+    assert_eq!(b.scene().len(), 1, "B has A's first entity");
+    b.handle_timeout(now, &no_backlog);
+    assert!(sent_to(&mut b, reader, now), "the reader is sent it");
+    // A second entity; A's link sends it at its next boundary at the latest.
+    now += Duration::from_millis(10);
+    a.handle_client_frames(writer, now, &[create_entity(2)]);
+    let packets: Vec<Vec<u8>> = (0..10)
+        .map(|step| link_packets(&mut a, now + Duration::from_millis(step)))
+        .find(|packets| !packets.is_empty())
+        .expect("A's link sends the new entity within its gap");
+    // B ran its timers a moment before the packet arrives.
+    b.handle_timeout(now, &no_backlog);
+    assert!(
+        !sent_to(&mut b, reader, now),
+        "the reader had nothing waiting"
+    );
+    let arrival = now + Duration::from_micros(200);
+    for datagram in &packets {
+        b.handle_link_datagram(arrival, lb, datagram);
+    }
+    while b.poll_transmit(arrival).is_some() {}
+    assert_eq!(b.scene().len(), 2, "applied on arrival");
+    // Due at once, not a timer step (1 ms) after B's last timeout.
+    let due = b.poll_timeout().unwrap();
+    assert!(due <= arrival, "due at {due:?}, arrived at {arrival:?}");
+    b.handle_timeout(arrival, &no_backlog);
+    assert!(sent_to(&mut b, reader, arrival), "written on arrival");
+}
+
 #[test]
 fn a_silent_link_is_closed_by_its_idle_timeout() {
     let mut a = node(1);

@@ -68,6 +68,9 @@ pub struct Client {
     pub last_sync_write: Option<Time>,
     /// Whether it is in the write schedule (`write_schedule.rs`).
     pub write_scheduled: bool,
+    /// Whether some of its waiting changes came in a peer's packet (due
+    /// sooner, `write_schedule.rs`).
+    pub peer_changes_waiting: bool,
     /// The IP address it connected from: its pending-login budget and
     /// `limits.max_entities_per_address`.
     pub address: IpAddr,
@@ -98,6 +101,7 @@ impl Client {
             backlog: BacklogWatch::default(),
             last_sync_write: None,
             write_scheduled: false,
+            peer_changes_waiting: false,
             address,
         }
     }

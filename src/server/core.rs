@@ -16,7 +16,7 @@ use super::write_schedule::{WriteRule, WriteSchedule};
 use crate::clock::Time;
 use crate::log_budget::LogBudget;
 use crate::logging::RemoteText;
-use crate::scene::{Change, ChangeKind, ClientId, Scene};
+use crate::scene::{Change, ChangeKind, ChangeSource, ClientId, Scene};
 use crate::tundra::asset_storage::AssetStorages;
 use crate::tundra::messages::{ClientLeft, EntityAction};
 use crate::tundra::LoginDialect;
@@ -294,6 +294,7 @@ impl TundraServer {
         }
         for client in self.clients.values_mut().filter(|c| c.is_authenticated()) {
             let before = client.sync.pending();
+            let mut from_peer = false;
             for change in changes {
                 // A hidden entity's changes wait until it is shown whole.
                 if client.visibility.hides(change.kind.entity()) {
@@ -302,14 +303,21 @@ impl TundraServer {
                     }
                     continue;
                 }
+                from_peer |= matches!(change.source, ChangeSource::Peer(_));
                 client.sync.apply(client.id, change.source, change.kind);
             }
             // Only newly queued entities make a client worth writing (a
             // deferred one is already queued); one already in the schedule
-            // stays where it is (under load this runs for every frame).
-            if client.sync.pending() > before && !client.write_scheduled {
+            // stays where it is (under load this runs for every frame),
+            // unless a peer's packet brought these: they are due sooner
+            // (`write_schedule.rs`), so it is looked at again.
+            let peer_news = from_peer && !client.peer_changes_waiting;
+            if peer_news {
+                client.peer_changes_waiting = true;
+            }
+            if (client.sync.pending() > before && !client.write_scheduled) || peer_news {
                 client.write_scheduled = true;
-                self.schedule.handle_changed(client.id);
+                self.schedule.handle_changed(client.id, from_peer);
             }
         }
     }

@@ -258,7 +258,7 @@ impl TundraServer {
         // any change is.
         if state.sync.pending() > before && !state.write_scheduled {
             state.write_scheduled = true;
-            self.schedule.handle_changed(client);
+            self.schedule.handle_changed(client, false);
         }
     }
 

@@ -14,7 +14,11 @@
 //!   looked at again after a wait as long as it has been held (the gap,
 //!   then doubling, at most the tick). The tick writes it only once drained.
 //! - no boundary has passed since its changes were last written: at the
-//!   next boundary, a deadline ([`TundraServer::poll_timeout`]);
+//!   next boundary, a deadline ([`TundraServer::poll_timeout`]), or half a
+//!   gap after that write if sooner when some of its changes came in a
+//!   peer's packet (that link gathered a gap's changes already, on its
+//!   own clock: waiting again for this node's boundary would double the
+//!   wait across a hop, while half a gap still bounds the writes);
 //! - otherwise: now.
 //!
 //! Under load every client with a steady stream of changes is written once
@@ -96,13 +100,26 @@ impl WriteRule {
         now: Time,
         last_write: Option<Time>,
         held: Option<Duration>,
+        from_peer: bool,
     ) -> WriteTiming {
         if let Some(held) = held {
             return WriteTiming::At(now + held.clamp(self.min_gap, self.max_hold));
         }
-        match last_write {
-            Some(last) if now < self.next_slot(last) => WriteTiming::At(self.next_slot(last)),
-            _ => WriteTiming::Now,
+        let Some(last) = last_write else {
+            return WriteTiming::Now;
+        };
+        let mut due = self.next_slot(last);
+        if from_peer {
+            // The peer's link gathered a gap of changes into its packet
+            // already (its send gap is this gap, on its own clock): a second
+            // wait for a boundary here would double the delay across a
+            // hop. Half a gap after the last write bounds the extra writes.
+            due = due.min(last + self.min_gap / 2);
+        }
+        if now < due {
+            WriteTiming::At(due)
+        } else {
+            WriteTiming::Now
         }
     }
 
@@ -121,14 +138,17 @@ impl WriteRule {
 pub(super) struct WriteSchedule {
     /// Clients given new changes since they were last considered.
     fresh: BTreeSet<ClientId>,
+    /// Whether one of `fresh` got changes a peer's packet brought.
+    fresh_from_peer: bool,
     /// Clients to look at again at a time.
     waiting: BTreeMap<ClientId, Time>,
 }
 
 impl WriteSchedule {
     /// `client` has new changes or actions waiting.
-    pub(super) fn handle_changed(&mut self, client: ClientId) {
+    pub(super) fn handle_changed(&mut self, client: ClientId, from_peer: bool) {
         self.fresh.insert(client);
+        self.fresh_from_peer |= from_peer;
     }
 
     /// `client` was written, or left: nothing of it waits any more.
@@ -149,6 +169,7 @@ impl WriteSchedule {
     /// Takes the clients to decide on at `now`: the fresh ones and those
     /// whose time has come, in id order.
     fn take_due(&mut self, now: Time) -> Vec<ClientId> {
+        self.fresh_from_peer = false;
         let mut due: Vec<ClientId> = std::mem::take(&mut self.fresh).into_iter().collect();
         self.waiting.retain(|client, at| {
             if *at <= now {
@@ -200,7 +221,9 @@ impl TundraServer {
             client
                 .backlog
                 .observe(now, backlog(id), rule.max_backlog_bytes);
-            match rule.decide(now, client.last_sync_write, client.backlog.held_for(now)) {
+            let last = client.last_sync_write;
+            let held = client.backlog.held_for(now);
+            match rule.decide(now, last, held, client.peer_changes_waiting) {
                 WriteTiming::Now => to_write.push(id),
                 WriteTiming::At(at) => {
                     client.write_scheduled = true;
@@ -226,6 +249,13 @@ impl TundraServer {
         self.schedule.poll_timeout()
     }
 
+    /// Whether a client has fresh changes that a peer's packet brought:
+    /// they are looked at without the node's timer step (its link waited
+    /// a gap for them already).
+    pub fn has_fresh_peer_changes(&self) -> bool {
+        self.schedule.fresh_from_peer
+    }
+
     /// `client` has something new to write: it joins the schedule unless
     /// it is in it already (checked first: under load this runs for every
     /// change and every client).
@@ -233,7 +263,7 @@ impl TundraServer {
         if let Some(c) = self.clients.get_mut(&client) {
             if !c.write_scheduled {
                 c.write_scheduled = true;
-                self.schedule.handle_changed(client);
+                self.schedule.handle_changed(client, false);
             }
         }
     }
@@ -258,7 +288,7 @@ mod tests {
     #[test]
     fn a_drained_client_never_written_is_written_now() {
         assert_eq!(
-            rule().decide(Time::from_millis(7), None, None),
+            rule().decide(Time::from_millis(7), None, None, false),
             WriteTiming::Now
         );
     }
@@ -267,11 +297,11 @@ mod tests {
     fn a_client_written_within_the_gap_waits_for_its_end_not_for_the_tick() {
         let last = Time::from_millis(100);
         assert_eq!(
-            rule().decide(Time::from_millis(102), Some(last), None),
+            rule().decide(Time::from_millis(102), Some(last), None, false),
             WriteTiming::At(Time::from_millis(105))
         );
         assert_eq!(
-            rule().decide(Time::from_millis(105), Some(last), None),
+            rule().decide(Time::from_millis(105), Some(last), None, false),
             WriteTiming::Now
         );
     }
@@ -282,12 +312,38 @@ mod tests {
         // boundary at 105 ms with every other busy client, not at 107 ms.
         let last = Some(Time::from_millis(102));
         assert_eq!(
-            rule().decide(Time::from_millis(103), last, None),
+            rule().decide(Time::from_millis(103), last, None, false),
             WriteTiming::At(Time::from_millis(105))
         );
         assert_eq!(
-            rule().decide(Time::from_millis(105), last, None),
+            rule().decide(Time::from_millis(105), last, None, false),
             WriteTiming::Now
+        );
+    }
+
+    #[test]
+    fn changes_from_a_peer_wait_half_a_gap_at_most_after_the_last_write() {
+        let r = rule();
+        // Written at 100 ms: the boundary is 105 ms, half a gap is 102.5.
+        let last = Some(Time::from_millis(100));
+        assert_eq!(
+            r.decide(Time::from_millis(101), last, None, true),
+            WriteTiming::At(Time::from_micros(102_500))
+        );
+        assert_eq!(
+            r.decide(Time::from_micros(102_500), last, None, true),
+            WriteTiming::Now
+        );
+        // Written at 104 ms: the boundary at 105 ms comes first.
+        let late = Some(Time::from_millis(104));
+        assert_eq!(
+            r.decide(Time::from_micros(104_200), late, None, true),
+            WriteTiming::At(Time::from_millis(105))
+        );
+        // A held client stays held, whatever brought its changes.
+        assert_eq!(
+            r.decide(Time::from_millis(101), last, Some(Duration::ZERO), true),
+            WriteTiming::At(Time::from_millis(106))
         );
     }
 
@@ -296,7 +352,8 @@ mod tests {
         let r = rule();
         let now = Time::from_millis(500);
         let written = Some(Time::from_millis(100));
-        let again = |held_ms: u64| r.decide(now, written, Some(Duration::from_millis(held_ms)));
+        let again =
+            |held_ms: u64| r.decide(now, written, Some(Duration::from_millis(held_ms)), false);
         // Just held: after the gap.
         assert_eq!(again(0), WriteTiming::At(Time::from_millis(505)));
         // Held for 12 ms: 12 ms more (so the waits double).
@@ -308,7 +365,7 @@ mod tests {
     #[test]
     fn waiting_clients_come_due_at_their_time_once() {
         let mut schedule = WriteSchedule::default();
-        schedule.handle_changed(ClientId(2));
+        schedule.handle_changed(ClientId(2), false);
         schedule.wait_until(ClientId(1), Time::from_millis(10));
         schedule.wait_until(ClientId(3), Time::from_millis(20));
         // Fresh changes are due at once.

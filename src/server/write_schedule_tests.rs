@@ -131,6 +131,78 @@ fn a_client_written_a_moment_ago_gets_the_next_edit_at_the_end_of_its_gap() {
     assert_eq!(server.poll_timeout(), None);
 }
 
+/// A peer link's packet moves `entity` to `x`; the change reaches the sync
+/// states.
+fn peer_moves(server: &mut TundraServer, scene: &mut Scene, entity: EntityId, x: f32) {
+    scene
+        .edit_attribute(
+            ChangeSource::Peer(1),
+            entity,
+            ComponentId(1),
+            0,
+            super::tests::transform(x),
+        )
+        .unwrap();
+    settle(server, scene);
+}
+
+#[test]
+fn a_change_from_a_peer_waits_half_a_gap_not_for_the_boundary() {
+    let (mut scene, entity) = scene();
+    let mut server = two_clients(&mut scene);
+    writer_moves(&mut server, &mut scene, entity, 2.0, Time::from_millis(60));
+    write_due(&mut server, &scene, Time::from_millis(60), 0);
+    // A local change 1 ms later waits for the boundary at 65 ms.
+    writer_moves(&mut server, &mut scene, entity, 3.0, Time::from_millis(61));
+    assert!(!server.has_fresh_peer_changes());
+    assert!(write_due(&mut server, &scene, Time::from_millis(61), 0).is_empty());
+    assert_eq!(server.poll_timeout(), Some(Time::from_millis(65)));
+    // A peer's packet then brings a change: looked at again at once, and
+    // due half a gap after the last write.
+    peer_moves(&mut server, &mut scene, entity, 4.0);
+    assert!(server.has_fresh_peer_changes());
+    assert_eq!(server.poll_timeout(), Some(Time::ZERO));
+    let sent = write_due(&mut server, &scene, Time::from_millis(61), 0);
+    // The writer, not written since the tick at 0 ms, gets the peer's
+    // value (not its own edit) at once; the observer at 62.5 ms.
+    assert_eq!(
+        frames_of(&sent, WRITER),
+        [expected_edit(&scene, entity, &[(1, PLACEABLE, moved(4.0))])]
+    );
+    assert!(frames_of(&sent, OBSERVER).is_empty());
+    assert!(!server.has_fresh_peer_changes());
+    assert_eq!(server.poll_timeout(), Some(Time::from_micros(62_500)));
+    let sent = write_due(&mut server, &scene, Time::from_micros(62_500), 0);
+    assert_eq!(
+        frames_of(&sent, OBSERVER),
+        [expected_edit(&scene, entity, &[(1, PLACEABLE, moved(4.0))])]
+    );
+    assert_eq!(server.poll_timeout(), None);
+    // The next local change waits for the boundary again (65 ms).
+    writer_moves(&mut server, &mut scene, entity, 5.0, Time::from_millis(63));
+    assert!(frames_of(
+        &write_due(&mut server, &scene, Time::from_millis(63), 0),
+        OBSERVER
+    )
+    .is_empty());
+    assert_eq!(server.poll_timeout(), Some(Time::from_millis(65)));
+}
+
+#[test]
+fn a_tick_with_nothing_waiting_does_not_delay_the_next_change() {
+    let (mut scene, entity) = scene();
+    let mut server = two_clients(&mut scene);
+    // The tick at 100 ms finds nothing waiting for anyone.
+    assert!(tick(&mut server, &scene, Time::from_millis(100), &[]).is_empty());
+    // A move 1 ms later is written at once, not at the boundary of 105 ms.
+    writer_moves(&mut server, &mut scene, entity, 2.0, Time::from_millis(101));
+    let sent = write_due(&mut server, &scene, Time::from_millis(101), 0);
+    assert_eq!(
+        frames_of(&sent, OBSERVER),
+        [expected_edit(&scene, entity, &[(1, PLACEABLE, moved(2.0))])]
+    );
+}
+
 #[test]
 fn a_busy_client_is_written_once_per_gap_not_at_the_tick() {
     // 200 entities moved every millisecond from 51 ms to 72 ms: the old

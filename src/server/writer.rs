@@ -76,12 +76,20 @@ impl TundraServer {
     /// Writes everything waiting for one client: new component types, its
     /// scene changes, then actions (at the tick, or between: `write_schedule`).
     pub(super) fn write_client(&mut self, scene: &Scene, id: ClientId, now: Time) {
+        // A tick that finds nothing waiting is no write: it must not make
+        // the client's next change wait for the next gap.
+        let waiting = self.clients.get(&id).is_some_and(|c| {
+            c.sync.pending() > 0 || !c.pending_actions.is_empty() || !c.pending_types.is_empty()
+        });
         self.write_pending_types(scene, id);
         self.write_entities(scene, id, now);
         let actions = match self.clients.get_mut(&id) {
             Some(client) => {
-                client.last_sync_write = Some(now);
+                if waiting {
+                    client.last_sync_write = Some(now);
+                }
                 client.write_scheduled = false;
+                client.peer_changes_waiting = false;
                 std::mem::take(&mut client.pending_actions)
             }
             None => Vec::new(),

@@ -44,10 +44,11 @@ pub struct SessionConfig {
     pub idle_timeout: Duration,
     /// Longest delay before acknowledging a packet that carries messages.
     pub max_ack_delay: Duration,
-    /// New data waits until this long after the last packet sent, so the
-    /// changes of that time leave together (zero: at once). Enough data to
-    /// fill a datagram never waits, and a packet that goes out for another
-    /// reason (an acknowledgement, a keepalive) takes it along.
+    /// New data waits for the end of the gap the last packet was sent in
+    /// (the next multiple of this on the session's clock), so the changes
+    /// of that time leave together (zero: at once). Enough data to fill a
+    /// datagram never waits, and a packet that goes out for another reason
+    /// (an acknowledgement, a keepalive) takes it along.
     pub send_gap: Duration,
     /// RTT assumed before the first sample.
     pub initial_rtt: Duration,

@@ -43,11 +43,14 @@ impl Session {
     /// When new data may leave under the send gap (`SessionConfig::
     /// send_gap`): at once with no gap, before anything was sent, within
     /// the burst of packets sent at the same instant, or once a datagram's
-    /// worth waits; otherwise the gap's end.
+    /// worth waits; otherwise the gap's end, the first multiple of the gap
+    /// on the clock after the last send (so a late send does not push the
+    /// next one back, and the node's client writes, on the same multiples,
+    /// go in the same wake-up).
     fn new_data_time(&self) -> Time {
         let gap = self.config.send_gap;
         match self.last_send {
-            Some(last) if !gap.is_zero() && !self.fills_a_datagram() => last + gap,
+            Some(last) if !gap.is_zero() && !self.fills_a_datagram() => last.next_boundary(gap),
             _ => Time::ZERO,
         }
     }
@@ -358,16 +361,32 @@ mod tests {
         // Nothing sent yet: the first change leaves at once.
         queue(&mut session, 100);
         assert_eq!(sent(&mut session, ms(1)), [1]);
-        // Within the gap: held, with the gap's end as the deadline.
+        // Within the gap: held, with the gap's end (the next multiple of
+        // the gap on the clock) as the deadline.
         queue(&mut session, 101);
         assert!(sent(&mut session, ms(2)).is_empty());
-        assert_eq!(session.poll_timeout(), Some(ms(6)));
+        assert_eq!(session.poll_timeout(), Some(ms(5)));
         queue(&mut session, 102);
         assert!(sent(&mut session, ms(4)).is_empty());
-        assert_eq!(sent(&mut session, ms(6)), [2], "together, at the gap's end");
+        assert_eq!(sent(&mut session, ms(5)), [2], "together, at the gap's end");
         // After a quiet spell longer than the gap: at once again.
         queue(&mut session, 103);
         assert_eq!(sent(&mut session, ms(30)), [1]);
+    }
+
+    #[test]
+    fn a_late_send_does_not_push_the_next_gaps_end_back() {
+        // Sends that go out late (the timer's lateness) still end their
+        // gaps on the clock's multiples of the gap: a steady stream leaves
+        // once per gap, not once per gap plus the lateness.
+        let mut session = session(Duration::from_millis(5));
+        queue(&mut session, 100);
+        assert_eq!(sent(&mut session, ms(1)), [1]);
+        for (id, due, late) in [(101, 5, 6), (102, 10, 11), (103, 15, 16)] {
+            queue(&mut session, id);
+            assert_eq!(session.poll_timeout(), Some(ms(due)));
+            assert_eq!(sent(&mut session, ms(late)), [1], "sent 1 ms late");
+        }
     }
 
     #[test]
