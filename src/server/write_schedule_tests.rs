@@ -75,12 +75,19 @@ fn add_entities(scene: &mut Scene, count: usize) -> Vec<EntityId> {
     entities
 }
 
-/// The node moves every one of `entities` to `x`.
-fn node_moves_all(server: &mut TundraServer, scene: &mut Scene, entities: &[EntityId], x: f32) {
+/// `source` moves every one of `entities` to `x`; the changes reach the
+/// sync states.
+fn moves_from(
+    server: &mut TundraServer,
+    scene: &mut Scene,
+    source: ChangeSource,
+    entities: &[EntityId],
+    x: f32,
+) {
     for entity in entities {
         scene
             .edit_attribute(
-                ChangeSource::Node,
+                source,
                 *entity,
                 ComponentId(1),
                 0,
@@ -89,6 +96,11 @@ fn node_moves_all(server: &mut TundraServer, scene: &mut Scene, entities: &[Enti
             .unwrap();
     }
     settle(server, scene);
+}
+
+/// The node moves every one of `entities` to `x`.
+fn node_moves_all(server: &mut TundraServer, scene: &mut Scene, entities: &[EntityId], x: f32) {
+    moves_from(server, scene, ChangeSource::Node, entities, x);
 }
 
 #[test]
@@ -131,19 +143,9 @@ fn a_client_written_a_moment_ago_gets_the_next_edit_at_the_end_of_its_gap() {
     assert_eq!(server.poll_timeout(), None);
 }
 
-/// A peer link's packet moves `entity` to `x`; the change reaches the sync
-/// states.
+/// A peer link's packet moves `entity` to `x`.
 fn peer_moves(server: &mut TundraServer, scene: &mut Scene, entity: EntityId, x: f32) {
-    scene
-        .edit_attribute(
-            ChangeSource::Peer(1),
-            entity,
-            ComponentId(1),
-            0,
-            super::tests::transform(x),
-        )
-        .unwrap();
-    settle(server, scene);
+    moves_from(server, scene, ChangeSource::Peer(1), &[entity], x);
 }
 
 #[test]
