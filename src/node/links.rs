@@ -42,10 +42,11 @@ impl Node {
         // versions and extensions, docs/peer-link.md §5.2).
         let features = LinkFeatures::from_agreed(&link.settings.features);
         let mut config = link.settings.session;
-        // A link sends what changed at most once per client-write gap (or
-        // a datagram's worth at once): at light load its updates share
-        // packets, and the far node's clients, written at the same gap,
-        // get them at once (docs/federation.md §6).
+        // A link sends what changed at most once per client-write gap, at
+        // the instants the node's busy clients are written (or a
+        // datagram's worth at once): at light load its updates share
+        // packets, and the far node writes them to its clients on arrival
+        // (docs/federation.md §6).
         config.send_gap = WriteRule::for_tick(self.tick_period).min_gap;
         let session = Session::new(config, now)?;
         let mut federated = Link::new(link.id, link.peer, link.peer_name, link.policy, session);
