@@ -216,6 +216,9 @@ impl TundraServer {
                 || !client.pending_actions.is_empty()
                 || !client.pending_types.is_empty();
             if !waiting {
+                // A peer's change that left nothing to write (of an entity
+                // the client does not have): its later ones are not sooner.
+                client.peer_changes_waiting = false;
                 continue;
             }
             client
