@@ -110,6 +110,14 @@ impl Client {
         self.login == LoginState::Authenticated
     }
 
+    /// Whether a write would send it anything: scene changes, actions or
+    /// component types.
+    pub fn has_waiting(&self) -> bool {
+        self.sync.pending() > 0
+            || !self.pending_actions.is_empty()
+            || !self.pending_types.is_empty()
+    }
+
     /// Refused (its login, or closed for misbehaving): its frames are
     /// dropped until the close.
     pub fn is_refused(&self) -> bool {

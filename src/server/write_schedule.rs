@@ -212,10 +212,7 @@ impl TundraServer {
                 continue;
             };
             client.write_scheduled = false;
-            let waiting = client.sync.pending() > 0
-                || !client.pending_actions.is_empty()
-                || !client.pending_types.is_empty();
-            if !waiting {
+            if !client.has_waiting() {
                 // A peer's change that left nothing to write (of an entity
                 // the client does not have): its later ones are not sooner.
                 client.peer_changes_waiting = false;

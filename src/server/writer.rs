@@ -10,6 +10,7 @@ use tracing::warn;
 use bytes::Bytes;
 use foldhash::HashMap;
 
+use super::client::Client;
 use super::core::TundraServer;
 use super::edit_frame::Lookup;
 use super::interest::update_interval;
@@ -78,9 +79,7 @@ impl TundraServer {
     pub(super) fn write_client(&mut self, scene: &Scene, id: ClientId, now: Time) {
         // A tick that finds nothing waiting is no write: it must not make
         // the client's next change wait for the next gap.
-        let waiting = self.clients.get(&id).is_some_and(|c| {
-            c.sync.pending() > 0 || !c.pending_actions.is_empty() || !c.pending_types.is_empty()
-        });
+        let waiting = self.clients.get(&id).is_some_and(Client::has_waiting);
         self.write_pending_types(scene, id);
         self.write_entities(scene, id, now);
         let actions = match self.clients.get_mut(&id) {
