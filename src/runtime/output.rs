@@ -19,16 +19,7 @@ impl Driver {
         // are handed to its connection together.
         let mut batch: Option<(ClientId, Vec<Bytes>)> = None;
         while let Some(transmit) = self.node.poll_transmit(now) {
-            match transmit {
-                Transmit::Client(client, frame) => match &mut batch {
-                    Some((to, frames)) if *to == client => frames.push(frame),
-                    _ => {
-                        self.send_batch(batch.take());
-                        batch = Some((client, vec![frame]));
-                    }
-                },
-                other => self.send(other),
-            }
+            self.send(transmit, &mut batch);
         }
         self.send_batch(batch);
         while let Some(event) = self.node.poll_event() {
@@ -44,9 +35,17 @@ impl Driver {
         }
     }
 
-    fn send(&self, transmit: Transmit) {
+    /// Sends `transmit`; a client's frame joins `batch` (handed over when
+    /// a frame for another client comes, or by the caller at the end).
+    fn send(&self, transmit: Transmit, batch: &mut Option<(ClientId, Vec<Bytes>)>) {
         match transmit {
-            Transmit::Client(client, frame) => self.send_batch(Some((client, vec![frame]))),
+            Transmit::Client(client, frame) => match batch {
+                Some((to, frames)) if *to == client => frames.push(frame),
+                _ => {
+                    self.send_batch(batch.take());
+                    *batch = Some((client, vec![frame]));
+                }
+            },
             Transmit::Link(link, transmit) => {
                 // A link closing drops its packets: its session ends with
                 // it (LinkDown follows), so nothing waits for them.
