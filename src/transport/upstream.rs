@@ -18,6 +18,7 @@ use tracing::debug;
 
 use super::knet::client::{connect as knet_connect, KnetClient, KnetClientConfig};
 use super::knet::{parse_knet_url, ClientInbound, KnetTransport};
+use super::websocket::READ_BUFFER_BYTES;
 use crate::logging::RemoteText;
 use crate::peering::backoff::Backoff;
 use crate::tundra::messages::MAX_PAYLOAD_BYTES;
@@ -68,7 +69,7 @@ pub fn spawn(dial: UpstreamDial) -> mpsc::Receiver<UpstreamEvent> {
 
 async fn run(dial: UpstreamDial, events: mpsc::Sender<UpstreamEvent>) {
     let mut backoff = Backoff::new(dial.reconnect_min, dial.reconnect_max, dial.seed);
-    let mut config = WebSocketConfig::default();
+    let mut config = WebSocketConfig::default().read_buffer_size(READ_BUFFER_BYTES);
     // A world server's CreateEntity may be large; kNet's own cap (section 2.2).
     config.max_message_size = Some(MAX_PAYLOAD_BYTES);
     config.max_frame_size = Some(MAX_PAYLOAD_BYTES);
