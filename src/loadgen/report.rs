@@ -209,7 +209,7 @@ pub fn render_run(
             out,
             "node {}: cpu {} cores, peak rss {} MiB (now {} MiB), client frames in {}/s",
             node.name,
-            node.cpu_cores.map_or("?".into(), |c| format!("{c:.2}")),
+            node.cpu_cores.map_or("?".into(), |c| format!("{c:.3}")),
             node.peak_rss_kib
                 .map_or("?".into(), |k| format!("{:.1}", k as f64 / 1024.0)),
             node.rss_kib
