@@ -117,14 +117,14 @@ impl TundraServer {
         let mut frames = std::mem::take(&mut self.tick_frames);
         let mut messages = Vec::new();
         let mut deferred = Vec::new();
-        while let Some((entity_id, pending)) = client.sync.pop_dirty_mut() {
+        while let Some((entity_id, mut pending)) = client.sync.pop_dirty() {
             if interest && pending.presence == Presence::Known {
                 if let (Some(observer), Some(last)) =
                     (&client.observer, client.last_sent.get(&entity_id))
                 {
                     let interval: Duration = update_interval(scene, entity_id, observer, tick);
                     if now - *last < interval {
-                        deferred.push(entity_id);
+                        deferred.push((entity_id, pending));
                         continue;
                     }
                 }
@@ -138,9 +138,9 @@ impl TundraServer {
                 // An entity the client created itself has no baseline yet:
                 // start from nothing, so the first record is complete.
                 let last_sent = client.bodies.entry(entity_id).or_default();
-                records.extend(take_rigid_body_change(entity, pending, last_sent));
+                records.extend(take_rigid_body_change(entity, &mut pending, last_sent));
             }
-            let exists = match self.edit_frames.lookup(entity_id, pending) {
+            let exists = match self.edit_frames.lookup(entity_id, &pending) {
                 Lookup::Shared(frame) => {
                     frames.extend(frame);
                     true
@@ -156,7 +156,7 @@ impl TundraServer {
                     match built {
                         Some(frame) => frames.extend(frame),
                         None => {
-                            entity_messages(entity, entity_id, pending, protocol, &mut messages);
+                            entity_messages(entity, entity_id, &pending, protocol, &mut messages);
                             encode_messages(&mut messages, protocol, id, &mut frames);
                         }
                     }
@@ -166,9 +166,7 @@ impl TundraServer {
                     entity.is_some()
                 }
             };
-            if !pending.delivered() {
-                client.sync.sent(entity_id);
-            }
+            client.sync.delivered(entity_id);
             if interest {
                 if exists {
                     client.last_sent.insert(entity_id, now);
@@ -177,8 +175,8 @@ impl TundraServer {
                 }
             }
         }
-        for entity_id in deferred {
-            client.sync.defer(entity_id);
+        for (entity_id, pending) in deferred {
+            client.sync.defer(entity_id, pending);
         }
         // The RigidBodyUpdate batch goes before the generic sync.
         match pack(&records) {
