@@ -10,6 +10,7 @@ use foldhash::HashMap;
 use smallvec::SmallVec;
 use std::collections::VecDeque;
 
+use super::entity_hash::EntityMap;
 use crate::scene::{ChangeKind, ChangeSource, ClientId};
 use crate::tundra::{ComponentId, EntityId};
 
@@ -383,7 +384,7 @@ impl Entry {
 /// One client's view of the scene.
 #[derive(Debug, Default)]
 pub struct SyncState {
-    entities: HashMap<EntityId, Entry>,
+    entities: EntityMap<Entry>,
     /// Pending detail that an [`Entry`] cannot hold (created or removed
     /// components and attributes, several components, high slots, the
     /// temporary flag or the parent): rare, and only for known entities.
