@@ -303,8 +303,8 @@ impl EntitySync {
 /// one per replicated entity, and each move of an entity touches it once
 /// per client when the change is applied and once when it is written, so
 /// at 10 000 moving entities the node's time went to fetching these
-/// records (at 56 bytes a slot, five clients' tables were 4.6 MB, past the
-/// core's cache; at 12 they are under 1 MB). The pending detail of a moving
+/// records (at 57 bytes a slot, five clients' tables were 4.7 MB, past the
+/// core's cache; at 13 they are about 1 MB). The pending detail of a moving
 /// entity (value changes of one component's first 32 slots) is held here;
 /// anything more moves to [`SyncState::spilled`].
 #[derive(Debug, Clone, Copy)]
