@@ -5,6 +5,7 @@ use std::net::IpAddr;
 use foldhash::{HashMap, HashMapExt};
 
 use super::backlog::BacklogWatch;
+use super::entity_hash::EntityMap;
 use super::interest::Observer;
 use super::refusal_log::RefusalLog;
 use super::refusal_window::RefusalWindow;
@@ -58,10 +59,10 @@ pub struct Client {
     /// What this client is not shown (spatial interest, `visibility.rs`).
     pub visibility: super::visibility::Visibility,
     /// When each entity was last sent, for interest management.
-    pub last_sent: HashMap<EntityId, Time>,
+    pub last_sent: EntityMap<Time>,
     /// What this client believes of each moving body, for RigidBodyUpdate
     /// thresholds (protocol 4 clients only).
-    pub bodies: HashMap<EntityId, BodyState>,
+    pub bodies: EntityMap<BodyState>,
     /// Its unsent bytes over time: whether it is held, or not reading.
     pub backlog: BacklogWatch,
     /// When its scene changes were last written (at the tick or between).
@@ -96,8 +97,8 @@ impl Client {
             refusal_window: RefusalWindow::default(),
             observer: None,
             visibility: Default::default(),
-            last_sent: HashMap::new(),
-            bodies: HashMap::new(),
+            last_sent: EntityMap::default(),
+            bodies: EntityMap::default(),
             backlog: BacklogWatch::default(),
             last_sync_write: None,
             write_scheduled: false,

@@ -14,9 +14,9 @@
 //! `writer`, and so does anything protocol-dependent.
 
 use bytes::Bytes;
-use foldhash::HashMap;
 use smallvec::SmallVec;
 
+use super::entity_hash::EntityMap;
 use super::slots::{dirty_edits, SceneSlots};
 use super::sync_state::{EntitySync, Presence, SlotSet};
 use crate::scene::{ComponentContent, Entity};
@@ -47,7 +47,7 @@ pub(super) struct EditFrames {
     /// Per block: component and end offset in `blocks`.
     spans: Vec<(ComponentId, usize)>,
     /// Frames of this tick by entity, when more than one client is written.
-    shared: HashMap<EntityId, Built>,
+    shared: EntityMap<Built>,
     sharing: bool,
     /// Tests turn the edit-only path off to compare against the general one.
     #[cfg(test)]

@@ -8,11 +8,11 @@ use std::time::Duration;
 use tracing::warn;
 
 use bytes::Bytes;
-use foldhash::HashMap;
 
 use super::client::Client;
 use super::core::TundraServer;
 use super::edit_frame::Lookup;
+use super::entity_hash::EntityMap;
 use super::interest::update_interval;
 use super::rigid_body::{body_state, take_rigid_body_change};
 use super::slots::{dirty_edits, SceneSlots};
@@ -199,7 +199,7 @@ impl TundraServer {
 
 /// A protocol 4 client's body baseline after an entity went out to it.
 fn record_body(
-    bodies: &mut HashMap<EntityId, BodyState>,
+    bodies: &mut EntityMap<BodyState>,
     id: EntityId,
     entity: Option<&Entity>,
     presence: Presence,
