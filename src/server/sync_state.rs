@@ -599,8 +599,10 @@ impl SyncState {
         }
     }
 
-    /// What is pending for one entity (a copy: the state holds it packed).
-    pub fn entity(&self, id: EntityId) -> Option<EntitySync> {
+    /// What is pending for one entity (a copy: the state holds it packed),
+    /// for tests to read without taking it.
+    #[cfg(test)]
+    fn entity(&self, id: EntityId) -> Option<EntitySync> {
         let mut entry = *self.entities.get(&id)?;
         let mut spilled = HashMap::default();
         if entry.is(SPILLED) {
