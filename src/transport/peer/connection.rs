@@ -14,7 +14,7 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 use tracing::{error, info, info_span, warn, Instrument};
 
-use super::control::{finish_control, lost_reason, Control};
+use super::control::{finish_control, lost_reason, write_failed_reason, Control};
 use super::link::{LinkId, LinkShared};
 use super::registry::CommitRefused;
 use super::{data, PeerEvent, Shared};
@@ -173,10 +173,7 @@ async fn drive(
             return Outcome::refused(&closure.reason);
         }
         if let Err(error) = flushed {
-            let reason = Reason::new(
-                ReasonCode::INTERNAL,
-                format!("control write failed: {error}"),
-            );
+            let reason = write_failed_reason(&error);
             release(&shared, &peer, link, prepared.as_ref());
             return refused(&shared, &connection, &peer, role, reason, Initiator::Remote).await;
         }

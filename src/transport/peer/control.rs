@@ -70,6 +70,19 @@ pub(super) fn lost_reason(error: &quinn::ConnectionError) -> Reason {
     }
 }
 
+/// The reason behind a failed control write: the connection's own end when
+/// it was lost (a refusal by the listener often lands here, while the dialer
+/// is still writing its Hello), else an internal failure.
+pub(super) fn write_failed_reason(error: &quinn::WriteError) -> Reason {
+    match error {
+        quinn::WriteError::ConnectionLost(lost) => lost_reason(lost),
+        other => Reason::new(
+            ReasonCode::INTERNAL,
+            format!("control write failed: {other}"),
+        ),
+    }
+}
+
 /// Ends the control stream per docs/peer-link.md §8.3: after our Refuse or Goodbye,
 /// finish the stream and give the peer a moment to close first; after the
 /// peer's, close at once with its code.
@@ -86,5 +99,31 @@ pub(super) async fn finish_control(
             connection.close(code, closure.reason.text.as_bytes());
         }
         Initiator::Remote => connection.close(code, b""),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_cut_by_the_peers_close_reports_the_peers_reason() {
+        let close = quinn::ApplicationClose {
+            error_code: quinn::VarInt::from_u32(u32::from(ReasonCode::VERSION_MISMATCH.0)),
+            reason: bytes::Bytes::from_static(b"this node speaks peer-link version 2 only"),
+        };
+        let error =
+            quinn::WriteError::ConnectionLost(quinn::ConnectionError::ApplicationClosed(close));
+        let reason = write_failed_reason(&error);
+        assert_eq!(reason.code, ReasonCode::VERSION_MISMATCH);
+        assert_eq!(reason.text, "this node speaks peer-link version 2 only");
+    }
+
+    #[test]
+    fn a_write_to_a_stream_the_peer_stopped_is_internal() {
+        let error = quinn::WriteError::Stopped(quinn::VarInt::from_u32(0));
+        let reason = write_failed_reason(&error);
+        assert_eq!(reason.code, ReasonCode::INTERNAL);
+        assert!(reason.text.starts_with("control write failed"), "{reason}");
     }
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use tracing::{debug, info, warn};
 
 use super::connection::{release, Prepared};
-use super::control::{finish_control, lost_reason, Control};
+use super::control::{finish_control, lost_reason, write_failed_reason, Control};
 use super::link::{lock, Frame, LinkId, LinkShared, PeerLink};
 use super::stream_capture::{Direction, StreamCapture};
 use super::{PeerEvent, Shared};
@@ -348,10 +348,7 @@ async fn drain_control(control: &mut Control) -> Option<Closure> {
     }
     if let Err(error) = control.flush().await {
         return Some(closure.unwrap_or(Closure {
-            reason: Reason::new(
-                ReasonCode::INTERNAL,
-                format!("control write failed: {error}"),
-            ),
+            reason: write_failed_reason(&error),
             initiator: Initiator::Remote,
             peer_version: None,
             was_established: true,
