@@ -9,6 +9,7 @@
 mod change;
 mod component_map;
 mod entity;
+pub mod entity_hash;
 mod error;
 pub mod position;
 mod store;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use super::change::{Change, ChangeKind, ChangeSource};
 use super::component_map::ComponentMap;
 use super::entity::{Attribute, Component, ComponentContent, Entity, Origin};
+use super::entity_hash::EntityMap;
 use super::error::SceneError;
 use crate::tundra::ids::{FIRST_LOCAL_ID, LAST_REPLICATED_ID};
 use crate::tundra::{
@@ -27,7 +28,7 @@ pub struct CreatedEntity {
 pub struct Scene {
     /// Hashed: every edit looks its entity up (an ordered map cost a tree
     /// search per edit, several per forwarded update across the node).
-    entities: foldhash::HashMap<EntityId, Entity>,
+    entities: EntityMap<Entity>,
     /// The same ids in ascending order, for the walks that send a scene in
     /// Tundra's order (its std::map); changed only on create and remove.
     order: BTreeSet<EntityId>,
@@ -58,7 +59,7 @@ pub struct ProxiedEdit {
 impl Scene {
     pub fn new(registry: Registry) -> Scene {
         Scene {
-            entities: foldhash::HashMap::default(),
+            entities: EntityMap::default(),
             order: BTreeSet::new(),
             registry,
             next_replicated: 1,

@@ -5,12 +5,12 @@ use std::net::IpAddr;
 use foldhash::{HashMap, HashMapExt};
 
 use super::backlog::BacklogWatch;
-use super::entity_hash::EntityMap;
 use super::interest::Observer;
 use super::refusal_log::RefusalLog;
 use super::refusal_window::RefusalWindow;
 use super::sync_state::SyncState;
 use crate::clock::Time;
+use crate::scene::entity_hash::EntityMap;
 use crate::scene::ClientId;
 use crate::tundra::messages::EntityAction;
 use crate::tundra::rigid_body_sender::BodyState;

@@ -16,9 +16,9 @@
 use bytes::Bytes;
 use smallvec::SmallVec;
 
-use super::entity_hash::EntityMap;
 use super::slots::{dirty_edits, SceneSlots};
 use super::sync_state::{EntitySync, Presence, SlotSet};
+use crate::scene::entity_hash::EntityMap;
 use crate::scene::{ComponentContent, Entity};
 use crate::tundra::bits::{push_vle, vle_size, BitWriter};
 use crate::tundra::edit_attributes::write_block;

@@ -11,7 +11,6 @@ mod backlog;
 mod client;
 mod core;
 mod edit_frame;
-mod entity_hash;
 mod entity_quota;
 mod handlers;
 mod interest;

@@ -10,7 +10,7 @@ use foldhash::HashMap;
 use smallvec::SmallVec;
 use std::collections::VecDeque;
 
-use super::entity_hash::EntityMap;
+use crate::scene::entity_hash::EntityMap;
 use crate::scene::{ChangeKind, ChangeSource, ClientId};
 use crate::tundra::{ComponentId, EntityId};
 

@@ -1,6 +1,7 @@
-//! A hasher for the write path's tables keyed by entity id (a client's sync
-//! state, rigid-body baselines and last-sent times; the shared frames of a
-//! write) that keeps ids of one block of eight in neighbouring slots.
+//! A hasher for the hot tables keyed by entity id (the scene's entities; a
+//! client's sync state, rigid-body baselines and last-sent times; the shared
+//! frames of a write) that keeps ids of one block of eight in neighbouring
+//! slots.
 //!
 //! Entities created together get consecutive ids, and clients (Tundra's
 //! sync among them) tend to move them together; a hash that scatters every
