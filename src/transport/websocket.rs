@@ -39,9 +39,13 @@ pub use super::client::{
 use super::message_budget::{BudgetConfig, MessageBudget};
 use crate::clock::Time;
 
-/// Most frames written to a client before one flush: bounds the latency
-/// a long queue adds to its first frame and the memory of one batch.
-const WRITE_BATCH: usize = 256;
+/// Most frames, and bytes, written to a client before one flush: bounds
+/// the latency a long queue adds to its first frame and the memory of one
+/// batch. A write of a busy client's changes (a gap's worth: 1 000 entity
+/// updates, 46 KB, at 10 000 x 20 Hz) goes out in one system call; 256
+/// frames a batch had cut it into four.
+const WRITE_BATCH: usize = 4096;
+const WRITE_BATCH_BYTES: usize = 64 * 1024;
 
 /// Most frames read from a client into one [`ClientEvent::Frames`]: the
 /// node handles a batch before it flushes its peer links, so this bounds
@@ -252,13 +256,14 @@ async fn run_connection<S>(
             () = tokio::time::sleep(wait.unwrap_or_default()), if wait.is_some() => {},
             outbound = outbound_rx.recv() => match outbound {
                 Some(Outbound::Frame(frame)) => {
-                    // Feed every frame already queued (up to WRITE_BATCH) and
-                    // flush once: one write system call per batch instead of
-                    // one per frame, which dominated the fan-out to clients.
+                    // Feed every frame already queued (up to WRITE_BATCH and
+                    // WRITE_BATCH_BYTES) and flush once: one write system
+                    // call per batch instead of one per frame, which
+                    // dominated the fan-out to clients.
                     let mut len = frame.len();
                     let mut batch = vec![frame];
                     let mut close = None;
-                    while batch.len() < WRITE_BATCH {
+                    while batch.len() < WRITE_BATCH && len < WRITE_BATCH_BYTES {
                         match outbound_rx.try_recv() {
                             Some(Outbound::Frame(more)) => {
                                 len += more.len();
