@@ -168,7 +168,7 @@ async fn handshake(
 }
 
 async fn run_connection<S>(
-    socket: WebSocketStream<S>,
+    mut socket: WebSocketStream<S>,
     id: ConnectionId,
     addr: SocketAddr,
     budget: BudgetConfig,
@@ -176,7 +176,8 @@ async fn run_connection<S>(
 ) where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let (mut sink, mut source) = socket.split();
+    // One task reads and writes the socket, one at a time, so the stream is
+    // not split (a split stream takes a lock for every read and write).
     let (handle, mut outbound_rx) = ClientHandle::pair();
     // Armed once the node asks to close: bounds how long a send may block.
     let closing = outbound_rx.closing();
@@ -209,7 +210,7 @@ async fn run_connection<S>(
         // TCP backpressure slows it, and nobody else waits.
         let wait = budget.wait(now());
         tokio::select! {
-            inbound = source.next(), if wait.is_none() => {
+            inbound = socket.next(), if wait.is_none() => {
                 // Whatever else has already arrived joins this message's
                 // batch (as far as the budget allows); an end of the
                 // connection found meanwhile takes effect after the batch
@@ -240,7 +241,7 @@ async fn run_connection<S>(
                         }
                     }
                     if read < allowed && bytes < READ_BATCH_BYTES {
-                        next = source.next().now_or_never();
+                        next = socket.next().now_or_never();
                     }
                 }
                 budget.spend(now(), read);
@@ -277,7 +278,7 @@ async fn run_connection<S>(
                         }
                     }
                     let sent = tokio::select! {
-                        sent = write_batch(&mut sink, batch) => sent,
+                        sent = write_batch(&mut socket, batch) => sent,
                         _ = &mut close_deadline => break "closed by the node; client not reading".to_owned(),
                     };
                     outbound_rx.taken(len);
@@ -285,12 +286,12 @@ async fn run_connection<S>(
                         break format!("send failed: {error}");
                     }
                     if let Some(reason) = close {
-                        send_close(&mut sink, &reason, &mut close_deadline).await;
+                        send_close(&mut socket, &reason, &mut close_deadline).await;
                         break reason;
                     }
                 }
                 Some(Outbound::Close(reason)) => {
-                    send_close(&mut sink, &reason, &mut close_deadline).await;
+                    send_close(&mut socket, &reason, &mut close_deadline).await;
                     break reason;
                 }
                 None => break "node dropped the connection".to_owned(),
@@ -310,7 +311,7 @@ async fn run_connection<S>(
             code,
             reason: truncate(&violation).into(),
         };
-        let _ = tokio::time::timeout(CLOSE_GRACE, sink.send(Message::Close(Some(frame)))).await;
+        let _ = tokio::time::timeout(CLOSE_GRACE, socket.send(Message::Close(Some(frame)))).await;
     }
     debug!(reason = %RemoteText(&reason), "disconnected");
     let _ = events.send(ClientEvent::Closed { id, reason }).await;
