@@ -585,16 +585,22 @@ impl SyncState {
     }
 
     /// Takes the next dirty entity to send, in the order changes happened,
-    /// with its pending detail. The caller then either marks it
-    /// [`SyncState::delivered`] or gives the detail back with
-    /// [`SyncState::defer`].
+    /// with its pending detail, and counts it as delivered: the client
+    /// knows it from now on, or forgets a removed one. A kept entity the
+    /// caller does not write goes back with [`SyncState::defer`].
     pub fn pop_dirty(&mut self) -> Option<(EntityId, EntitySync)> {
         loop {
             // Skips ids whose state went away after they were queued.
             let id = self.queue.pop_front()?;
             if let Some(entry) = self.entities.get_mut(&id) {
                 entry.set(QUEUED, false);
-                return Some((id, entry.take_detail(id, &mut self.spilled)));
+                let detail = entry.take_detail(id, &mut self.spilled);
+                if entry.presence == Presence::Removed {
+                    self.entities.remove(&id);
+                } else {
+                    entry.presence = Presence::Known;
+                }
+                return Some((id, detail));
             }
         }
     }
@@ -611,26 +617,13 @@ impl SyncState {
         Some(entry.take_detail(id, &mut spilled))
     }
 
-    /// Marks a popped entity as delivered: everything pending for it was
-    /// sent, and a removed one is forgotten.
-    pub fn delivered(&mut self, id: EntityId) {
-        let Some(entry) = self.entities.get_mut(&id) else {
-            return;
-        };
-        if entry.presence == Presence::Removed {
-            entry.reset_detail(id, &mut self.spilled);
-            self.entities.remove(&id);
-        } else {
-            entry.presence = Presence::Known;
-        }
-    }
-
     /// Keeps a popped entity, with `detail` (what [`SyncState::pop_dirty`]
-    /// gave), for a later write.
+    /// gave), for a later write; a removal, already forgotten, cannot be.
     pub fn defer(&mut self, id: EntityId, detail: EntitySync) {
         let Some(entry) = self.entities.get_mut(&id) else {
             return;
         };
+        entry.presence = detail.presence;
         match detail.compact() {
             Some((component, dirty)) => {
                 entry.component = component;
@@ -666,7 +659,6 @@ mod tests {
         let (entity, component) = (EntityId(1), ComponentId(20));
         state.apply(me, other, ChangeKind::EntityCreated(entity));
         state.pop_dirty();
-        state.delivered(entity);
         for index in [0, 63, 64, 200] {
             state.apply(
                 me,
@@ -710,8 +702,7 @@ mod tests {
     /// A client that knows `entity`, with nothing pending.
     fn knowing(entity: EntityId) -> SyncState {
         let mut state = SyncState::new([entity]);
-        let (popped, _) = state.pop_dirty().expect("queued");
-        state.delivered(popped);
+        state.pop_dirty().expect("queued");
         state
     }
 
@@ -754,7 +745,6 @@ mod tests {
             }
             expected.sort();
             assert_eq!(dirty_slots(&pending), expected, "{moves:?}");
-            state.delivered(id);
             assert!(state.spilled.is_empty() && state.pop_dirty().is_none());
             // The next move is held in the entry again.
             changed(&mut state, entity, 3, 0);
@@ -802,10 +792,9 @@ mod tests {
         assert_eq!(state.spilled.len(), 1);
         state.apply(me, other, ChangeKind::EntityRemoved(entity));
         assert!(state.spilled.is_empty());
-        let (id, pending) = state.pop_dirty().expect("removal queued");
+        let (_, pending) = state.pop_dirty().expect("removal queued");
         assert_eq!(pending.presence, Presence::Removed);
         assert!(pending.components.is_empty());
-        state.delivered(id);
         assert_eq!(state.tracked(), 0);
 
         let mut state = knowing(entity);

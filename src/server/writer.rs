@@ -166,7 +166,6 @@ impl TundraServer {
                     entity.is_some()
                 }
             };
-            client.sync.delivered(entity_id);
             if interest {
                 if exists {
                     client.last_sent.insert(entity_id, now);
