@@ -39,10 +39,21 @@ fn mover_origin(message: &Message) -> Option<String> {
 async fn no_subcommand_runs_the_demo_and_stops_on_sigint() {
     let mut child = Process::spawn(
         Command::new(env!("CARGO_BIN_EXE_lessgate"))
-            .args(["--tundra-port", "0", "--http-port", "0", "--peer-port", "0"])
-            .env("RUST_LOG", "off")
-            .stderr(Stdio::null()),
+            .args(["--tundra-port", "0", "--http-port", "0"])
+            .args(["--peer-port", "0", "--knet-port", "0"])
+            .env("RUST_LOG", "warn")
+            .stderr(Stdio::piped()),
     );
+    // Kept for failure messages: a demo that cannot start says why there.
+    let stderr = child.0.stderr.take().unwrap();
+    let errors = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let errors_writer = errors.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            errors_writer.lock().unwrap().push(line);
+        }
+    });
+    let stderr_so_far = || errors.lock().unwrap().join("\n");
     let stdout = child.0.stdout.take().unwrap();
     let (lines_tx, mut lines) = tokio::sync::mpsc::unbounded_channel::<String>();
     std::thread::spawn(move || {
@@ -54,7 +65,12 @@ async fn no_subcommand_runs_the_demo_and_stops_on_sigint() {
     // The summary table's row for beta: "  beta   ws://… http://…".
     let beta_url = tokio::time::timeout(BOUND, async {
         loop {
-            let line = lines.recv().await.expect("the demo prints its summary");
+            let Some(line) = lines.recv().await else {
+                panic!(
+                    "the demo exited before its summary; stderr:\n{}",
+                    stderr_so_far()
+                );
+            };
             output.push(line.clone());
             let mut words = line.split_whitespace();
             if words.next() == Some("beta") {
@@ -65,7 +81,12 @@ async fn no_subcommand_runs_the_demo_and_stops_on_sigint() {
         }
     })
     .await
-    .unwrap_or_else(|_| panic!("no summary; output so far: {output:#?}"));
+    .unwrap_or_else(|_| {
+        panic!(
+            "no summary; output so far: {output:#?}\nstderr:\n{}",
+            stderr_so_far()
+        )
+    });
     assert!(output.iter().any(|l| l.starts_with("link ")), "{output:#?}");
 
     let (mut client, mut seen) = TundraClient::login(&beta_url, "viewer", 3).await;
