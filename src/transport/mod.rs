@@ -7,6 +7,7 @@ pub mod client;
 pub mod guarded_listener;
 pub mod identity;
 pub mod knet;
+pub mod loop_timer;
 pub mod message_budget;
 pub mod open_files;
 pub mod peer;

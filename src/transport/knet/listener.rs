@@ -9,6 +9,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tracing::{info, info_span, warn, Instrument};
 
+use super::batch_socket::BatchSocket;
 use super::udp_server::{self, UdpServerOptions};
 use crate::knet::tcp::TcpConfig;
 use crate::transport::address_limits::AddressLimits;
@@ -23,7 +24,7 @@ const ANY_PORT_TRIES: usize = 16;
 
 /// Bound sockets, not yet served.
 pub struct KnetListener {
-    udp: UdpSocket,
+    udp: BatchSocket,
     /// `None` when the TCP port is taken (by the node's own WebSocket
     /// listener on the same port, for example): UDP still serves.
     tcp: Option<TcpListener>,
@@ -51,6 +52,7 @@ impl KnetListener {
         for _ in 0..tries {
             let udp = UdpSocket::bind(addr).await?;
             enlarge_buffers(socket2::SockRef::from(&udp), "kNet");
+            let udp = BatchSocket::new(udp)?;
             let bound = udp.local_addr()?;
             match TcpListener::bind(bound).await {
                 Ok(tcp) => {

@@ -8,6 +8,7 @@
 //! client whatever the transport; only the login data differs (XML,
 //! docs/knet-wire.md §5.3).
 
+pub mod batch_socket;
 pub mod client;
 pub mod listener;
 pub mod tcp;

@@ -36,6 +36,7 @@ use crate::logging::RemoteText;
 use crate::transport::client::{
     ClientEvent, ClientHandle, ClientOutbound, ClientTransport, ConnectionId, Outbound, CLOSE_GRACE,
 };
+use crate::transport::loop_timer::LoopTimer;
 use crate::transport::message_budget::{BudgetConfig, MessageBudget};
 
 /// Most bytes read from the socket at once: kNet's own receive buffer size
@@ -329,6 +330,7 @@ async fn drive<O: Owner>(
     let mut read_buf = vec![0u8; READ_CHUNK];
     // Set once the owner asked to close past frames still queued.
     let mut close_deadline: Option<Instant> = None;
+    let mut timer = LoopTimer::new();
     loop {
         // Everything the last step produced: received frames, then bytes.
         if let Some(reason) = deliver_events(&mut conn, owner, &mut budget, clock.now()).await {
@@ -336,7 +338,7 @@ async fn drive<O: Owner>(
         }
         unwritten.take_from(&mut conn);
         let take = unwritten.len + conn.unsent_bytes() < WRITE_HIGH_WATER;
-        let timer = conn.poll_timeout().map(|at| clock.instant(at));
+        timer.set(conn.poll_timeout().map(|at| clock.instant(at)));
         let close_at = close_deadline;
         // Over its message budget the peer is not read: TCP slows it.
         let read_wait = budget.wait(clock.now());
@@ -397,7 +399,7 @@ async fn drive<O: Owner>(
                     return finish(stream, &mut conn, &mut unwritten, reason).await;
                 }
             },
-            () = sleep_until(timer), if timer.is_some() => conn.handle_timeout(clock.now()),
+            () = timer.fired() => conn.handle_timeout(clock.now()),
             () = sleep_until(close_at), if close_at.is_some() => {
                 return "closed by the owner; peer not reading".to_owned();
             }

@@ -18,11 +18,13 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tracing::{debug, trace};
 
+use super::batch_socket::BatchSocket;
 use super::{ClientCommand, ClientInbound};
 use crate::clock::Time;
 use crate::knet::udp::{CloseReason, Role, UdpConfig, UdpConnection, UdpEvent};
 use crate::logging::RemoteText;
 use crate::transport::client::{ClientEvent, ClientOutbound, ConnectionId, Outbound};
+use crate::transport::loop_timer::LoopTimer;
 use crate::transport::message_budget::{BudgetConfig, MessageBudget};
 use crate::transport::websocket::{CLOSE_GRACE, READ_BATCH};
 
@@ -71,15 +73,24 @@ impl fmt::Display for DriverEnd {
     }
 }
 
+/// Where a connection's datagrams go.
+enum Socket {
+    /// The listener's socket, shared by every client, and this client's
+    /// address: runs of equal-sized datagrams leave in one send.
+    Listener(Arc<BatchSocket>, SocketAddr),
+    /// A client's own connected socket.
+    Connected(Arc<UdpSocket>),
+}
+
 /// A connection with its socket, its peer and its clock.
 pub struct UdpDriver {
-    socket: Arc<UdpSocket>,
-    /// `None` for a client's connected socket.
-    peer: Option<SocketAddr>,
+    socket: Socket,
     connection: UdpConnection,
     config: UdpConfig,
     origin: Instant,
     datagram: Vec<u8>,
+    /// Datagrams of equal size gathered for one send on the listener.
+    run: Vec<u8>,
     /// Frames received and not yet handed over.
     frames: Vec<Bytes>,
     /// Why the connection ended, once its Closed event was collected.
@@ -88,29 +99,24 @@ pub struct UdpDriver {
 
 impl UdpDriver {
     /// The node's side of an endpoint that sent a connection attempt.
-    pub fn server(socket: Arc<UdpSocket>, peer: SocketAddr, config: UdpConfig) -> Self {
-        Self::new(socket, Some(peer), Role::Server, config)
+    pub fn server(socket: Arc<BatchSocket>, peer: SocketAddr, config: UdpConfig) -> Self {
+        Self::new(Socket::Listener(socket, peer), Role::Server, config)
     }
 
     /// A client on a connected socket.
     pub fn client(socket: Arc<UdpSocket>, config: UdpConfig) -> Self {
-        Self::new(socket, None, Role::Client, config)
+        Self::new(Socket::Connected(socket), Role::Client, config)
     }
 
-    fn new(
-        socket: Arc<UdpSocket>,
-        peer: Option<SocketAddr>,
-        role: Role,
-        config: UdpConfig,
-    ) -> Self {
+    fn new(socket: Socket, role: Role, config: UdpConfig) -> Self {
         let origin = Instant::now();
         UdpDriver {
             socket,
-            peer,
             connection: UdpConnection::new(role, config.clone(), Time::ZERO),
             config,
             origin,
             datagram: Vec::with_capacity(crate::knet::datagram::MAX_SEND_DATAGRAM),
+            run: Vec::new(),
             frames: Vec::new(),
             close_reason: None,
         }
@@ -129,19 +135,55 @@ impl UdpDriver {
     /// Sends every datagram the connection has ready.
     async fn flush(&mut self) {
         let now = self.now();
-        while self.connection.poll_transmit(now, &mut self.datagram) {
-            let sent = match self.peer {
-                Some(peer) => self.socket.send_to(&self.datagram, peer).await,
-                None => self.socket.send(&self.datagram).await,
-            };
-            if let Err(error) = sent {
-                // The connection's re-sends and timeout deal with a lost
-                // datagram; a refusal (an ICMP error a connected socket
-                // reports on the next call) counts toward the peer's loss.
-                debug!(%error, "kNet datagram not sent");
-                if error.kind() == std::io::ErrorKind::ConnectionRefused {
-                    self.connection.handle_unreachable(now);
+        let (socket, peer) = match &self.socket {
+            Socket::Connected(socket) => {
+                let socket = socket.clone();
+                while self.connection.poll_transmit(now, &mut self.datagram) {
+                    let sent = socket.send(&self.datagram).await.map(drop);
+                    self.sent(now, sent);
                 }
+                return;
+            }
+            Socket::Listener(socket, peer) => (socket.clone(), *peer),
+        };
+        // A run: datagrams of the first one's size, and at most one shorter
+        // to end it (what GSO can cut apart again).
+        let mut segment = 0;
+        loop {
+            let more = self.connection.poll_transmit(now, &mut self.datagram);
+            let fits = more
+                && self.datagram.len() <= segment
+                && self.run.len() / segment.max(1) < socket.max_segments()
+                && self.run.len() + self.datagram.len() <= socket.max_send_bytes();
+            if !fits && !self.run.is_empty() {
+                let sent = socket.send(peer, &self.run, Some(segment)).await;
+                self.sent(now, sent);
+                self.run.clear();
+            }
+            if !more {
+                return;
+            }
+            if self.run.is_empty() {
+                segment = self.datagram.len();
+            }
+            let shorter = self.datagram.len() < segment;
+            self.run.extend_from_slice(&self.datagram);
+            if shorter {
+                let sent = socket.send(peer, &self.run, Some(segment)).await;
+                self.sent(now, sent);
+                self.run.clear();
+            }
+        }
+    }
+
+    /// The connection's re-sends and timeout deal with a lost datagram; a
+    /// refusal (an ICMP error the socket reports on the next call) counts
+    /// toward the peer's loss.
+    fn sent(&mut self, now: Time, sent: std::io::Result<()>) {
+        if let Err(error) = sent {
+            debug!(%error, "kNet datagram not sent");
+            if error.kind() == std::io::ErrorKind::ConnectionRefused {
+                self.connection.handle_unreachable(now);
             }
         }
     }
@@ -182,13 +224,6 @@ impl UdpDriver {
                 .is_closed()
                 .then_some(CloseReason::LocalDisconnect)
         })
-    }
-
-    /// When the loop must wake up for the connection's timer (an hour
-    /// when it has none: an input wakes it first).
-    fn wake_at(&self) -> Instant {
-        self.deadline()
-            .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600))
     }
 
     fn handle(&mut self, datagram: &[u8]) {
@@ -267,6 +302,7 @@ impl UdpDriver {
         // refused login's reply must arrive), then Disconnect.
         let mut close_requested: Option<Instant> = None;
         let mut disconnecting = false;
+        let mut timer = LoopTimer::new();
         loop {
             let closed = self.take_close_reason();
             if !self.frames.is_empty() {
@@ -299,7 +335,7 @@ impl UdpDriver {
             }
             let room = close_requested.is_none()
                 && self.connection.unsent_bytes() < self.config.max_unsent_bytes;
-            let deadline = self.wake_at();
+            timer.set(self.deadline());
             // Over its message budget the client's datagrams wait in its
             // bounded queue, and past it are dropped: kNet re-sends what
             // was reliable, and its flow control slows the client.
@@ -321,7 +357,7 @@ impl UdpDriver {
                         return DriverEnd::NodeStopped;
                     }
                 },
-                _ = tokio::time::sleep_until(deadline) => {
+                () = timer.fired() => {
                     let now = self.now();
                     self.connection.handle_timeout(now);
                 }
@@ -362,6 +398,7 @@ impl UdpDriver {
         inbound: &mpsc::Sender<ClientInbound>,
     ) -> DriverEnd {
         let mut commands_open = true;
+        let mut timer = LoopTimer::new();
         loop {
             let closed = self.take_close_reason();
             if !self.frames.is_empty() {
@@ -381,7 +418,7 @@ impl UdpDriver {
             }
             let room =
                 commands_open && self.connection.unsent_bytes() < self.config.max_unsent_bytes;
-            let deadline = self.wake_at();
+            timer.set(self.deadline());
             tokio::select! {
                 datagram = inbox.recv() => match datagram {
                     Some(datagram) => {
@@ -393,7 +430,7 @@ impl UdpDriver {
                     let now = self.now();
                     self.connection.handle_unreachable(now);
                 }
-                _ = tokio::time::sleep_until(deadline) => {
+                () = timer.fired() => {
                     let now = self.now();
                     self.connection.handle_timeout(now);
                 }

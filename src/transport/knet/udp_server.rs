@@ -19,10 +19,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
 use tracing::{debug, info, info_span, warn, Instrument};
 
+use super::batch_socket::BatchSocket;
 use super::udp_driver::{DriverEnd, UdpDriver};
 use crate::knet::datagram::MAX_RECEIVE_DATAGRAM;
 use crate::knet::udp::UdpConfig;
@@ -92,7 +92,7 @@ impl Refusals {
 
 /// Serves native clients on `socket` until `events` is closed by the node.
 pub async fn serve(
-    socket: UdpSocket,
+    socket: BatchSocket,
     ids: ConnectionIds,
     options: UdpServerOptions,
     events: mpsc::Sender<ClientEvent>,
@@ -105,13 +105,12 @@ pub async fn serve(
     let (notes_tx, mut notes) = mpsc::unbounded_channel::<EndpointNote>();
     let mut refusals = Refusals::default();
     let mut refusal_log = tokio::time::interval(REFUSAL_LOG_PERIOD);
-    // One byte more than kNet accepts, so an oversize datagram is seen as such.
-    let mut buffer = vec![0u8; MAX_RECEIVE_DATAGRAM + 1];
+    let mut buffers = socket.recv_buffers();
     loop {
         tokio::select! {
-            received = socket.recv_from(&mut buffer) => {
-                let (len, addr) = match received {
-                    Ok(pair) => pair,
+            received = socket.recv(&mut buffers) => {
+                let filled = match received {
+                    Ok(filled) => filled,
                     Err(error) => {
                         // ICMP port unreachable from a departed client shows up
                         // here on some systems; it concerns one peer only.
@@ -119,49 +118,51 @@ pub async fn serve(
                         continue;
                     }
                 };
-                if len > MAX_RECEIVE_DATAGRAM {
-                    // kNet drops datagrams over 1536 bytes (section 4.6).
-                    refusals.oversize += 1;
-                    continue;
-                }
-                let datagram = Bytes::copy_from_slice(&buffer[..len]);
-                if let Some(endpoint) = endpoints.get(&addr) {
-                    if endpoint.datagrams.try_send(datagram).is_err() {
-                        refusals.queue_full += 1;
+                for (addr, datagram) in buffers.datagrams(filled) {
+                    if datagram.len() > MAX_RECEIVE_DATAGRAM {
+                        // kNet drops datagrams over 1536 bytes (section 4.6).
+                        refusals.oversize += 1;
+                        continue;
                     }
-                    continue;
+                    if let Some(endpoint) = endpoints.get(&addr) {
+                        let datagram = Bytes::copy_from_slice(datagram);
+                        if endpoint.datagrams.try_send(datagram).is_err() {
+                            refusals.queue_full += 1;
+                        }
+                        continue;
+                    }
+                    // A connection attempt: its bytes are not kNet (section 4.8).
+                    let ip = addr.ip();
+                    let from_ip = half_open_by_ip.get(&ip).copied().unwrap_or(0);
+                    if from_ip >= options.max_half_open_per_address {
+                        refusals.per_address += 1;
+                        continue;
+                    }
+                    if half_open >= options.max_half_open {
+                        refusals.total += 1;
+                        continue;
+                    }
+                    generation += 1;
+                    half_open += 1;
+                    *half_open_by_ip.entry(ip).or_insert(0) += 1;
+                    let (datagrams, inbox) = mpsc::channel(CONNECTION_QUEUE);
+                    endpoints.insert(addr, Endpoint { datagrams, generation, half_open: true });
+                    let span = info_span!("knet", transport = "udp", %addr);
+                    tokio::spawn(
+                        run_connection(Accepted {
+                            socket: socket.clone(),
+                            addr,
+                            generation,
+                            inbox,
+                            notes: notes_tx.clone(),
+                            ids: ids.clone(),
+                            config: options.connection.clone(),
+                            budget: options.budget,
+                            events: events.clone(),
+                        })
+                        .instrument(span),
+                    );
                 }
-                // A connection attempt: its bytes are not kNet (section 4.8).
-                let ip = addr.ip();
-                let from_ip = half_open_by_ip.get(&ip).copied().unwrap_or(0);
-                if from_ip >= options.max_half_open_per_address {
-                    refusals.per_address += 1;
-                    continue;
-                }
-                if half_open >= options.max_half_open {
-                    refusals.total += 1;
-                    continue;
-                }
-                generation += 1;
-                half_open += 1;
-                *half_open_by_ip.entry(ip).or_insert(0) += 1;
-                let (datagrams, inbox) = mpsc::channel(CONNECTION_QUEUE);
-                endpoints.insert(addr, Endpoint { datagrams, generation, half_open: true });
-                let span = info_span!("knet", transport = "udp", %addr);
-                tokio::spawn(
-                    run_connection(Accepted {
-                        socket: socket.clone(),
-                        addr,
-                        generation,
-                        inbox,
-                        notes: notes_tx.clone(),
-                        ids: ids.clone(),
-                        config: options.connection.clone(),
-                        budget: options.budget,
-                        events: events.clone(),
-                    })
-                    .instrument(span),
-                );
             },
             Some(note) = notes.recv() => {
                 let (addr, note_generation, ended) = match note {
@@ -210,7 +211,7 @@ pub async fn serve(
 
 /// One accepted endpoint, handed to its task.
 struct Accepted {
-    socket: Arc<UdpSocket>,
+    socket: Arc<BatchSocket>,
     addr: SocketAddr,
     generation: u64,
     inbox: mpsc::Receiver<Bytes>,
