@@ -30,7 +30,7 @@ pub const RECV_SLOTS: usize = 16;
 
 /// Bytes per send call at most: a UDP datagram's length limit, less room
 /// for headers (GSO sends the run as one datagram to the kernel).
-const MAX_SEND_BYTES: usize = 60_000;
+pub const MAX_SEND_BYTES: usize = 60_000;
 
 /// A UDP socket with batched receive and segmented send.
 #[derive(Debug)]
@@ -61,11 +61,6 @@ impl BatchSocket {
     /// Datagrams one send may carry (1 without GSO).
     pub fn max_segments(&self) -> usize {
         self.state.max_gso_segments()
-    }
-
-    /// Bytes one send may carry at most.
-    pub fn max_send_bytes(&self) -> usize {
-        MAX_SEND_BYTES
     }
 
     /// Sends `contents` to `to`: one datagram, or with `segment_size`

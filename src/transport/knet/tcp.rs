@@ -331,6 +331,7 @@ async fn drive<O: Owner>(
     // Set once the owner asked to close past frames still queued.
     let mut close_deadline: Option<Instant> = None;
     let mut timer = LoopTimer::new();
+    let mut close_timer = LoopTimer::new();
     loop {
         // Everything the last step produced: received frames, then bytes.
         if let Some(reason) = deliver_events(&mut conn, owner, &mut budget, clock.now()).await {
@@ -339,7 +340,7 @@ async fn drive<O: Owner>(
         unwritten.take_from(&mut conn);
         let take = unwritten.len + conn.unsent_bytes() < WRITE_HIGH_WATER;
         timer.set(conn.poll_timeout().map(|at| clock.instant(at)));
-        let close_at = close_deadline;
+        close_timer.set(close_deadline);
         // Over its message budget the peer is not read: TCP slows it.
         let read_wait = budget.wait(clock.now());
         let read_len = budget
@@ -400,17 +401,10 @@ async fn drive<O: Owner>(
                 }
             },
             () = timer.fired() => conn.handle_timeout(clock.now()),
-            () = sleep_until(close_at), if close_at.is_some() => {
+            () = close_timer.fired() => {
                 return "closed by the owner; peer not reading".to_owned();
             }
         }
-    }
-}
-
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
     }
 }
 

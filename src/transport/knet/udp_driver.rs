@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tracing::{debug, trace};
 
-use super::batch_socket::BatchSocket;
+use super::batch_socket::{BatchSocket, MAX_SEND_BYTES};
 use super::{ClientCommand, ClientInbound};
 use crate::clock::Time;
 use crate::knet::udp::{CloseReason, Role, UdpConfig, UdpConnection, UdpEvent};
@@ -154,7 +154,7 @@ impl UdpDriver {
             let fits = more
                 && self.datagram.len() <= segment
                 && self.run.len() / segment.max(1) < socket.max_segments()
-                && self.run.len() + self.datagram.len() <= socket.max_send_bytes();
+                && self.run.len() + self.datagram.len() <= MAX_SEND_BYTES;
             if !fits && !self.run.is_empty() {
                 let sent = socket.send(peer, &self.run, Some(segment)).await;
                 self.sent(now, sent);
