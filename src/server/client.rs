@@ -13,7 +13,6 @@ use crate::clock::Time;
 use crate::scene::entity_hash::EntityMap;
 use crate::scene::ClientId;
 use crate::tundra::messages::EntityAction;
-use crate::tundra::rigid_body_sender::BodyState;
 use crate::tundra::LoginDialect;
 use crate::tundra::{EntityId, ProtocolVersion, UserId};
 
@@ -60,9 +59,6 @@ pub struct Client {
     pub visibility: super::visibility::Visibility,
     /// When each entity was last sent, for interest management.
     pub last_sent: EntityMap<Time>,
-    /// What this client believes of each moving body, for RigidBodyUpdate
-    /// thresholds (protocol 4 clients only).
-    pub bodies: EntityMap<BodyState>,
     /// Its unsent bytes over time: whether it is held, or not reading.
     pub backlog: BacklogWatch,
     /// When its scene changes were last written (at the tick or between).
@@ -98,7 +94,6 @@ impl Client {
             observer: None,
             visibility: Default::default(),
             last_sent: EntityMap::default(),
-            bodies: EntityMap::default(),
             backlog: BacklogWatch::default(),
             last_sync_write: None,
             write_scheduled: false,

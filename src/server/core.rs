@@ -12,6 +12,7 @@ use super::edit_frame::EditFrames;
 use super::entity_quota::EntityQuota;
 use super::limits::ServerLimits;
 use super::pending_logins::PendingLogins;
+use super::rigid_body::CurrentBodies;
 use super::write_schedule::{WriteRule, WriteSchedule};
 use crate::clock::Time;
 use crate::log_budget::LogBudget;
@@ -122,6 +123,8 @@ pub struct TundraServer {
     pub(super) edit_scratch: Vec<(ComponentId, u8, AttributeValue)>,
     /// EditAttributes frames of the tick, shared between clients.
     pub(super) edit_frames: EditFrames,
+    /// The bodies read for RigidBodyUpdate clients in the write pass at hand.
+    pub(super) current_bodies: CurrentBodies,
     /// One client's frames of the tick, kept between clients.
     pub(super) tick_frames: Vec<Bytes>,
     /// Connected clients that have not logged in yet.
@@ -167,6 +170,7 @@ impl TundraServer {
             stats: ServerStats::default(),
             edit_scratch: Vec::new(),
             edit_frames: EditFrames::default(),
+            current_bodies: CurrentBodies::default(),
             tick_frames: Vec::new(),
             pending: PendingLogins::default(),
             pending_refusals: LogBudget::default(),

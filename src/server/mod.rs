@@ -30,6 +30,7 @@ mod rigid_body;
 mod slots;
 #[cfg(test)]
 mod storage_login_tests;
+mod sync_queue;
 mod sync_state;
 #[cfg(test)]
 mod tests;

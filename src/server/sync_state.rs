@@ -8,10 +8,11 @@
 
 use foldhash::HashMap;
 use smallvec::SmallVec;
-use std::collections::VecDeque;
 
+use super::sync_queue::{SyncQueue, NOT_QUEUED};
 use crate::scene::entity_hash::EntityMap;
 use crate::scene::{ChangeKind, ChangeSource, ClientId};
+use crate::tundra::rigid_body_sender::BodyState;
 use crate::tundra::{ComponentId, EntityId};
 
 /// A set of attribute slot indices (u8, so 256 slots).
@@ -299,97 +300,83 @@ impl EntitySync {
     }
 }
 
-/// One tracked entity of one client, kept to 8 bytes: every client holds
-/// one per replicated entity, and each move of an entity touches it once
-/// per client when the change is applied and once when it is written, so
-/// at 10 000 moving entities the node's time went to fetching these
-/// records (at 57 bytes a slot, five clients' tables were 4.7 MB, past the
-/// core's cache; at 13 they are about 1 MB). The pending detail of a moving
-/// entity (value changes of one component's first 32 slots) is held here;
-/// anything more moves to [`SyncState::spilled`].
+/// One tracked entity of one client, kept to 12 bytes: every client holds
+/// one per replicated entity, and each move of an entity looks it up once
+/// per client, when the change is applied, so at 10 000 moving entities
+/// the node's time went to fetching these records (at 57 bytes a slot,
+/// five clients' tables were 4.7 MB, past the core's cache; at 16 they are
+/// about 1.3 MB). What is pending for a queued entity is in its queue item
+/// (`sync_queue.rs`), so a moving entity is written without a second
+/// look-up; detail an item cannot hold moves to [`SyncState::spilled`]. A
+/// RigidBodyUpdate client's baseline of the body is found from here too.
 #[derive(Debug, Clone, Copy)]
-struct Entry {
-    /// Changed value slots 0-31 of `component`.
-    dirty: u32,
-    /// The component whose slots `dirty` names (meaningless when empty);
-    /// a component id above `u16::MAX` spills.
-    component: u16,
-    presence: Presence,
-    flags: u8,
+pub(super) struct Entry {
+    /// Where the entity's item is in the queue, when it is queued.
+    pub queued_at: u32,
+    /// Where the client's body baseline is in [`SyncState::bodies`], or
+    /// [`NO_BODY`].
+    pub body: u32,
+    pub presence: Presence,
+    /// The pending detail is in [`SyncState::spilled`], not in the item.
+    pub spilled: bool,
 }
 
-/// The entity is in the send queue.
-const QUEUED: u8 = 1;
-/// The pending detail is in `SyncState::spilled`, not in the entry.
-const SPILLED: u8 = 2;
+/// An entry without a body baseline.
+pub(super) const NO_BODY: u32 = u32::MAX;
 
 impl Entry {
-    fn new(presence: Presence) -> Self {
+    pub(super) fn new(presence: Presence) -> Self {
         Entry {
-            dirty: 0,
-            component: 0,
+            queued_at: NOT_QUEUED,
+            body: NO_BODY,
             presence,
-            flags: 0,
+            spilled: false,
         }
     }
+}
 
-    fn is(&self, flag: u8) -> bool {
-        self.flags & flag != 0
-    }
+/// A tracked entity's body baseline in its client's [`SyncState`], as
+/// [`SyncState::pop_dirty`] hands it out for the write at hand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BodySlot(u32);
 
-    fn set(&mut self, flag: u8, on: bool) {
-        if on {
-            self.flags |= flag;
-        } else {
-            self.flags &= !flag;
-        }
-    }
-
-    /// The pending detail, taken out (`spilled` holds the spilled one).
-    fn take_detail(
-        &mut self,
-        id: EntityId,
-        spilled: &mut HashMap<EntityId, EntitySync>,
-    ) -> EntitySync {
-        let mut detail = if self.is(SPILLED) {
-            self.set(SPILLED, false);
-            spilled
-                .remove(&id)
-                .unwrap_or_else(|| EntitySync::new(self.presence))
-        } else {
-            let mut detail = EntitySync::new(self.presence);
-            if self.dirty != 0 {
-                let mut sync = ComponentSync::new(Presence::Known);
-                sync.dirty_low = u64::from(self.dirty);
-                let component = ComponentId(u32::from(self.component));
-                detail.components.0.push((component, sync));
-            }
-            detail
-        };
-        detail.presence = self.presence;
-        self.dirty = 0;
-        detail
-    }
-
-    /// Forgets the pending detail: the whole entity (or its removal) goes.
-    fn reset_detail(&mut self, id: EntityId, spilled: &mut HashMap<EntityId, EntitySync>) {
-        self.dirty = 0;
-        if self.is(SPILLED) {
-            self.set(SPILLED, false);
-            spilled.remove(&id);
-        }
-    }
+/// What [`SyncState::pop_dirty`] takes: an entity to write, its pending
+/// detail, and (when asked for) where the client's baseline of its body is.
+#[derive(Debug)]
+pub struct Dirty {
+    pub id: EntityId,
+    pub pending: EntitySync,
+    /// `None` for a removal, or when bodies were not asked for.
+    pub body: Option<BodySlot>,
 }
 
 /// One client's view of the scene.
 #[derive(Debug, Default)]
 pub struct SyncState {
     entities: EntityMap<Entry>,
-    /// Pending detail that an [`Entry`] cannot hold (created or removed
+    /// Pending detail that a queue item cannot hold (created or removed
     /// components and attributes, several components, high slots, the
     /// temporary flag or the parent): rare, and only for known entities.
     spilled: HashMap<EntityId, EntitySync>,
-    queue: VecDeque<EntityId>,
+    queue: SyncQueue,
+    /// What a RigidBodyUpdate client was last sent of each body
+    /// (docs/tundra-wire.md §6.1), at the entries' `body` slots; slots
+    /// of forgotten entities wait in `free_bodies` for reuse.
+    bodies: Vec<BodyState>,
+    free_bodies: Vec<u32>,
+}
+
+/// The pending detail of a packed item (dirty value slots of one
+/// component), for an entity of `presence`.
+fn packed_detail(presence: Presence, dirty: u32, component: u16) -> EntitySync {
+    let mut detail = EntitySync::new(presence);
+    if dirty != 0 {
+        let mut sync = ComponentSync::new(Presence::Known);
+        sync.dirty_low = u64::from(dirty);
+        let component = ComponentId(u32::from(component));
+        detail.components.0.push((component, sync));
+    }
+    detail
 }
 
 impl SyncState {
@@ -398,24 +385,13 @@ impl SyncState {
     pub fn new(initial: impl IntoIterator<Item = EntityId>) -> SyncState {
         let mut state = SyncState::default();
         for id in initial {
-            state.entities.insert(id, Entry::new(Presence::New));
-            state.enqueue(id);
+            let entry = state
+                .entities
+                .entry(id)
+                .or_insert(Entry::new(Presence::New));
+            state.queue.push(id, entry);
         }
         state
-    }
-
-    fn enqueue(&mut self, id: EntityId) {
-        if let Some(entry) = self.entities.get_mut(&id) {
-            Self::enqueue_entry(&mut self.queue, id, entry);
-        }
-    }
-
-    /// Queues an entity already looked up (once per change, not twice).
-    fn enqueue_entry(queue: &mut VecDeque<EntityId>, id: EntityId, entry: &mut Entry) {
-        if !entry.is(QUEUED) {
-            entry.set(QUEUED, true);
-            queue.push_back(id);
-        }
     }
 
     /// Entities waiting to be sent.
@@ -435,6 +411,21 @@ impl SyncState {
             .is_some_and(|e| e.presence != Presence::Removed)
     }
 
+    /// Forgets an entry's pending detail: the whole entity (or its
+    /// removal) goes.
+    fn reset_detail(
+        queue: &mut SyncQueue,
+        spilled: &mut HashMap<EntityId, EntitySync>,
+        id: EntityId,
+        entry: &mut Entry,
+    ) {
+        queue.take_packed(id, entry);
+        if entry.spilled {
+            entry.spilled = false;
+            spilled.remove(&id);
+        }
+    }
+
     /// Records one scene change. `me` is the client this state belongs to:
     /// its own changes are not echoed, only remembered as known.
     pub fn apply(&mut self, me: ClientId, source: ChangeSource, kind: ChangeKind) {
@@ -446,36 +437,41 @@ impl SyncState {
         }
         match kind {
             ChangeKind::EntityCreated(_) => {
-                match self.entities.get_mut(&id) {
+                let entry = match self.entities.get_mut(&id) {
                     Some(entry) => {
                         entry.presence = match (entry.presence, own) {
                             (_, true) => Presence::Known,
                             (Presence::Removed, false) => Presence::Replaced,
                             (_, false) => Presence::New,
                         };
-                        entry.reset_detail(id, &mut self.spilled);
+                        Self::reset_detail(&mut self.queue, &mut self.spilled, id, entry);
+                        entry
                     }
                     None => {
                         let presence = if own { Presence::Known } else { Presence::New };
-                        self.entities.insert(id, Entry::new(presence));
+                        self.entities.entry(id).or_insert(Entry::new(presence))
                     }
-                }
-                if !own {
-                    self.enqueue(id);
+                };
+                if own {
+                    self.queue.refresh(id, entry);
+                } else {
+                    self.queue.push(id, entry);
                 }
             }
             ChangeKind::EntityRemoved(_) => {
                 let Some(entry) = self.entities.get_mut(&id) else {
                     return;
                 };
-                entry.reset_detail(id, &mut self.spilled);
+                Self::reset_detail(&mut self.queue, &mut self.spilled, id, entry);
                 if own || entry.presence == Presence::New {
                     // Never sent, or the client removed it itself.
+                    Self::release_body(&mut self.free_bodies, entry);
+                    self.queue.forget(id, entry);
                     self.entities.remove(&id);
                     return;
                 }
                 entry.presence = Presence::Removed;
-                self.enqueue(id);
+                self.queue.push(id, entry);
             }
             _ => {
                 if own {
@@ -490,33 +486,34 @@ impl SyncState {
                     return;
                 }
                 // A moving entity: one value slot of the component whose
-                // values changed last, held in the entry itself.
+                // values changed last, held in its queue item.
                 if let ChangeKind::AttributeChanged(_, component, index) = kind {
-                    let packed = u16::try_from(component.0).ok().filter(|c| {
-                        !entry.is(SPILLED)
-                            && index < 32
-                            && (entry.dirty == 0 || entry.component == *c)
-                    });
+                    let packed = u16::try_from(component.0)
+                        .ok()
+                        .filter(|_| !entry.spilled && index < 32);
                     if let Some(component) = packed {
-                        entry.component = component;
-                        entry.dirty |= 1 << index;
-                        Self::enqueue_entry(&mut self.queue, id, entry);
-                        return;
+                        let item = self.queue.push(id, entry);
+                        if item.dirty == 0 || item.component == component {
+                            item.component = component;
+                            item.dirty |= 1 << index;
+                            return;
+                        }
                     }
                 }
-                if !entry.is(SPILLED) {
-                    let detail = entry.take_detail(id, &mut self.spilled);
-                    entry.set(SPILLED, true);
-                    self.spilled.insert(id, detail);
+                if !entry.spilled {
+                    let (dirty, component) = self.queue.take_packed(id, entry);
+                    entry.spilled = true;
+                    self.queue.refresh(id, entry);
+                    self.spilled
+                        .insert(id, packed_detail(Presence::Known, dirty, component));
                 }
                 let detail = self
                     .spilled
                     .entry(id)
                     .or_insert_with(|| EntitySync::new(Presence::Known));
-                if !Self::apply_detail(detail, kind) {
-                    return;
+                if Self::apply_detail(detail, kind) {
+                    self.queue.push(id, entry);
                 }
-                Self::enqueue_entry(&mut self.queue, id, entry);
             }
         }
     }
@@ -586,22 +583,85 @@ impl SyncState {
 
     /// Takes the next dirty entity to send, in the order changes happened,
     /// with its pending detail, and counts it as delivered: the client
-    /// knows it from now on, or forgets a removed one. A kept entity the
-    /// caller does not write goes back with [`SyncState::defer`].
-    pub fn pop_dirty(&mut self) -> Option<(EntityId, EntitySync)> {
+    /// knows it from now on, or forgets a removed one. With `bodies`, a
+    /// kept entity comes with its body baseline ([`SyncState::body_mut`]),
+    /// all zero if it never had one. A kept entity the caller does not
+    /// write goes back with [`SyncState::defer`].
+    pub fn pop_dirty(&mut self, bodies: bool) -> Option<Dirty> {
         loop {
-            // Skips ids whose state went away after they were queued.
-            let id = self.queue.pop_front()?;
-            if let Some(entry) = self.entities.get_mut(&id) {
-                entry.set(QUEUED, false);
-                let detail = entry.take_detail(id, &mut self.spilled);
-                if entry.presence == Presence::Removed {
-                    self.entities.remove(&id);
-                } else {
-                    entry.presence = Presence::Known;
-                }
-                return Some((id, detail));
+            let item = self.queue.pop()?;
+            let id = item.id;
+            if item.plain && (!bodies || item.body != NO_BODY) {
+                // A moving entity the client knows: all it needs is here.
+                return Some(Dirty {
+                    id,
+                    pending: packed_detail(Presence::Known, item.dirty, item.component),
+                    body: bodies.then_some(BodySlot(item.body)),
+                });
             }
+            let Some(entry) = self.entities.get_mut(&id) else {
+                continue;
+            };
+            let mut pending = match entry.spilled {
+                true => {
+                    entry.spilled = false;
+                    self.spilled
+                        .remove(&id)
+                        .unwrap_or_else(|| EntitySync::new(entry.presence))
+                }
+                false => packed_detail(entry.presence, item.dirty, item.component),
+            };
+            pending.presence = entry.presence;
+            let mut body = None;
+            if entry.presence == Presence::Removed {
+                Self::release_body(&mut self.free_bodies, entry);
+                self.entities.remove(&id);
+            } else {
+                entry.presence = Presence::Known;
+                if bodies {
+                    body = Some(Self::body_of(
+                        &mut self.bodies,
+                        &mut self.free_bodies,
+                        entry,
+                    ));
+                }
+            }
+            return Some(Dirty { id, pending, body });
+        }
+    }
+
+    /// The client's baseline of a body, at a slot [`SyncState::pop_dirty`]
+    /// gave in this write.
+    pub fn body_mut(&mut self, slot: BodySlot) -> Option<&mut BodyState> {
+        self.bodies.get_mut(slot.0 as usize)
+    }
+
+    /// The entry's body slot, made (all zero: an entity the client created
+    /// itself has no baseline yet, so its first record is complete) if
+    /// it has none.
+    fn body_of(bodies: &mut Vec<BodyState>, free: &mut Vec<u32>, entry: &mut Entry) -> BodySlot {
+        if entry.body == NO_BODY {
+            entry.body = match free.pop() {
+                Some(slot) => {
+                    if let Some(body) = bodies.get_mut(slot as usize) {
+                        *body = BodyState::default();
+                    }
+                    slot
+                }
+                None => {
+                    bodies.push(BodyState::default());
+                    u32::try_from(bodies.len() - 1).unwrap_or(NO_BODY)
+                }
+            };
+        }
+        BodySlot(entry.body)
+    }
+
+    /// Frees the body slot of an entry about to be forgotten.
+    fn release_body(free: &mut Vec<u32>, entry: &mut Entry) {
+        if entry.body != NO_BODY {
+            free.push(entry.body);
+            entry.body = NO_BODY;
         }
     }
 
@@ -609,12 +669,17 @@ impl SyncState {
     /// for tests to read without taking it.
     #[cfg(test)]
     fn entity(&self, id: EntityId) -> Option<EntitySync> {
-        let mut entry = *self.entities.get(&id)?;
-        let mut spilled = HashMap::default();
-        if entry.is(SPILLED) {
-            spilled.insert(id, self.spilled.get(&id)?.clone());
+        let entry = self.entities.get(&id)?;
+        if entry.spilled {
+            let mut detail = self.spilled.get(&id)?.clone();
+            detail.presence = entry.presence;
+            return Some(detail);
         }
-        Some(entry.take_detail(id, &mut spilled))
+        let (dirty, component) = self
+            .queue
+            .get(id, entry)
+            .map_or((0, 0), |item| (item.dirty, item.component));
+        Some(packed_detail(entry.presence, dirty, component))
     }
 
     /// Keeps a popped entity, with `detail` (what [`SyncState::pop_dirty`]
@@ -626,15 +691,16 @@ impl SyncState {
         entry.presence = detail.presence;
         match detail.compact() {
             Some((component, dirty)) => {
-                entry.component = component;
-                entry.dirty = dirty;
+                let item = self.queue.push(id, entry);
+                item.component = component;
+                item.dirty = dirty;
             }
             None => {
-                entry.set(SPILLED, true);
+                entry.spilled = true;
                 self.spilled.insert(id, detail);
+                self.queue.push(id, entry);
             }
         }
-        Self::enqueue_entry(&mut self.queue, id, entry);
     }
 }
 
@@ -651,14 +717,14 @@ mod tests {
     fn a_clients_entry_for_a_moving_entity_is_one_small_block() {
         // What every client holds per tracked entity (see `Entry`), and
         // what a write takes of one that changed.
-        assert!(std::mem::size_of::<Entry>() <= 8);
+        assert!(std::mem::size_of::<Entry>() <= 12);
         assert!(std::mem::size_of::<ComponentSync>() <= 24);
         assert!(std::mem::size_of::<EntitySync>() <= 48);
         let mut state = SyncState::new([]);
         let (me, other) = (ClientId(1), ChangeSource::Client(ClientId(2)));
         let (entity, component) = (EntityId(1), ComponentId(20));
         state.apply(me, other, ChangeKind::EntityCreated(entity));
-        state.pop_dirty();
+        state.pop_dirty(false);
         for index in [0, 63, 64, 200] {
             state.apply(
                 me,
@@ -687,6 +753,71 @@ mod tests {
     }
 
     #[test]
+    fn an_entity_made_again_before_a_write_is_written_once_and_whole() {
+        // Created, removed and created again by another client before this
+        // client was written: one write, of the whole entity, also after
+        // the write defers it (a stale place in the queue once gave it a
+        // second, empty time).
+        let mut state = SyncState::new([]);
+        let (me, other) = (ClientId(1), ChangeSource::Client(ClientId(2)));
+        let entity = EntityId(7);
+        for kind in [
+            ChangeKind::EntityCreated(entity),
+            ChangeKind::EntityRemoved(entity),
+            ChangeKind::EntityCreated(entity),
+        ] {
+            state.apply(me, other, kind);
+        }
+        let first = state.pop_dirty(true).expect("queued");
+        assert_eq!((first.id, first.pending.presence), (entity, Presence::New));
+        assert!(state.pop_dirty(true).is_none());
+        state.defer(first.id, first.pending);
+        let again = state.pop_dirty(true).expect("deferred");
+        assert_eq!((again.id, again.pending.presence), (entity, Presence::New));
+        assert!(again.body.is_some());
+        assert!(state.pop_dirty(true).is_none());
+    }
+
+    #[test]
+    fn a_moving_entity_keeps_its_body_baseline_until_it_is_removed() {
+        let mut state = SyncState::new([EntityId(1), EntityId(2)]);
+        let (me, other) = (ClientId(1), ChangeSource::Client(ClientId(2)));
+        let mut slots = Vec::new();
+        while let Some(dirty) = state.pop_dirty(true) {
+            slots.push(dirty.body.expect("a kept entity has a baseline"));
+        }
+        let baseline = state.body_mut(slots[0]).expect("slot");
+        baseline.transform.pos.x = 4.0;
+        state.apply(
+            me,
+            other,
+            ChangeKind::AttributeChanged(EntityId(1), ComponentId(20), 0),
+        );
+        let moved = state.pop_dirty(true).expect("moved");
+        assert_eq!(moved.body, Some(slots[0]));
+        assert_eq!(dirty_slots(&moved.pending), [(20, vec![0])]);
+        assert_eq!(
+            state.body_mut(slots[0]).map(|b| b.transform.pos.x),
+            Some(4.0)
+        );
+        // Removed and written: its slot is reused, from nothing, by the
+        // next entity that needs one.
+        state.apply(me, other, ChangeKind::EntityRemoved(EntityId(1)));
+        let removed = state.pop_dirty(true).expect("removal");
+        assert_eq!(
+            (removed.pending.presence, removed.body),
+            (Presence::Removed, None)
+        );
+        state.apply(me, other, ChangeKind::EntityCreated(EntityId(3)));
+        let created = state.pop_dirty(true).expect("created");
+        assert_eq!(created.body, Some(slots[0]));
+        assert_eq!(
+            state.body_mut(slots[0]).map(|b| b.transform.pos.x),
+            Some(0.0)
+        );
+    }
+
+    #[test]
     fn slot_sets_iterate_their_members_in_order() {
         let mut set = SlotSet::default();
         for index in [255u8, 0, 64, 63, 7, 128, 200] {
@@ -702,7 +833,7 @@ mod tests {
     /// A client that knows `entity`, with nothing pending.
     fn knowing(entity: EntityId) -> SyncState {
         let mut state = SyncState::new([entity]);
-        state.pop_dirty().expect("queued");
+        state.pop_dirty(false).expect("queued");
         state
     }
 
@@ -734,7 +865,7 @@ mod tests {
             }
             assert_eq!(state.spilled.len(), 1, "{moves:?}");
             assert_eq!(state.pending(), 1, "queued once: {moves:?}");
-            let (id, pending) = state.pop_dirty().expect("queued");
+            let Dirty { id, pending, .. } = state.pop_dirty(false).expect("queued");
             assert_eq!(id, entity);
             let mut expected: Vec<(u32, Vec<u8>)> = Vec::new();
             for &(component, index) in moves {
@@ -745,11 +876,11 @@ mod tests {
             }
             expected.sort();
             assert_eq!(dirty_slots(&pending), expected, "{moves:?}");
-            assert!(state.spilled.is_empty() && state.pop_dirty().is_none());
+            assert!(state.spilled.is_empty() && state.pop_dirty(false).is_none());
             // The next move is held in the entry again.
             changed(&mut state, entity, 3, 0);
             assert!(state.spilled.is_empty());
-            let (_, pending) = state.pop_dirty().expect("queued");
+            let Dirty { pending, .. } = state.pop_dirty(false).expect("queued");
             assert_eq!(dirty_slots(&pending), [(3, vec![0])]);
         }
     }
@@ -764,14 +895,14 @@ mod tests {
             if spill {
                 changed(&mut state, entity, 6, 1);
             }
-            let (id, pending) = state.pop_dirty().expect("queued");
+            let Dirty { id, pending, .. } = state.pop_dirty(false).expect("queued");
             let before = dirty_slots(&pending);
             state.defer(id, pending);
             assert_eq!(state.spilled.len(), usize::from(spill));
             // A move while deferred joins the detail kept.
             changed(&mut state, entity, 5, 4);
             assert_eq!(state.pending(), 1);
-            let (_, pending) = state.pop_dirty().expect("queued again");
+            let Dirty { pending, .. } = state.pop_dirty(false).expect("queued again");
             let mut expected = before;
             expected[0].1.push(4);
             assert_eq!(dirty_slots(&pending), expected, "spilled: {spill}");
@@ -792,7 +923,7 @@ mod tests {
         assert_eq!(state.spilled.len(), 1);
         state.apply(me, other, ChangeKind::EntityRemoved(entity));
         assert!(state.spilled.is_empty());
-        let (_, pending) = state.pop_dirty().expect("removal queued");
+        let Dirty { pending, .. } = state.pop_dirty(false).expect("removal queued");
         assert_eq!(pending.presence, Presence::Removed);
         assert!(pending.components.is_empty());
         assert_eq!(state.tracked(), 0);
@@ -802,7 +933,7 @@ mod tests {
         state.apply(me, other, ChangeKind::EntityRemoved(entity));
         state.apply(me, other, ChangeKind::EntityCreated(entity));
         assert!(state.spilled.is_empty());
-        let (_, pending) = state.pop_dirty().expect("queued");
+        let Dirty { pending, .. } = state.pop_dirty(false).expect("queued");
         assert_eq!(pending.presence, Presence::Replaced);
         assert!(pending.components.is_empty());
     }

@@ -236,10 +236,12 @@ impl TundraServer {
         }
         self.stats.early_writes += to_write.len() as u64;
         self.edit_frames.start_tick(to_write.len());
+        self.current_bodies.start_pass(to_write.len());
         for id in to_write {
             self.write_client(scene, id, now);
         }
         self.edit_frames.finish_tick();
+        self.current_bodies.finish_pass();
     }
 
     /// When [`TundraServer::handle_due_writes`] should next run: at once

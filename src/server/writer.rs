@@ -15,10 +15,9 @@ use super::edit_frame::Lookup;
 use super::interest::update_interval;
 use super::rigid_body::{body_state, take_rigid_body_change};
 use super::slots::{dirty_edits, SceneSlots};
-use super::sync_state::{EntitySync, Presence};
+use super::sync_state::{Dirty, EntitySync, Presence};
 use crate::clock::Time;
 use crate::logging::RemoteText;
-use crate::scene::entity_hash::EntityMap;
 use crate::scene::{ClientId, ComponentContent, Entity, Scene};
 use crate::tundra::bits::BitWriter;
 use crate::tundra::edit_attributes::{sorted_block_len, write_block, SlotTypes};
@@ -46,6 +45,7 @@ impl TundraServer {
         let threshold = self.write_rule.max_backlog_bytes;
         let ids: Vec<ClientId> = self.authenticated_clients().map(|c| c.id).collect();
         self.edit_frames.start_tick(ids.len());
+        self.current_bodies.start_pass(ids.len());
         for id in ids {
             let queued = backlog(id);
             let Some(client) = self.clients.get_mut(&id) else {
@@ -72,6 +72,7 @@ impl TundraServer {
             self.write_client(scene, id, now);
         }
         self.edit_frames.finish_tick();
+        self.current_bodies.finish_pass();
     }
 
     /// Writes everything waiting for one client: new component types, its
@@ -117,7 +118,12 @@ impl TundraServer {
         let mut frames = std::mem::take(&mut self.tick_frames);
         let mut messages = Vec::new();
         let mut deferred = Vec::new();
-        while let Some((entity_id, mut pending)) = client.sync.pop_dirty() {
+        while let Some(Dirty {
+            id: entity_id,
+            mut pending,
+            body,
+        }) = client.sync.pop_dirty(rigid_bodies)
+        {
             if interest && pending.presence == Presence::Known {
                 if let (Some(observer), Some(last)) =
                     (&client.observer, client.last_sent.get(&entity_id))
@@ -129,26 +135,29 @@ impl TundraServer {
                     }
                 }
             }
-            // The scene is looked up only when needed: a frame another
-            // client's identical pending edits produced this tick needs
-            // none (rigid body clients always need it, to read the body).
-            let mut entity = None;
-            if rigid_bodies {
-                entity = scene.entity(entity_id);
-                // An entity the client created itself has no baseline yet:
-                // start from nothing, so the first record is complete.
-                let last_sent = client.bodies.entry(entity_id).or_default();
-                records.extend(take_rigid_body_change(entity, &mut pending, last_sent));
+            // A kept entity of a RigidBodyUpdate client comes with its
+            // baseline; the body is read once per pass for all clients.
+            if let Some(slot) = body.filter(|_| pending.presence == Presence::Known) {
+                let current = self.current_bodies.get(scene, entity_id);
+                if let (Some(current), Some(last_sent)) = (current, client.sync.body_mut(slot)) {
+                    records.extend(take_rigid_body_change(
+                        entity_id,
+                        &current,
+                        &mut pending,
+                        last_sent,
+                    ));
+                }
             }
+            // The scene is looked up only when needed: a frame another
+            // client's identical pending edits produced this pass needs
+            // none.
             let exists = match self.edit_frames.lookup(entity_id, &pending) {
                 Lookup::Shared(frame) => {
                     frames.extend(frame);
                     true
                 }
                 lookup => {
-                    if !rigid_bodies {
-                        entity = scene.entity(entity_id);
-                    }
+                    let entity = scene.entity(entity_id);
                     let built = match (lookup, entity) {
                         (Lookup::Build, Some(entity)) => self.edit_frames.build(entity).ok(),
                         _ => None,
@@ -160,8 +169,8 @@ impl TundraServer {
                             encode_messages(&mut messages, protocol, id, &mut frames);
                         }
                     }
-                    if rigid_bodies {
-                        record_body(&mut client.bodies, entity_id, entity, pending.presence);
+                    if let Some(baseline) = body.and_then(|slot| client.sync.body_mut(slot)) {
+                        record_body(baseline, entity, pending.presence);
                     }
                     entity.is_some()
                 }
@@ -196,24 +205,19 @@ impl TundraServer {
     }
 }
 
-/// A protocol 4 client's body baseline after an entity went out to it.
-fn record_body(
-    bodies: &mut EntityMap<BodyState>,
-    id: EntityId,
-    entity: Option<&Entity>,
-    presence: Presence,
-) {
+/// A RigidBodyUpdate client's body baseline after an entity went out to it.
+fn record_body(baseline: &mut BodyState, entity: Option<&Entity>, presence: Presence) {
     match entity {
         // A whole entity sent: the client now holds its state.
         Some(e) if matches!(presence, Presence::New | Presence::Replaced) => {
             if let Some(state) = body_state(e) {
-                bodies.insert(id, state);
+                *baseline = state;
             }
         }
         Some(_) => {}
-        None => {
-            bodies.remove(&id);
-        }
+        // Gone from the scene: whatever comes under this id next starts
+        // from nothing.
+        None => *baseline = BodyState::default(),
     }
 }
 

@@ -16,7 +16,11 @@
 //! stable on a noisy machine.
 //!
 //! `--observers N` connects N Tundra clients to the receiver instead of
-//! one: they are all sent every change at the tick.
+//! one: they are all sent every change at the tick. `--native` makes
+//! them native viewers (kNet, XML login), which take moves as
+//! RigidBodyUpdate. `--between-ticks` writes the receiver's clients
+//! whenever its `poll_timeout` comes, as the node loop does, not only at
+//! the tick.
 //!
 //! Prints ns per edit for each node, and both together. This is the
 //! single-threaded core the node loop runs; `lessgate loadgen` adds the
@@ -58,6 +62,8 @@ struct Pipeline {
     links: (LinkId, LinkId),
     frames: Vec<Vec<u8>>,
     now: Time,
+    /// Whether the receiver's clients are written between ticks.
+    between_ticks: bool,
 }
 
 fn edit_frame(
@@ -82,7 +88,7 @@ fn edit_frame(
     .unwrap()
 }
 
-fn set_up(entities: u32, observers: usize) -> Pipeline {
+fn set_up(entities: u32, observers: usize, native: bool) -> Pipeline {
     // As the load generator's nodes: no per-client entity cap (the message
     // budget is the transport's, and no transport is in this pipeline).
     let mut config = ServerConfig::default();
@@ -97,7 +103,10 @@ fn set_up(entities: u32, observers: usize) -> Pipeline {
     );
     let writer = sim.add_client(0);
     for _ in 0..observers.max(1) {
-        sim.add_client(1);
+        match native {
+            true => sim.add_native_client(1),
+            false => sim.add_client(1),
+        };
     }
     for tag in 1..=entities {
         sim.create_box(0, writer, tag, &format!("e{tag}"), tag as f32);
@@ -147,6 +156,7 @@ fn set_up(entities: u32, observers: usize) -> Pipeline {
         links,
         frames,
         now,
+        between_ticks: false,
     }
 }
 
@@ -204,6 +214,15 @@ fn run(p: &mut Pipeline, ticks: u32) -> (Duration, Duration, u64, usize) {
             sent += batch.len();
             p.writer.handle_client_frames(p.client, p.now, &batch);
             writer_time += started.elapsed();
+            if p.between_ticks {
+                // As the node loop does: its clients are written when
+                // `poll_timeout` says, between ticks too.
+                let started = Instant::now();
+                if p.receiver.poll_timeout().is_some_and(|at| at <= p.now) {
+                    p.receiver.handle_timeout(p.now, &|_| 0);
+                }
+                receiver_time += started.elapsed();
+            }
             let (w, r) = (&mut p.writer, &mut p.receiver);
             let (out, into, packets) = carry(w, p.links.0, r, p.links.1, p.now);
             datagrams += packets;
@@ -242,6 +261,7 @@ fn main() {
     };
     let ticks = option("--ticks");
     let observers = option("--observers").unwrap_or(1) as usize;
+    let native = args.iter().any(|a| a == "--native");
     let sizes: Vec<u32> = args
         .iter()
         .enumerate()
@@ -255,7 +275,8 @@ fn main() {
     };
     for entities in sizes {
         let started = Instant::now();
-        let mut p = set_up(entities, observers);
+        let mut p = set_up(entities, observers, native);
+        p.between_ticks = args.iter().any(|a| a == "--between-ticks");
         eprintln!(
             "set-up of {entities} entities: {:.1} s",
             started.elapsed().as_secs_f64()
