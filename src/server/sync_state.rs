@@ -283,8 +283,18 @@ impl EntitySync {
         }
     }
 
-    /// Whether this detail fits an [`Entry`] with nothing spilled: value
-    /// changes of one component's first 32 slots.
+    /// Whether nothing is left to send of a known entity.
+    pub fn is_settled(&self) -> bool {
+        self.presence == Presence::Known
+            && !self.temporary_dirty
+            && !self.parent_dirty
+            && self.components.iter().all(|(_, sync)| {
+                sync.presence == Presence::Known && !sync.has_dirty() && sync.only_values()
+            })
+    }
+
+    /// Whether this detail fits a queue item (`sync_queue.rs`) with
+    /// nothing spilled: value changes of one component's first 32 slots.
     fn compact(&self) -> Option<(u16, u32)> {
         if self.temporary_dirty || self.parent_dirty {
             return None;

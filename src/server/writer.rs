@@ -146,6 +146,14 @@ impl TundraServer {
                         &mut pending,
                         last_sent,
                     ));
+                    // Its move was all there was (the commonest case): the
+                    // entity is in the scene and nothing else goes out.
+                    if pending.is_settled() {
+                        if interest {
+                            client.last_sent.insert(entity_id, now);
+                        }
+                        continue;
+                    }
                 }
             }
             // The scene is looked up only when needed: a frame another
