@@ -99,10 +99,12 @@ impl CurrentBodies {
         self.sharing = clients > 1;
     }
 
-    /// Ends a write pass: the scene may change now.
+    /// Ends a write pass: the scene may change now, and a read outside a
+    /// pass goes to the scene.
     pub(super) fn finish_pass(&mut self) {
         self.index.clear();
         self.bodies.clear();
+        self.sharing = false;
     }
 
     /// The body of `id` as the scene has it in this pass.
