@@ -7,6 +7,7 @@
 //! memory this takes is bounded by the scene's size, not by traffic.
 
 use foldhash::HashMap;
+use slab::Slab;
 use smallvec::SmallVec;
 
 use super::sync_queue::{SyncQueue, NOT_QUEUED};
@@ -370,10 +371,8 @@ pub struct SyncState {
     spilled: HashMap<EntityId, EntitySync>,
     queue: SyncQueue,
     /// What a RigidBodyUpdate client was last sent of each body
-    /// (docs/tundra-wire.md §6.1), at the entries' `body` slots; slots
-    /// of forgotten entities wait in `free_bodies` for reuse.
-    bodies: Vec<BodyState>,
-    free_bodies: Vec<u32>,
+    /// (docs/tundra-wire.md §6.1), at the entries' `body` slots.
+    bodies: Slab<BodyState>,
 }
 
 /// The pending detail of a packed item (dirty value slots of one
@@ -475,7 +474,7 @@ impl SyncState {
                 Self::reset_detail(&mut self.queue, &mut self.spilled, id, entry);
                 if own || entry.presence == Presence::New {
                     // Never sent, or the client removed it itself.
-                    Self::release_body(&mut self.free_bodies, entry);
+                    Self::release_body(&mut self.bodies, entry);
                     self.queue.forget(id, entry);
                     self.entities.remove(&id);
                     return;
@@ -624,16 +623,12 @@ impl SyncState {
             pending.presence = entry.presence;
             let mut body = None;
             if entry.presence == Presence::Removed {
-                Self::release_body(&mut self.free_bodies, entry);
+                Self::release_body(&mut self.bodies, entry);
                 self.entities.remove(&id);
             } else {
                 entry.presence = Presence::Known;
                 if bodies {
-                    body = Some(Self::body_of(
-                        &mut self.bodies,
-                        &mut self.free_bodies,
-                        entry,
-                    ));
+                    body = Some(Self::body_of(&mut self.bodies, entry));
                 }
             }
             return Some(Dirty { id, pending, body });
@@ -649,28 +644,23 @@ impl SyncState {
     /// The entry's body slot, made (all zero: an entity the client created
     /// itself has no baseline yet, so its first record is complete) if
     /// it has none.
-    fn body_of(bodies: &mut Vec<BodyState>, free: &mut Vec<u32>, entry: &mut Entry) -> BodySlot {
+    fn body_of(bodies: &mut Slab<BodyState>, entry: &mut Entry) -> BodySlot {
         if entry.body == NO_BODY {
-            entry.body = match free.pop() {
-                Some(slot) => {
-                    if let Some(body) = bodies.get_mut(slot as usize) {
-                        *body = BodyState::default();
-                    }
-                    slot
+            let slot = bodies.insert(BodyState::default());
+            match u32::try_from(slot) {
+                Ok(slot) => entry.body = slot,
+                Err(_) => {
+                    bodies.remove(slot);
                 }
-                None => {
-                    bodies.push(BodyState::default());
-                    u32::try_from(bodies.len() - 1).unwrap_or(NO_BODY)
-                }
-            };
+            }
         }
         BodySlot(entry.body)
     }
 
     /// Frees the body slot of an entry about to be forgotten.
-    fn release_body(free: &mut Vec<u32>, entry: &mut Entry) {
+    fn release_body(bodies: &mut Slab<BodyState>, entry: &mut Entry) {
         if entry.body != NO_BODY {
-            free.push(entry.body);
+            bodies.try_remove(entry.body as usize);
             entry.body = NO_BODY;
         }
     }
